@@ -1,0 +1,161 @@
+/**
+ * One small database interface with two backends: PGlite (embedded, WASM Postgres) when no
+ * DATABASE_URL is configured, postgres.js against a real PostgreSQL otherwise. SQL is written once:
+ * PGlite is real Postgres. Conventions for callers: parameters are `$1..$n`; pass JSON as a string
+ * and cast (`$1::jsonb`); avoid int8/numeric in results (postgres.js returns them as strings) —
+ * use int4 or double precision, or cast.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { migrationsDir } from './paths.js';
+
+export interface Sql {
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface Database extends Sql {
+  readonly kind: 'pglite' | 'postgres';
+  readonly schema: string;
+  /** Runs `fn` in one transaction: commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres:// URL; when absent the embedded PGlite backend is used. */
+  url?: string;
+  /** PGlite data directory; absent means in-memory. Ignored for postgres. */
+  dataDir?: string;
+  /** Schema holding every table (tests give each suite its own). Default `public`. */
+  schema?: string;
+  /** Max pooled connections for postgres.js. */
+  maxConnections?: number;
+}
+
+const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  const schema = opts.schema ?? 'public';
+  if (!SCHEMA_RE.test(schema)) throw new Error(`invalid schema name: ${schema}`);
+  return opts.url ? openPostgres(opts.url, schema, opts.maxConnections ?? 10) : openPglite(opts.dataDir, schema);
+}
+
+async function openPglite(dataDir: string | undefined, schema: string): Promise<Database> {
+  const pg = await PGlite.create(dataDir ? { dataDir } : {});
+  if (schema !== 'public') {
+    await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}, public;`);
+  }
+  const wrap = (q: { query: PGlite['query'] }): Sql => ({
+    async query<T>(text: string, params?: unknown[]) {
+      const r = await q.query<T>(text, params as unknown[] | undefined);
+      return r.rows;
+    },
+  });
+  const root = wrap(pg);
+  return {
+    kind: 'pglite',
+    schema,
+    query: root.query,
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    close: () => pg.close(),
+  };
+}
+
+async function openPostgres(url: string, schema: string, max: number): Promise<Database> {
+  if (schema !== 'public') {
+    const admin = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await admin.unsafe(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    } catch (err) {
+      // Two processes creating the same schema at once race on the catalog's unique index.
+      if ((err as { code?: string }).code !== '23505') throw err;
+    } finally {
+      await admin.end();
+    }
+  }
+  const sql = postgres(url, {
+    max,
+    onnotice: () => {},
+    connection: { search_path: schema === 'public' ? 'public' : `${schema},public` },
+    // JSON arrives from callers already serialised (PGlite and postgres.js then agree): pass
+    // strings through instead of letting postgres.js stringify them a second time.
+    types: {
+      bigint: postgres.BigInt,
+      jsonb: { to: 3802, from: [3802], serialize: passJson, parse: (x: string) => JSON.parse(x) },
+      json: { to: 114, from: [114], serialize: passJson, parse: (x: string) => JSON.parse(x) },
+    },
+  });
+  const wrap = (s: postgres.Sql | postgres.TransactionSql): Sql => ({
+    async query<T>(text: string, params?: unknown[]) {
+      const rows = await s.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[]);
+      return rows as unknown as T[];
+    },
+  });
+  const root = wrap(sql);
+  return {
+    kind: 'postgres',
+    schema,
+    query: root.query,
+    transaction: (fn) => sql.begin((tx) => fn(wrap(tx))) as Promise<never>,
+    close: () => sql.end({ timeout: 5 }),
+  };
+}
+
+function passJson(x: unknown): string {
+  return typeof x === 'string' ? x : JSON.stringify(x);
+}
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function loadMigrations(dir = migrationsDir): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ version: Number(f.slice(0, 4)), name: f.slice(5, -4), sql: readFileSync(path.join(dir, f), 'utf8') }));
+}
+
+/**
+ * Applies pending migrations in one transaction under a transaction-scoped advisory lock keyed
+ * by the schema, so that replicas starting at once apply each migration exactly once.
+ * Returns the versions this call applied.
+ */
+export async function migrate(db: Database, migrations = loadMigrations()): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`migrations:${db.schema}`]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await tx.query<{ version: number }>(`SELECT version FROM schema_migrations`)).map((r) => r.version));
+    const applied: number[] = [];
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      for (const stmt of splitStatements(m.sql)) await tx.query(stmt);
+      await tx.query(`INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+      applied.push(m.version);
+    }
+    return applied;
+  });
+}
+
+/** Splits a migration on `;` at line ends, outside dollar-quoted bodies (parameterless protocol-safe). */
+export function splitStatements(sqlText: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let inDollar = false;
+  for (const line of sqlText.split('\n')) {
+    const trimmed = line.replace(/--.*$/, '');
+    if ((trimmed.match(/\$\$/g) ?? []).length % 2 === 1) inDollar = !inDollar;
+    cur += line + '\n';
+    if (!inDollar && /;\s*$/.test(trimmed)) {
+      if (cur.trim()) out.push(cur.trim());
+      cur = '';
+    }
+  }
+  if (cur.trim()) out.push(cur.trim());
+  return out;
+}
