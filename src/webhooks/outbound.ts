@@ -1,0 +1,166 @@
+/**
+ * SSRF-safe outbound HTTPS POST for webhook deliveries: resolve the host, refuse if any address is
+ * not public unicast (loopback, private, link-local, unique-local, multicast, metadata, ...), then
+ * connect to the address that was checked (no second lookup an attacker could rebind). Redirects
+ * are not followed; the response body is read to at most 64 KiB and discarded; the whole exchange
+ * (connect to last byte) must finish within the timeout.
+ */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import tls from 'node:tls';
+import ipaddr from 'ipaddr.js';
+
+export type OutboundErrorKind = 'invalid_url' | 'dns' | 'blocked_address' | 'connect' | 'tls' | 'timeout' | 'network';
+
+export interface PostResult {
+  ok: boolean;
+  status?: number;
+  error?: { kind: OutboundErrorKind; message: string };
+  latencyMs: number;
+  /** The address actually connected to. */
+  address?: string;
+}
+
+export interface OutboundOptions {
+  timeoutMs?: number;
+  allowPrivateNetworks?: boolean;
+  maxResponseBytes?: number;
+  /** Trusted CAs; default: Node's bundled roots + the system store + NODE_EXTRA_CA_CERTS. */
+  ca?: string[];
+}
+
+let defaultCa: string[] | undefined;
+/** Node's bundle, the Debian/Ubuntu system store and NODE_EXTRA_CA_CERTS (passing `ca` replaces Node's default, so all three are listed). */
+export function trustedCas(): string[] {
+  if (defaultCa) return defaultCa;
+  const cas = [...tls.rootCertificates];
+  for (const file of ['/etc/ssl/certs/ca-certificates.crt', process.env.NODE_EXTRA_CA_CERTS]) {
+    if (!file) continue;
+    try {
+      cas.push(readFileSync(file, 'utf8'));
+    } catch {
+      /* absent store: Node's bundle still applies */
+    }
+  }
+  defaultCa = cas;
+  return cas;
+}
+
+// 100.64/10 (carrier-grade NAT) counts as private here; 169.254.169.254 falls in linkLocal.
+const PUBLIC_RANGES = new Set(['unicast']);
+
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  return PUBLIC_RANGES.has(ip.range());
+}
+
+export interface ResolvedTarget {
+  url: URL;
+  addresses: Array<{ address: string; family: number }>;
+}
+
+/** Validates the URL (https only, no credentials) and resolves it; throws OutboundError. */
+export async function resolveTarget(rawUrl: string, allowPrivate: boolean): Promise<ResolvedTarget> {
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    throw new OutboundError('invalid_url', 'is not a valid URL');
+  }
+  if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'must use https://');
+  if (url.username || url.password) throw new OutboundError('invalid_url', 'must not contain credentials');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: Array<{ address: string; family: number }>;
+  if (ipaddr.isValid(host)) {
+    addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
+  } else {
+    try {
+      addresses = await dnsLookup(host, { all: true, verbatim: true });
+    } catch (err) {
+      throw new OutboundError('dns', `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  if (!addresses.length) throw new OutboundError('dns', `${host} has no addresses`);
+  if (!allowPrivate) {
+    const bad = addresses.find((a) => !isPublicAddress(a.address));
+    if (bad) throw new OutboundError('blocked_address', `${host} resolves to ${bad.address}, which is not a public address`);
+  }
+  return { url, addresses };
+}
+
+export class OutboundError extends Error {
+  constructor(readonly kind: OutboundErrorKind, message: string) {
+    super(message);
+    this.name = 'OutboundError';
+  }
+}
+
+function classify(err: NodeJS.ErrnoException): { kind: OutboundErrorKind; message: string } {
+  const code = err.code ?? '';
+  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code === 'EPROTO' || /certificate|SSL|TLS/i.test(err.message)) {
+    return { kind: 'tls', message: `TLS handshake failed: ${code || err.message}` };
+  }
+  if (['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'].includes(code)) return { kind: 'connect', message: `connection failed: ${code}` };
+  return { kind: 'network', message: err.message };
+}
+
+export async function postJson(rawUrl: string, body: Buffer, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
+  const timeoutMs = opts.timeoutMs ?? 5000;
+  const maxBytes = opts.maxResponseBytes ?? 65_536;
+  const started = performance.now();
+  let target: ResolvedTarget;
+  try {
+    target = await resolveTarget(rawUrl, opts.allowPrivateNetworks ?? false);
+  } catch (err) {
+    const e = err as OutboundError;
+    return { ok: false, error: { kind: e.kind ?? 'network', message: e.message }, latencyMs: performance.now() - started };
+  }
+  const chosen = target.addresses[0]!;
+  const pinned: LookupFunction = (_host, options, cb) => {
+    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: typeof target.addresses) => void)(null, [chosen]);
+    else cb(null, chosen.address, chosen.family);
+  };
+  return new Promise<PostResult>((resolve) => {
+    let settled = false;
+    const finish = (r: Omit<PostResult, 'latencyMs' | 'address'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ ...r, latencyMs: performance.now() - started, address: chosen.address });
+    };
+    const req = https.request(
+      target.url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(body.length), 'user-agent': 'field-analysis-webhooks/1' },
+        lookup: pinned,
+        ca: opts.ca ?? trustedCas(),
+        agent: false,
+      },
+      (res) => {
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
+        });
+        const done = () => {
+          const status = res.statusCode ?? 0;
+          finish({ ok: status >= 200 && status < 300, status });
+        };
+        res.on('end', done);
+        res.on('close', done);
+        res.on('error', done);
+      },
+    );
+    const timer = setTimeout(() => {
+      finish({ ok: false, error: { kind: 'timeout', message: `no complete response within ${timeoutMs} ms` } });
+      req.destroy();
+    }, timeoutMs);
+    req.on('error', (err) => finish({ ok: false, error: classify(err as NodeJS.ErrnoException) }));
+    req.end(body);
+  });
+}
