@@ -13,6 +13,8 @@ import { migrationsDir } from './paths.js';
 
 export interface Sql {
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Inside a transaction: runs `fn` after a successful commit (never on rollback). Outside: soon. */
+  afterCommit?(fn: () => void): void;
 }
 
 export interface Database extends Sql {
@@ -58,7 +60,8 @@ async function openPglite(dataDir: string | undefined, schema: string): Promise<
     kind: 'pglite',
     schema,
     query: root.query,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    transaction: (fn) => withAfterCommit((hooks) => pg.transaction((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) }))),
+    afterCommit: (f) => setImmediate(f),
     close: () => pg.close(),
   };
 }
@@ -98,9 +101,23 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
     kind: 'postgres',
     schema,
     query: root.query,
-    transaction: (fn) => sql.begin((tx) => fn(wrap(tx))) as Promise<never>,
+    transaction: (fn) => withAfterCommit((hooks) => sql.begin((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) })) as Promise<never>),
+    afterCommit: (f) => setImmediate(f),
     close: () => sql.end({ timeout: 5 }),
   };
+}
+
+async function withAfterCommit<T>(run: (hooks: Array<() => void>) => Promise<T>): Promise<T> {
+  const hooks: Array<() => void> = [];
+  const result = await run(hooks);
+  for (const h of hooks) {
+    try {
+      h();
+    } catch {
+      /* a notification must not fail a committed transaction */
+    }
+  }
+  return result;
 }
 
 function passJson(x: unknown): string {

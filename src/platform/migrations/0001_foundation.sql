@@ -44,3 +44,10 @@ CREATE TABLE outbox (
   dispatched_at timestamptz
 );
 CREATE INDEX outbox_undispatched_idx ON outbox (seq) WHERE dispatched_at IS NULL;
+
+-- Service-wide settings shared by every replica (e.g. a generated signing key when none is configured).
+CREATE TABLE settings (
+  key text PRIMARY KEY,
+  value text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);

@@ -1,0 +1,107 @@
+/**
+ * Accounts and API keys. A key is `fak_` + 32 random bytes (base64url); only its SHA-256 is
+ * stored (a fast hash is right here: the key has 256 bits of entropy, so there is nothing to
+ * brute-force, and every request must verify it cheaply). `prefix` (the first 12 characters) is
+ * kept to recognise a key in listings without being able to use it.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Database, Sql } from '../platform/database.js';
+import { newId } from '../platform/ids.js';
+
+export const KEY_PREFIX = 'fak_';
+const KEY_RE = /^fak_[A-Za-z0-9_-]{43}$/;
+
+export interface Account {
+  id: string;
+  name: string;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  account_id: string;
+  account_name: string;
+  prefix: string;
+  label: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function isWellFormedKey(key: string): boolean {
+  return KEY_RE.test(key);
+}
+
+export async function findOrCreateAccount(db: Sql, name: string): Promise<Account> {
+  const existing = await db.query<Account>('SELECT id, name FROM accounts WHERE name = $1', [name]);
+  if (existing[0]) return existing[0];
+  const id = newId('acc');
+  const rows = await db.query<Account>(
+    `INSERT INTO accounts (id, name) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id, name`,
+    [id, name],
+  );
+  return rows[0]!;
+}
+
+/** Creates a key for the account; the plain key is returned once and never stored. */
+export async function createApiKey(db: Sql, accountId: string, label?: string): Promise<{ key: string; id: string; prefix: string }> {
+  const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+  const id = newId('key');
+  const prefix = key.slice(0, 12);
+  await db.query('INSERT INTO api_keys (id, account_id, prefix, key_hash, label) VALUES ($1, $2, $3, $4, $5)', [
+    id,
+    accountId,
+    prefix,
+    hashKey(key),
+    label ?? null,
+  ]);
+  return { key, id, prefix };
+}
+
+export async function listApiKeys(db: Sql, accountName?: string): Promise<ApiKeyInfo[]> {
+  return db.query<ApiKeyInfo>(
+    `SELECT k.id, k.account_id, a.name AS account_name, k.prefix, k.label, k.created_at, k.last_used_at, k.revoked_at
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      WHERE ($1::text IS NULL OR a.name = $1)
+      ORDER BY k.created_at, k.id`,
+    [accountName ?? null],
+  );
+}
+
+/** Revokes by key id (`key_…`) or by the plain key itself. Returns whether a live key was revoked. */
+export async function revokeApiKey(db: Sql, idOrKey: string): Promise<boolean> {
+  const byHash = idOrKey.startsWith(KEY_PREFIX) ? hashKey(idOrKey) : null;
+  const rows = await db.query<{ id: string }>(
+    `UPDATE api_keys SET revoked_at = now()
+      WHERE revoked_at IS NULL AND (id = $1 OR key_hash = $2) RETURNING id`,
+    [idOrKey, byHash],
+  );
+  return rows.length > 0;
+}
+
+export type AuthResult = { ok: true; account: Account; keyId: string } | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' };
+
+/** Parses an Authorization header value and resolves the key to its account. */
+export async function authenticate(db: Database, header: string | undefined): Promise<AuthResult> {
+  if (!header) return { ok: false, reason: 'missing' };
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m || !isWellFormedKey(m[1]!)) return { ok: false, reason: 'malformed' };
+  const rows = await db.query<{ key_id: string; revoked_at: Date | null; account_id: string; account_name: string; stale: boolean }>(
+    `SELECT k.id AS key_id, k.revoked_at, a.id AS account_id, a.name AS account_name,
+            (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
+    [hashKey(m[1]!)],
+  );
+  const row = rows[0];
+  if (!row) return { ok: false, reason: 'unknown' };
+  if (row.revoked_at) return { ok: false, reason: 'revoked' };
+  if (row.stale) {
+    // At most one write a minute per key: usage is visible in `keys list` without a write per request.
+    db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.key_id]).catch(() => {});
+  }
+  return { ok: true, account: { id: row.account_id, name: row.account_name }, keyId: row.key_id };
+}

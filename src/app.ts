@@ -1,0 +1,60 @@
+/**
+ * Builds the HTTP application from already-constructed services and never listens: tests call
+ * buildApp() and use inject(); src/main.ts listens.
+ */
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { randomUUID } from 'node:crypto';
+import { Ajv } from 'ajv';
+import { fieldRoutes } from './fields/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import { requireApiKey } from './platform/http/auth.js';
+import type { Api, Services } from './platform/http/context.js';
+import { healthRoutes } from './platform/http/health.js';
+import { registerOpenApi } from './platform/http/openapi.js';
+import { registerProblemHandlers } from './platform/http/problems.js';
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api> {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: s.config.bodyLimitBytes,
+    // Honour a caller's X-Request-Id when it is sane, so a request can be followed across systems.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: 'request_id',
+    disableRequestLogging: false,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Query strings and paths are text, so they are coerced (`per_page=20` → 20); JSON bodies are
+  // typed, so they are not (`"name": 42` is an error, not "42").
+  const coercing = new Ajv({ removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true, strict: false });
+  const strict = new Ajv({ removeAdditional: false, allErrors: true, coerceTypes: false, useDefaults: true, strict: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-Id', req.id);
+  });
+  // Bodies are JSON only: without this, text/plain would be parsed and fail validation as 400
+  // instead of being refused as 415.
+  app.removeContentTypeParser('text/plain');
+  registerProblemHandlers(app);
+  await registerOpenApi(app, s.config.publicBaseUrl);
+  healthRoutes(app, s);
+
+  await app.register(async (v1) => {
+    requireApiKey(v1, s.db);
+    fieldRoutes(v1, s);
+    webhookRoutes(v1, s, s.webhooks);
+  }, { prefix: '/v1' });
+
+  return app;
+}

@@ -1,0 +1,58 @@
+/**
+ * The events outbox. `emit` writes an event in the caller's transaction, so an event exists
+ * exactly when the state change that caused it was committed. Delivery (fan-out to webhooks) reads
+ * the outbox later; nothing here talks to the network.
+ */
+import type { Sql } from '../platform/database.js';
+import { newId } from '../platform/ids.js';
+
+export const EVENT_TYPES = [
+  'imagery.available',
+  'alert.triggered',
+  'report.ready',
+  'field.updated',
+  'season.started',
+  'season.ended',
+  'webhook.test',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface OutboxEvent<D = Record<string, unknown>> {
+  id: string;
+  account_id: string;
+  type: EventType;
+  timestamp: string;
+  data: D;
+}
+
+type Listener = () => void;
+const listeners = new Set<Listener>();
+
+/** Called after a transaction that emitted events commits (in this process). */
+export function onOutboxCommit(l: Listener): () => void {
+  listeners.add(l);
+  return () => listeners.delete(l);
+}
+
+function notify(): void {
+  for (const l of listeners) l();
+}
+
+export async function emit<D extends Record<string, unknown>>(tx: Sql, accountId: string, type: EventType, data: D): Promise<OutboxEvent<D>> {
+  const id = newId('evt');
+  const rows = await tx.query<{ created_at: Date }>(
+    'INSERT INTO outbox (id, account_id, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING created_at',
+    [id, accountId, type, JSON.stringify(data)],
+  );
+  tx.afterCommit?.(notify);
+  return { id, account_id: accountId, type, timestamp: rows[0]!.created_at.toISOString(), data };
+}
+
+export async function listOutbox(db: Sql, accountId: string, type?: EventType): Promise<OutboxEvent[]> {
+  const rows = await db.query<{ id: string; account_id: string; type: EventType; created_at: Date; data: Record<string, unknown> }>(
+    `SELECT id, account_id, type, created_at, data FROM outbox
+      WHERE account_id = $1 AND ($2::text IS NULL OR type = $2) ORDER BY seq`,
+    [accountId, type ?? null],
+  );
+  return rows.map((r) => ({ id: r.id, account_id: r.account_id, type: r.type, timestamp: r.created_at.toISOString(), data: r.data }));
+}

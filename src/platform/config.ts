@@ -1,0 +1,148 @@
+/**
+ * Configuration from environment variables, validated once at start-up. A bad value stops the
+ * process with one line naming the variable (ConfigError). Every variable is documented in the
+ * README's "Configuration" table; keep the two in step.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+export type Role = 'api' | 'worker' | 'all';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl?: string;
+  redisUrl?: string;
+  role: Role;
+  logLevel: LogLevel;
+  publicBaseUrl: string;
+  /** HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set. */
+  signingKey?: string;
+  /** Key that encrypts webhook secrets at rest; derived from SIGNING_KEY when not set. */
+  secretsKey?: string;
+  bodyLimitBytes: number;
+  maxFieldAreaHa: number;
+  computeThreads: number;
+  metricsPort?: number;
+  /** Create a development account (and print its key) on the first start of an empty database. */
+  devBootstrap: boolean;
+  shutdownGraceMs: number;
+  webhooks: {
+    /** Delays before the 1st..5th retry (WEBHOOK_RETRY_DELAYS, default 1m,5m,30m,2h,24h). */
+    retryDelaysMs: number[];
+    timeoutMs: number;
+    allowPrivateNetworks: boolean;
+    maxPerAccount: number;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`invalid configuration: ${variable} ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be a whole number, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function num(env: Env, name: string, def: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new ConfigError(name, `must be a number, got "${v}"`);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const v = str(env, name)?.toLowerCase();
+  if (v === undefined) return def;
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(name, `must be true or false, got "${v}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], def: T): T {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!(allowed as readonly string[]).includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${v}"`);
+  return v as T;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(u.protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${u.protocol}"`);
+  return v;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `1m,5m,30m,2h,24h` → milliseconds; also accepts `250ms`, `10s`, `1d`. */
+export function parseDurations(name: string, text: string): number[] {
+  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  if (!parts.length) throw new ConfigError(name, 'must list at least one delay, e.g. 1m,5m,30m,2h,24h');
+  return parts.map((p) => {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(p);
+    if (!m) throw new ConfigError(name, `has "${p}": write delays like 250ms, 10s, 1m, 2h or 1d`);
+    return Math.round(Number(m[1]) * UNIT_MS[m[2]!]!);
+  });
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  const publicBaseUrl = (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  const signingKey = str(env, 'SIGNING_KEY');
+  if (signingKey !== undefined && signingKey.length < 32) throw new ConfigError('SIGNING_KEY', 'must be at least 32 characters');
+  const secretsKey = str(env, 'SECRETS_KEY');
+  if (secretsKey !== undefined && secretsKey.length < 32) throw new ConfigError('SECRETS_KEY', 'must be at least 32 characters');
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const metricsPort = str(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 0, 1, 65535);
+  return {
+    port,
+    host,
+    dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
+    databaseUrl,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    role: oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all'),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    publicBaseUrl,
+    signingKey,
+    secretsKey,
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 512 * 1_048_576),
+    maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
+    computeThreads: int(env, 'COMPUTE_THREADS', Math.max(1, os.availableParallelism()), 1, 256),
+    metricsPort,
+    devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    webhooks: {
+      retryDelaysMs: parseDurations('WEBHOOK_RETRY_DELAYS', str(env, 'WEBHOOK_RETRY_DELAYS') ?? '1m,5m,30m,2h,24h'),
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),
+      allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      maxPerAccount: int(env, 'WEBHOOK_MAX_PER_ACCOUNT', 50, 1, 10_000),
+    },
+  };
+}

@@ -1,0 +1,16 @@
+/** What route plugins receive: the configuration and the shared services, built once in main/app. */
+import type { FastifyInstance, FastifyBaseLogger, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from '../config.js';
+import type { Database } from '../database.js';
+import type { WebhookDeps } from '../../webhooks/service.js';
+
+export interface Services {
+  config: Config;
+  db: Database;
+  /** Readiness probes of optional services (queue, compute pool), added as they are wired in. */
+  readiness: Record<string, () => Promise<void>>;
+  webhooks: WebhookDeps;
+}
+
+export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;

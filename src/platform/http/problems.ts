@@ -1,0 +1,99 @@
+/**
+ * Turns every failure into a problem+json body: AppError, Fastify's own errors (validation,
+ * 404, 415, 413, malformed JSON), and anything unexpected (an opaque 500, logged with the request
+ * id that the response also carries).
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, problemCatalog, toProblem, type FieldIssue } from '../errors.js';
+
+interface AjvIssue {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+const CONTEXT_PATH: Record<string, string> = { body: '/body', querystring: '/query', params: '/path', headers: '/headers' };
+
+export function validationIssues(context: string, issues: AjvIssue[]): FieldIssue[] {
+  const base = CONTEXT_PATH[context] ?? `/${context}`;
+  const out: FieldIssue[] = [];
+  const seen = new Set<string>();
+  for (const v of issues) {
+    let p = base + (v.instancePath ?? '');
+    let message = v.message ?? 'is invalid';
+    if (v.keyword === 'required' && v.params?.missingProperty) {
+      p += `/${String(v.params.missingProperty)}`;
+      message = 'is required';
+    } else if (v.keyword === 'additionalProperties' && v.params?.additionalProperty) {
+      p += `/${String(v.params.additionalProperty)}`;
+      message = 'is not a known property';
+    } else if (v.keyword === 'enum' && Array.isArray(v.params?.allowedValues)) {
+      message = `must be one of: ${(v.params!.allowedValues as unknown[]).join(', ')}`;
+    }
+    // anyOf/oneOf report every branch; one message per member is what a person can act on.
+    if (seen.has(p)) continue;
+    seen.add(p);
+    out.push({ path: p, code: v.keyword ?? 'invalid', message });
+  }
+  return out;
+}
+
+export function describeIssues(issues: FieldIssue[]): string {
+  const first = issues.slice(0, 3).map((i) => `${i.path} ${i.message}`);
+  return first.join('; ') + (issues.length > 3 ? ` (and ${issues.length - 3} more)` : '');
+}
+
+function mapFastifyError(err: FastifyError): AppError {
+  if (err instanceof AppError) return err;
+  if (err.validation) {
+    const issues = validationIssues(err.validationContext ?? 'body', err.validation as AjvIssue[]);
+    return new AppError('validation_failed', describeIssues(issues), { errors: issues });
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Request bodies must be JSON: send Content-Type: application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than this endpoint accepts');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('malformed_json', 'The body is empty but Content-Type says JSON; send a JSON object or no Content-Type');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('malformed_json', `The body is not valid JSON: ${err.message}`);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('validation_failed', 'Content-Length does not match the body');
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) {
+    return new AppError('malformed_json', `The body is not valid JSON: ${err.message}`);
+  }
+  const status = err.statusCode ?? 500;
+  if (status === 429) return new AppError('rate_limited', err.message || 'Rate limit exceeded');
+  if (status === 503) return new AppError('service_unavailable', err.message || 'Service unavailable');
+  if (status >= 400 && status < 500) {
+    const code = Object.entries(problemCatalog).find(([, v]) => v.status === status)?.[0] ?? 'validation_failed';
+    return new AppError(code, err.message, { status });
+  }
+  return new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it', { status: 500 });
+}
+
+export function sendProblem(reply: FastifyReply, request: FastifyRequest, err: AppError): FastifyReply {
+  if (err.headers) reply.headers(err.headers);
+  return reply
+    .code(err.status)
+    .type('application/problem+json')
+    .send(toProblem(err, request.id, request.url.split('?')[0]));
+}
+
+export function registerProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const mapped = mapFastifyError(error);
+    if (mapped.status >= 500) {
+      request.log.error({ err: error, reqId: request.id }, 'request failed');
+    } else {
+      request.log.info({ code: mapped.code, status: mapped.status }, 'request rejected');
+    }
+    return sendProblem(reply, request, mapped);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, request, new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

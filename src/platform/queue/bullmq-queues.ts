@@ -1,0 +1,152 @@
+/**
+ * BullMQ on Redis. One Queue per queue name for producing; one Worker per consumed queue. Dead
+ * workers are caught by BullMQ's stalled-job check (lock duration + stalled interval) and their
+ * jobs moved back to waiting. Retries use a custom backoff strategy reading the job's own delay
+ * list, so each job keeps the schedule it was enqueued with.
+ */
+import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { newId } from '../ids.js';
+import { backoffFor, jobDuration, observeQueues, type JobHandler, type JobOptions, type JobQueues, type JobQueuesOptions, type QueueCounts } from './job-queues.js';
+
+interface Envelope {
+  payload: unknown;
+  backoffMs: number[];
+}
+
+export class BullmqQueues implements JobQueues {
+  readonly kind = 'bullmq' as const;
+  private readonly connection: Redis;
+  private readonly prefix: string;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly retainSec: number;
+  private readonly queues = new Map<string, Queue>();
+  private readonly workers: Worker[] = [];
+  private readonly unobserve: Array<() => void> = [];
+  private closed = false;
+
+  private readonly connectionOptions: ConnectionOptions;
+
+  constructor(opts: JobQueuesOptions) {
+    const u = new URL(opts.redisUrl!);
+    // BullMQ creates (and closes) its own connections from these options.
+    this.connectionOptions = {
+      host: u.hostname,
+      port: Number(u.port || 6379),
+      ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+      ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+      db: Number(u.pathname.slice(1) || 0),
+      ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+      maxRetriesPerRequest: null,
+    };
+    this.connection = new Redis(opts.redisUrl!, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false });
+    this.connection.on('error', () => {
+      /* ioredis reconnects by itself; readiness reports the outage */
+    });
+    this.prefix = opts.prefix ? `fa:${opts.prefix}` : 'fa';
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.pollMs = opts.pollMs ?? 5_000;
+    this.retainSec = Math.ceil((opts.retainMs ?? 3_600_000) / 1000);
+  }
+
+  private queue(name: string): Queue {
+    let q = this.queues.get(name);
+    if (!q) {
+      q = new Queue(name, { connection: this.connectionOptions, prefix: this.prefix });
+      q.on('error', () => {});
+      this.queues.set(name, q);
+    }
+    return q;
+  }
+
+  async enqueue<T>(queue: string, data: T, opts: JobOptions = {}): Promise<string> {
+    if (this.closed) throw new Error('queue is closed');
+    const id = opts.jobId ?? newId('job');
+    const env: Envelope = { payload: data ?? null, backoffMs: opts.backoffMs ?? [] };
+    await this.queue(queue).add(queue, env, {
+      jobId: id,
+      delay: Math.max(0, opts.delayMs ?? 0),
+      attempts: Math.max(1, opts.attempts ?? 1),
+      backoff: { type: 'custom' },
+      removeOnComplete: { age: this.retainSec, count: 10_000 },
+      removeOnFail: { age: this.retainSec * 24, count: 10_000 },
+    });
+    return id;
+  }
+
+  process<T>(queue: string, handler: JobHandler<T>, opts: { concurrency?: number } = {}): void {
+    const worker = new Worker(
+      queue,
+      async (job: Job<Envelope>) => {
+        const started = performance.now();
+        let outcome = 'completed';
+        try {
+          await handler(job.data.payload as T, { id: job.id!, queue, attempt: job.attemptsMade + 1 });
+        } catch (err) {
+          outcome = job.attemptsMade + 1 < (job.opts.attempts ?? 1) ? 'retried' : 'failed';
+          throw err;
+        } finally {
+          jobDuration.observe({ queue, outcome }, (performance.now() - started) / 1000);
+        }
+      },
+      {
+        connection: this.connectionOptions,
+        prefix: this.prefix,
+        concurrency: Math.max(1, opts.concurrency ?? 1),
+        lockDuration: this.leaseMs,
+        stalledInterval: Math.min(this.pollMs, this.leaseMs),
+        maxStalledCount: 5,
+        settings: {
+          backoffStrategy: (attemptsMade: number, _type?: string, _err?: Error, job?: { data: Envelope }) => backoffFor(job?.data.backoffMs, attemptsMade),
+        },
+      },
+    );
+    worker.on('error', () => {});
+    this.workers.push(worker);
+    this.unobserve.push(observeQueues(this, queue));
+  }
+
+  async counts(queue: string): Promise<QueueCounts> {
+    const c = await this.queue(queue).getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed');
+    return { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), delayed: c.delayed ?? 0, active: c.active ?? 0, completed: c.completed ?? 0, failed: c.failed ?? 0 };
+  }
+
+  async remove(queue: string, jobId: string): Promise<boolean> {
+    const job = await this.queue(queue).getJob(jobId);
+    if (!job) return false;
+    const state = await job.getState();
+    if (state !== 'waiting' && state !== 'delayed' && state !== 'prioritized') return false;
+    try {
+      await job.remove();
+      return true;
+    } catch {
+      return false; // taken by a worker in the meantime
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.connection.ping();
+  }
+
+  async close(graceMs = 10_000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const u of this.unobserve) u();
+    // Worker.close waits for running jobs; past the grace period force-close, and the stalled
+    // check hands their jobs to another worker.
+    await Promise.all(
+      this.workers.map((w) =>
+        Promise.race([w.close(), new Promise<void>((r) => setTimeout(r, graceMs).unref())]).then(() => w.close(true).catch(() => {})),
+      ),
+    );
+    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => {})));
+    await this.connection.quit().catch(() => this.connection.disconnect());
+  }
+
+  /** Deletes every key of this prefix (tests). */
+  async obliterate(): Promise<void> {
+    const keys = await this.connection.keys(`${this.prefix}:*`);
+    for (let i = 0; i < keys.length; i += 500) await this.connection.del(...keys.slice(i, i + 500));
+  }
+}

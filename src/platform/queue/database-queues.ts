@@ -1,0 +1,256 @@
+/**
+ * The embedded queue: jobs are rows (table `jobs`), claimed with FOR UPDATE SKIP LOCKED under a
+ * lease that a heartbeat renews while the handler runs. A process that dies leaves an expired lease
+ * and the job is claimed again (that does not count as a failed attempt; after 5 such stalls the
+ * job is failed, so a job that kills its worker cannot loop forever). Works on PGlite (one
+ * process) and on PostgreSQL (many processes). In-process enqueues wake the consumer at once;
+ * other processes' jobs are found by polling.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Database } from '../database.js';
+import { newId } from '../ids.js';
+import { backoffFor, jobDuration, observeQueues, type JobHandler, type JobOptions, type JobQueues, type JobQueuesOptions, type QueueCounts } from './job-queues.js';
+
+const MAX_STALLS = 5;
+
+interface Consumer {
+  queue: string;
+  handler: JobHandler<unknown>;
+  concurrency: number;
+  running: Map<string, Promise<void>>;
+  timer: NodeJS.Timeout | null;
+  polling: boolean;
+  again: boolean;
+}
+
+interface ClaimedRow {
+  id: string;
+  data: unknown;
+  attempts_made: number;
+  max_attempts: number;
+  backoff_ms: number[];
+  stalls: number;
+}
+
+export class DatabaseQueues implements JobQueues {
+  readonly kind = 'database' as const;
+  private readonly db: Database;
+  private readonly ns: string;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly retainMs: number;
+  private readonly worker = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  private readonly consumers = new Map<string, Consumer>();
+  private heartbeat: NodeJS.Timeout | null = null;
+  private closed = false;
+  private lastPrune = 0;
+  private readonly unobserve: Array<() => void> = [];
+
+  constructor(opts: JobQueuesOptions) {
+    this.db = opts.db;
+    this.ns = opts.prefix ? `${opts.prefix}:` : '';
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.pollMs = opts.pollMs ?? 500;
+    this.retainMs = opts.retainMs ?? 3_600_000;
+  }
+
+  private q(queue: string): string {
+    return this.ns + queue;
+  }
+
+  async enqueue<T>(queue: string, data: T, opts: JobOptions = {}): Promise<string> {
+    if (this.closed) throw new Error('queue is closed');
+    const id = opts.jobId ?? newId('job');
+    const delay = Math.max(0, opts.delayMs ?? 0);
+    await this.db.query(
+      `INSERT INTO jobs (queue, id, data, state, run_at, max_attempts, backoff_ms)
+       VALUES ($1, $2, $3::jsonb, 'waiting', now() + ($4 || ' milliseconds')::interval, $5, $6)
+       ON CONFLICT (queue, id) DO NOTHING`,
+      [this.q(queue), id, JSON.stringify(data ?? null), String(delay), Math.max(1, opts.attempts ?? 1), opts.backoffMs ?? []],
+    );
+    const c = this.consumers.get(queue);
+    if (c) this.schedule(c, delay);
+    return id;
+  }
+
+  process<T>(queue: string, handler: JobHandler<T>, opts: { concurrency?: number } = {}): void {
+    if (this.consumers.has(queue)) throw new Error(`queue ${queue} already has a handler in this process`);
+    const c: Consumer = {
+      queue,
+      handler: handler as JobHandler<unknown>,
+      concurrency: Math.max(1, opts.concurrency ?? 1),
+      running: new Map(),
+      timer: null,
+      polling: false,
+      again: false,
+    };
+    this.consumers.set(queue, c);
+    this.unobserve.push(observeQueues(this, queue));
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
+      this.heartbeat.unref();
+    }
+    this.schedule(c, 0);
+  }
+
+  private schedule(c: Consumer, ms: number): void {
+    if (this.closed) return;
+    if (c.polling) {
+      if (ms === 0) c.again = true;
+      return;
+    }
+    if (c.timer) {
+      // Keep an earlier wake-up; replace a later one.
+      if (ms > 0) return;
+      clearTimeout(c.timer);
+    }
+    c.timer = setTimeout(() => void this.poll(c), ms);
+  }
+
+  private async poll(c: Consumer): Promise<void> {
+    c.timer = null;
+    if (this.closed) return;
+    c.polling = true;
+    let claimed: ClaimedRow[] = [];
+    try {
+      const free = c.concurrency - c.running.size;
+      if (free > 0) claimed = await this.claim(c.queue, free);
+      if (Date.now() - this.lastPrune > 60_000) {
+        this.lastPrune = Date.now();
+        await this.db.query(`DELETE FROM jobs WHERE finished_at < now() - ($1 || ' milliseconds')::interval`, [String(this.retainMs)]);
+      }
+    } catch {
+      /* database unavailable: try again at the next poll */
+    } finally {
+      c.polling = false;
+    }
+    for (const row of claimed) this.run(c, row);
+    if (this.closed) return;
+    const full = c.running.size >= c.concurrency;
+    const more = (claimed.length > 0 && !full) || c.again;
+    c.again = false;
+    if (!full) this.schedule(c, more ? 0 : this.pollMs);
+  }
+
+  private async claim(queue: string, n: number): Promise<ClaimedRow[]> {
+    const rows = await this.db.query<ClaimedRow>(
+      `UPDATE jobs j SET state = 'active', locked_by = $3,
+              locked_until = now() + ($4 || ' milliseconds')::interval,
+              stalls = j.stalls + CASE WHEN j.state = 'active' THEN 1 ELSE 0 END
+        WHERE (j.queue, j.id) IN (
+          SELECT queue, id FROM jobs
+           WHERE queue = $1 AND ((state = 'waiting' AND run_at <= now()) OR (state = 'active' AND locked_until < now()))
+           ORDER BY run_at, created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING j.id, j.data, j.attempts_made, j.max_attempts, j.backoff_ms, j.stalls`,
+      [this.q(queue), n, this.worker, String(this.leaseMs)],
+    );
+    const runnable: ClaimedRow[] = [];
+    for (const r of rows) {
+      if (r.stalls > MAX_STALLS) {
+        await this.finish(queue, r.id, 'failed', `the job stalled ${r.stalls} times (its worker died or hung while handling it)`);
+      } else runnable.push(r);
+    }
+    return runnable;
+  }
+
+  private run(c: Consumer, row: ClaimedRow): void {
+    const started = performance.now();
+    const attempt = row.attempts_made + 1;
+    const p = (async () => {
+      let outcome = 'completed';
+      try {
+        await c.handler(row.data, { id: row.id, queue: c.queue, attempt });
+        await this.finish(c.queue, row.id, 'completed', null);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (attempt < row.max_attempts) {
+          outcome = 'retried';
+          await this.db
+            .query(
+              `UPDATE jobs SET state = 'waiting', attempts_made = $3, last_error = $4, locked_by = NULL, locked_until = NULL,
+                      run_at = now() + ($5 || ' milliseconds')::interval
+                WHERE queue = $1 AND id = $2 AND locked_by = $6`,
+              [this.q(c.queue), row.id, attempt, message, String(backoffFor(row.backoff_ms, attempt)), this.worker],
+            )
+            .catch(() => {});
+          this.schedule(c, backoffFor(row.backoff_ms, attempt));
+        } else {
+          outcome = 'failed';
+          await this.finish(c.queue, row.id, 'failed', message, attempt);
+        }
+      } finally {
+        jobDuration.observe({ queue: c.queue, outcome }, (performance.now() - started) / 1000);
+        c.running.delete(row.id);
+        this.schedule(c, 0);
+      }
+    })();
+    c.running.set(row.id, p);
+  }
+
+  private async finish(queue: string, id: string, state: 'completed' | 'failed', error: string | null, attempts?: number): Promise<void> {
+    await this.db
+      .query(
+        `UPDATE jobs SET state = $3, last_error = $4, finished_at = now(), locked_by = NULL, locked_until = NULL,
+                attempts_made = COALESCE($5, attempts_made + CASE WHEN $3 = 'completed' THEN 1 ELSE 0 END)
+          WHERE queue = $1 AND id = $2`,
+        [this.q(queue), id, state, error, attempts ?? null],
+      )
+      .catch(() => {});
+  }
+
+  private async renewLeases(): Promise<void> {
+    for (const c of this.consumers.values()) {
+      if (!c.running.size) continue;
+      await this.db
+        .query(
+          `UPDATE jobs SET locked_until = now() + ($3 || ' milliseconds')::interval
+            WHERE queue = $1 AND id = ANY($2) AND locked_by = $4 AND state = 'active'`,
+          [this.q(c.queue), [...c.running.keys()], String(this.leaseMs), this.worker],
+        )
+        .catch(() => {});
+    }
+  }
+
+  async counts(queue: string): Promise<QueueCounts> {
+    const rows = await this.db.query<{ waiting: number; delayed: number; active: number; completed: number; failed: number }>(
+      `SELECT count(*) FILTER (WHERE state = 'waiting' AND run_at <= now())::int AS waiting,
+              count(*) FILTER (WHERE state = 'waiting' AND run_at > now())::int AS delayed,
+              count(*) FILTER (WHERE state = 'active')::int AS active,
+              count(*) FILTER (WHERE state = 'completed')::int AS completed,
+              count(*) FILTER (WHERE state = 'failed')::int AS failed
+         FROM jobs WHERE queue = $1`,
+      [this.q(queue)],
+    );
+    return rows[0]!;
+  }
+
+  async remove(queue: string, jobId: string): Promise<boolean> {
+    const rows = await this.db.query(`DELETE FROM jobs WHERE queue = $1 AND id = $2 AND state = 'waiting' RETURNING id`, [this.q(queue), jobId]);
+    return rows.length > 0;
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1 FROM jobs LIMIT 1');
+  }
+
+  async close(graceMs = 10_000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const c of this.consumers.values()) if (c.timer) clearTimeout(c.timer);
+    const running = [...this.consumers.values()].flatMap((c) => [...c.running.values()]);
+    await Promise.race([Promise.allSettled(running), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    // Whatever still runs is handed back: another process (or this one after a restart) takes it.
+    for (const c of this.consumers.values()) {
+      if (!c.running.size) continue;
+      await this.db
+        .query(`UPDATE jobs SET state = 'waiting', locked_by = NULL, locked_until = NULL WHERE queue = $1 AND id = ANY($2) AND locked_by = $3`, [
+          this.q(c.queue),
+          [...c.running.keys()],
+          this.worker,
+        ])
+        .catch(() => {});
+    }
+    for (const u of this.unobserve) u();
+  }
+}

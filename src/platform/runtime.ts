@@ -1,0 +1,96 @@
+/**
+ * Opens the shared services of a process from configuration (database, queues, webhook delivery)
+ * and closes them in reverse order. By ROLE: `api` serves HTTP only; `worker` consumes queues and
+ * dispatches the outbox; `all` does both. main.ts and the tests compose the same way.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config.js';
+import { migrate, openDatabase, type Database } from './database.js';
+import { lockDataDir } from './embedded-lock.js';
+import type { Services } from './http/context.js';
+import { createJobQueues, type JobQueues } from './queue/job-queues.js';
+import { resolveSigningKey } from './settings.js';
+import { attemptDelivery, type DeliveryJob } from '../webhooks/delivery.js';
+import { Dispatcher } from '../webhooks/dispatcher.js';
+import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
+import { SecretBox } from '../webhooks/signing.js';
+
+export interface Runtime extends Services {
+  signingKey: string;
+  queues: JobQueues;
+  webhooks: WebhookDeps;
+  dispatcher: Dispatcher;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOverrides {
+  /** An already-open database (tests): not closed by the runtime. */
+  db?: Database;
+  /** Queue key prefix (tests give each suite its own). */
+  queuePrefix?: string;
+  /** Trusted CAs for webhook deliveries (tests). */
+  webhookCa?: string[];
+  /** Shorter polling for tests. */
+  pollMs?: number;
+  log?: (msg: string, err?: unknown) => void;
+}
+
+export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
+  const closers: Array<() => Promise<void> | void> = [];
+  const log = o.log ?? ((msg, err) => console.error(msg, err ?? ''));
+  try {
+    let db: Database;
+    if (o.db) {
+      db = o.db;
+    } else if (config.databaseUrl) {
+      db = await openDatabase({ url: config.databaseUrl });
+      closers.push(() => db.close());
+    } else {
+      mkdirSync(config.dataDir, { recursive: true });
+      closers.push(lockDataDir(config.dataDir));
+      db = await openDatabase({ dataDir: path.join(config.dataDir, 'pgdata') });
+      closers.push(() => db.close());
+    }
+    await migrate(db);
+    const signingKey = await resolveSigningKey(db, config.signingKey);
+
+    const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix, pollMs: o.pollMs });
+    closers.push(() => queues.close());
+
+    const webhooks: WebhookDeps = {
+      db,
+      queues,
+      box: new SecretBox(config.secretsKey ?? signingKey),
+      retryDelaysMs: config.webhooks.retryDelaysMs,
+      timeoutMs: config.webhooks.timeoutMs,
+      allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+      maxPerAccount: config.webhooks.maxPerAccount,
+      ca: o.webhookCa,
+    };
+    const dispatcher = new Dispatcher(db, queues, { pollMs: o.pollMs, onError: (err) => log('outbox dispatch failed', err) });
+    webhooks.wake = dispatcher.wake;
+
+    if (config.role !== 'api') {
+      queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await attemptDelivery(webhooks, job)), { concurrency: 32 });
+      dispatcher.start();
+      closers.push(() => dispatcher.stop());
+    }
+
+    return {
+      config,
+      db,
+      signingKey,
+      queues,
+      webhooks,
+      dispatcher,
+      readiness: { queue: () => queues.ping() },
+      async close() {
+        for (const c of closers.reverse()) await c();
+      },
+    };
+  } catch (err) {
+    for (const c of closers.reverse()) await Promise.resolve(c()).catch(() => {});
+    throw err;
+  }
+}
