@@ -1,0 +1,231 @@
+/**
+ * The job-queue contract, run on every backend: the database queue on PGlite (always) and on
+ * PostgreSQL, and BullMQ on Redis (when TEST_DATABASE_URL / TEST_REDIS_URL are set).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, openDatabase, type Database } from '../../src/platform/database.js';
+import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
+import { packageRoot } from '../../src/platform/paths.js';
+import { TEST_DATABASE_URL, TEST_REDIS_URL, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
+
+interface Backend {
+  name: string;
+  db: { name: 'pglite' | 'postgres'; url?: string };
+  redisUrl?: string;
+}
+
+const backends: Backend[] = [
+  { name: 'database queue on pglite', db: { name: 'pglite' } },
+  ...(TEST_DATABASE_URL ? [{ name: 'database queue on postgres', db: { name: 'postgres' as const, url: TEST_DATABASE_URL } }] : []),
+  ...(TEST_REDIS_URL ? [{ name: 'bullmq on redis', db: { name: 'pglite' as const }, redisUrl: TEST_REDIS_URL }] : []),
+];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(20);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe.each(backends)('job queue contract: $name', (backend) => {
+  let db: Database;
+  const open: JobQueues[] = [];
+  const make = async (prefix = uniqueName('q'), leaseMs = 1000) => {
+    const q = await createJobQueues({ db, redisUrl: backend.redisUrl, prefix, leaseMs, pollMs: 50 });
+    open.push(q);
+    return q;
+  };
+  beforeAll(async () => {
+    db = await freshDatabase(backend.db);
+  });
+  afterAll(async () => {
+    for (const q of open) await q.close(1000).catch(() => {});
+    for (const q of open) await (q as { obliterate?: () => Promise<void> }).obliterate?.().catch(() => {});
+    await disposeDatabase(db);
+  });
+
+  it('runs a job with its data', async () => {
+    const q = await make();
+    const got: unknown[] = [];
+    q.process<{ n: number }>('a', async (data, ctx) => {
+      got.push({ data, attempt: ctx.attempt });
+    });
+    const id = await q.enqueue('a', { n: 1 });
+    expect(typeof id).toBe('string');
+    await until('job ran', () => got.length === 1);
+    expect(got[0]).toEqual({ data: { n: 1 }, attempt: 1 });
+    await until('completed count', async () => (await q.counts('a')).completed === 1);
+  });
+
+  it('respects a delay: not before, soon after', async () => {
+    const q = await make();
+    const ranAt: number[] = [];
+    q.process('d', async () => void ranAt.push(Date.now()));
+    const t0 = Date.now();
+    await q.enqueue('d', {}, { delayMs: 600 });
+    await until('delayed count', async () => (await q.counts('d')).delayed === 1 || ranAt.length > 0, 2000);
+    await until('delayed job ran', () => ranAt.length === 1, 5000);
+    expect(ranAt[0]! - t0).toBeGreaterThanOrEqual(590);
+    expect(ranAt[0]! - t0).toBeLessThan(2500);
+  });
+
+  it('retries with the backoff schedule, then fails', async () => {
+    const q = await make();
+    const at: number[] = [];
+    q.process('r', async (_d, ctx) => {
+      at.push(Date.now());
+      throw new Error(`attempt ${ctx.attempt} failed`);
+    });
+    await q.enqueue('r', {}, { attempts: 3, backoffMs: [200, 400] });
+    await until('three attempts', () => at.length === 3, 8000);
+    await until('failed count', async () => (await q.counts('r')).failed === 1, 3000);
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(190);
+    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(390);
+    await sleep(600);
+    expect(at).toHaveLength(3);
+  });
+
+  it('succeeds on a retry after failures', async () => {
+    const q = await make();
+    let n = 0;
+    q.process('s', async () => {
+      if (++n < 2) throw new Error('first run fails');
+    });
+    await q.enqueue('s', {}, { attempts: 3, backoffMs: [100] });
+    await until('completed after a retry', async () => (await q.counts('s')).completed === 1, 5000);
+    expect(n).toBe(2);
+  });
+
+  it('a jobId makes enqueue idempotent', async () => {
+    const q = await make();
+    let runs = 0;
+    await q.enqueue('u', { v: 1 }, { jobId: 'same-id', delayMs: 300 });
+    await q.enqueue('u', { v: 2 }, { jobId: 'same-id', delayMs: 300 });
+    q.process('u', async () => void runs++);
+    await q.enqueue('u', { v: 3 }, { jobId: 'same-id' });
+    await until('ran', () => runs >= 1, 5000);
+    await sleep(500);
+    expect(runs).toBe(1);
+  });
+
+  it('remove cancels a delayed job', async () => {
+    const q = await make();
+    let runs = 0;
+    q.process('x', async () => void runs++);
+    await q.enqueue('x', {}, { jobId: 'cancel-me', delayMs: 400 });
+    expect(await q.remove('x', 'cancel-me')).toBe(true);
+    expect(await q.remove('x', 'cancel-me')).toBe(false);
+    await sleep(800);
+    expect(runs).toBe(0);
+  });
+
+  it('runs up to `concurrency` handlers at once', async () => {
+    const q = await make();
+    let active = 0;
+    let peak = 0;
+    let done = 0;
+    q.process('c', async () => {
+      active++;
+      peak = Math.max(peak, active);
+      await sleep(150);
+      active--;
+      done++;
+    }, { concurrency: 3 });
+    for (let i = 0; i < 9; i++) await q.enqueue('c', { i });
+    await until('all done', () => done === 9, 10_000);
+    expect(peak).toBe(3);
+  });
+
+  it('close waits for a running handler', async () => {
+    const q = await make();
+    let finished = false;
+    let started = false;
+    q.process('w', async () => {
+      started = true;
+      await sleep(300);
+      finished = true;
+    });
+    await q.enqueue('w', {});
+    await until('started', () => started);
+    await q.close(5000);
+    expect(finished).toBe(true);
+  });
+
+  it('a delayed job survives a restart', async () => {
+    const prefix = uniqueName('q');
+    const first = await make(prefix);
+    await first.enqueue('survive', { keep: true }, { delayMs: 400 });
+    await first.close();
+    const second = await make(prefix);
+    const got: unknown[] = [];
+    second.process('survive', async (d) => void got.push(d));
+    await until('job ran after restart', () => got.length === 1, 5000);
+    expect(got[0]).toEqual({ keep: true });
+  });
+
+  it('a worker process killed mid-job: the job runs again in another process', async () => {
+    const prefix = uniqueName('q');
+    let dir: string | undefined;
+    let childDb: Database | undefined;
+    const env: Record<string, string> = { ...process.env as Record<string, string>, PREFIX: prefix, LEASE_MS: '800' };
+    if (backend.redisUrl) env.REDIS_URL = backend.redisUrl;
+    if (backend.db.url) {
+      env.DB_URL = backend.db.url;
+      env.DB_SCHEMA = db.schema;
+    } else {
+      // PGlite lives in one process: the child owns a data directory, the test opens it after the kill.
+      dir = mkdtempSync(path.join(os.tmpdir(), 'pglite-kill-'));
+      const seed = await openDatabase({ dataDir: dir });
+      await migrate(seed);
+      await seed.close();
+      env.DB_DIR = dir;
+    }
+    if (!backend.redisUrl && !backend.db.url) {
+      // enqueue through the child's database: open, enqueue, close before the child starts
+      const pre = await openDatabase({ dataDir: dir });
+      const pq = await createJobQueues({ db: pre, prefix });
+      await pq.enqueue('kill', { precious: 1 }, { jobId: 'precious' });
+      await pq.close();
+      await pre.close();
+    } else {
+      const pq = await make(prefix, 800);
+      await pq.enqueue('kill', { precious: 1 }, { jobId: 'precious' });
+    }
+    const child = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/queue-child.mjs')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    try {
+      await until('child took the job', () => out.includes('started precious'), 20_000);
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      let qdb = db;
+      if (dir) {
+        childDb = await openDatabase({ dataDir: dir });
+        qdb = childDb;
+      }
+      const q = await createJobQueues({ db: qdb, redisUrl: backend.redisUrl, prefix, leaseMs: 800, pollMs: 50 });
+      open.push(q);
+      const got: Array<{ data: unknown; attempt: number }> = [];
+      q.process('kill', async (data, ctx) => void got.push({ data, attempt: ctx.attempt }));
+      await until('job ran again after the kill', () => got.length === 1, 20_000);
+      expect(got[0]!.data).toEqual({ precious: 1 });
+      await sleep(300);
+      expect(got).toHaveLength(1);
+    } finally {
+      child.kill('SIGKILL');
+      if (childDb) {
+        const q = open.pop()!;
+        await q.close(500).catch(() => {});
+        await childDb.close();
+      }
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
