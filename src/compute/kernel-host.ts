@@ -1,0 +1,235 @@
+/**
+ * Host side of the WebAssembly kernel: loads the module once, lays out buffers in its memory
+ * (growing it, never per pixel), and runs compiled programs. One Kernel per thread.
+ *
+ * Zero-copy use (what the worker and the imagery reader do): `prepare()` reserves the buffers
+ * of one task and returns typed-array views into kernel memory; decode band data straight into
+ * those views, then `run()`. Views are only valid until the next prepare().
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { wasmDir } from '../platform/paths.js';
+import type { BandId, Program } from './formula.js';
+
+export type Dtype = 'f32' | 'u16' | 'i16' | 'u8';
+const DTYPE_CODE: Record<Dtype, number> = { f32: 0, u16: 1, i16: 2, u8: 3 };
+const DTYPE_BYTES: Record<Dtype, number> = { f32: 4, u16: 2, i16: 2, u8: 1 };
+export type BandArray = Float32Array | Uint16Array | Int16Array | Uint8Array;
+
+export interface BandSpec {
+  dtype: Dtype;
+  /** reflectance = DN × scale + offset (GDAL / STAC raster convention). Default 1 and 0. */
+  scale?: number;
+  offset?: number;
+  /** A declared no-data value; DN 0 is always treated as no-data for integer inputs. */
+  nodata?: number | null;
+}
+
+export interface Stats {
+  count: number;
+  min: number;
+  max: number;
+  mean: number;
+  /** Population standard deviation. */
+  std: number;
+}
+
+export interface OrderStats {
+  median: number;
+  p10: number;
+  p25: number;
+  p75: number;
+  p90: number;
+}
+
+interface Exports {
+  memory: WebAssembly.Memory;
+  progBase(): number;
+  bandBase(): number;
+  statsBase(): number;
+  dataBase(): number;
+  blockSize(): number;
+  maxRegisters(): number;
+  simdEnabled(): number;
+  fillConst(r: number, v: number): void;
+  resetStats(): void;
+  run(nInstr: number, n: number, resultReg: number, maskPtr: number, outPtr: number, withStats: number): void;
+  statsOf(ptr: number, n: number): void;
+  compactValid(src: number, n: number, dst: number): number;
+  select(p: number, lo: number, hi: number, k: number): number;
+  minOf(p: number, lo: number, hi: number): number;
+  histogram(src: number, n: number, lo: number, hi: number, bins: number, dst: number): void;
+}
+
+const modules = new Map<string, WebAssembly.Module>();
+
+function loadModule(simd: boolean): WebAssembly.Module {
+  const file = path.join(wasmDir, simd ? 'kernel.simd.wasm' : 'kernel.scalar.wasm');
+  let m = modules.get(file);
+  if (!m) {
+    m = new WebAssembly.Module(readFileSync(file));
+    modules.set(file, m);
+  }
+  return m;
+}
+
+export interface Prepared {
+  n: number;
+  bands: BandArray[];
+  mask: Uint8Array | null;
+  out: Float32Array | null;
+}
+
+const align = (x: number) => (x + 63) & ~63;
+
+export class Kernel {
+  private readonly x: Exports;
+  readonly simd: boolean;
+  private bandPtrs: number[] = [];
+  private maskPtr = 0;
+  private outPtr = 0;
+  private scratchPtr = 0;
+  private n = 0;
+  private specs: BandSpec[] = [];
+
+  constructor(opts: { simd?: boolean } = {}) {
+    this.simd = opts.simd ?? true;
+    const inst = new WebAssembly.Instance(loadModule(this.simd), { env: { abort: () => { throw new Error('kernel abort'); } } });
+    this.x = inst.exports as unknown as Exports;
+  }
+
+  private ensure(bytes: number): void {
+    const mem = this.x.memory;
+    if (bytes > mem.buffer.byteLength) mem.grow(Math.ceil((bytes - mem.buffer.byteLength) / 65536));
+  }
+
+  /** Bytes of kernel memory in use (grows, never shrinks). */
+  get memoryBytes(): number {
+    return this.x.memory.buffer.byteLength;
+  }
+
+  /**
+   * Reserves buffers for `n` pixels: one per band (slot = index in `bands`), an optional mask
+   * (u8, 0 = not counted) and an optional f32 output. Returns views to fill.
+   */
+  prepare(n: number, bands: BandSpec[], opts: { mask?: boolean; out?: boolean } = {}): Prepared {
+    if (bands.length > 16) throw new Error('at most 16 bands');
+    let p = this.x.dataBase();
+    this.bandPtrs = bands.map((b) => {
+      const ptr = p;
+      p = align(p + n * DTYPE_BYTES[b.dtype] + 16);
+      return ptr;
+    });
+    this.maskPtr = opts.mask ? p : 0;
+    if (opts.mask) p = align(p + n + 16);
+    this.outPtr = p; // the output is always reserved: order statistics read it
+    p = align(p + n * 4 + 16);
+    this.scratchPtr = p;
+    p = align(p + n * 4 + 16);
+    this.ensure(p);
+    this.n = n;
+    this.specs = bands;
+    const buf = this.x.memory.buffer;
+    const view = (b: BandSpec, ptr: number): BandArray => {
+      switch (b.dtype) {
+        case 'f32':
+          return new Float32Array(buf, ptr, n);
+        case 'u16':
+          return new Uint16Array(buf, ptr, n);
+        case 'i16':
+          return new Int16Array(buf, ptr, n);
+        case 'u8':
+          return new Uint8Array(buf, ptr, n);
+      }
+    };
+    const dv = new DataView(buf);
+    bands.forEach((b, slot) => {
+      const t = this.x.bandBase() + slot * 32;
+      dv.setInt32(t, this.bandPtrs[slot]!, true);
+      dv.setInt32(t + 4, DTYPE_CODE[b.dtype], true);
+      dv.setFloat32(t + 8, b.scale ?? 1, true);
+      dv.setFloat32(t + 12, b.offset ?? 0, true);
+      dv.setFloat32(t + 16, b.nodata ?? 0, true);
+      dv.setInt32(t + 20, b.nodata === undefined || b.nodata === null ? 0 : 1, true);
+    });
+    return {
+      n,
+      bands: bands.map((b, i) => view(b, this.bandPtrs[i]!)),
+      mask: opts.mask ? new Uint8Array(buf, this.maskPtr, n) : null,
+      out: opts.out ? new Float32Array(buf, this.outPtr, n) : null,
+    };
+  }
+
+  /**
+   * Runs a program whose band i reads slot i of the last prepare(). Values are written to the
+   * output buffer (read them with `values()`); statistics are computed in the same pass.
+   */
+  run(program: Program, opts: { stats?: boolean; writeValues?: boolean } = {}): Stats {
+    if (program.bands.length !== this.specs.length) throw new Error(`program reads ${program.bands.length} bands, ${this.specs.length} prepared`);
+    const x = this.x;
+    new Int32Array(x.memory.buffer, x.progBase(), program.code.length).set(program.code);
+    for (const [r, v] of program.consts) x.fillConst(r, v);
+    x.resetStats();
+    x.run(program.code.length / 4, this.n, program.resultReg, this.maskPtr, opts.writeValues === false ? 0 : this.outPtr, opts.stats === false ? 0 : 1);
+    return this.readStats();
+  }
+
+  private readStats(): Stats {
+    const s = new Float64Array(this.x.memory.buffer, this.x.statsBase(), 5);
+    const count = s[0]!;
+    if (count === 0) return { count: 0, min: NaN, max: NaN, mean: NaN, std: NaN };
+    return { count, min: s[1]!, max: s[2]!, mean: s[3]!, std: Math.sqrt(s[4]! / count) };
+  }
+
+  /** The values of the last run (a view: copy it, or use copyValues, before the next prepare). */
+  values(): Float32Array {
+    return new Float32Array(this.x.memory.buffer, this.outPtr, this.n);
+  }
+
+  /** Copies the values of the last run into `target` (reused or transferable). */
+  copyValues(target = new Float32Array(this.n)): Float32Array {
+    target.set(this.values());
+    return target;
+  }
+
+  /** Statistics of an f32 array (copied into kernel memory). */
+  statsOf(values: Float32Array): Stats {
+    this.prepare(values.length, []);
+    new Float32Array(this.x.memory.buffer, this.outPtr, values.length).set(values);
+    this.x.statsOf(this.outPtr, values.length);
+    return this.readStats();
+  }
+
+  /**
+   * Median and 10/25/75/90th percentiles of the last run's non-NaN values, with linear
+   * interpolation between closest ranks (numpy's default): rank = p/100 × (count − 1).
+   */
+  orderStats(): OrderStats | null {
+    const x = this.x;
+    const m = x.compactValid(this.outPtr, this.n, this.scratchPtr);
+    if (m === 0) return null;
+    const ps = [10, 25, 50, 75, 90];
+    const res: number[] = [];
+    let lo = 0;
+    for (const p of ps) {
+      const rank = (p / 100) * (m - 1);
+      const k = Math.floor(rank);
+      const v = x.select(this.scratchPtr, lo, m - 1, k);
+      const frac = rank - k;
+      // After select, everything right of k is ≥ v[k]: the next rank is the minimum there.
+      const v2 = frac > 0 && k + 1 <= m - 1 ? x.minOf(this.scratchPtr, k + 1, m - 1) : v;
+      res.push(v + (v2 - v) * frac);
+      lo = k;
+    }
+    return { p10: res[0]!, p25: res[1]!, median: res[2]!, p75: res[3]!, p90: res[4]! };
+  }
+
+  /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */
+  histogram(lo: number, hi: number, bins: number): Uint32Array {
+    const ptr = this.scratchPtr;
+    this.x.histogram(this.outPtr, this.n, lo, hi, bins, ptr);
+    return new Uint32Array(this.x.memory.buffer, ptr, bins).slice();
+  }
+}
+
+export type { BandId };

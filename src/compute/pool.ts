@@ -1,0 +1,76 @@
+/**
+ * The compute pool: Piscina worker threads, each holding one warmed-up kernel. Callers never
+ * touch pixels on their own thread. Band buffers are transferred to the worker (the caller's
+ * arrays are detached afterwards) and values come back transferred.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import { Histogram } from 'prom-client';
+import { registry } from '../platform/metrics.js';
+import { packageRoot } from '../platform/paths.js';
+import type { IndexResult, IndexTask, Task } from './tasks.js';
+
+export const computeTaskDuration = new Histogram({
+  name: 'compute_task_duration_seconds',
+  help: 'Compute task duration in the worker pool (queueing included), by kind',
+  labelNames: ['kind'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+export interface ComputePoolOptions {
+  /** Worker threads; default the number of cores. */
+  size?: number;
+  /** Tasks waiting beyond this are refused (load shedding); default 1000 per thread. */
+  maxQueue?: number;
+}
+
+export class ComputePool {
+  private readonly piscina: Piscina;
+
+  constructor(opts: ComputePoolOptions = {}) {
+    const size = opts.size ?? os.availableParallelism();
+    this.piscina = new Piscina({
+      filename: path.join(packageRoot, 'dist', 'src', 'compute', 'worker.js'),
+      minThreads: size,
+      maxThreads: size,
+      maxQueue: opts.maxQueue ?? size * 1000,
+      idleTimeout: Number.MAX_SAFE_INTEGER,
+    });
+  }
+
+  get size(): number {
+    return this.piscina.threads.length;
+  }
+
+  /** Share of time the threads were busy since start (0..1). */
+  get utilization(): number {
+    return this.piscina.utilization;
+  }
+
+  get queueSize(): number {
+    return this.piscina.queueSize;
+  }
+
+  async runIndex(task: Omit<IndexTask, 'kind' | 'v'>, signal?: AbortSignal): Promise<IndexResult> {
+    const msg: IndexTask = { kind: 'index', v: 1, ...task };
+    const transferList = [...task.bands.map((b) => b.data.buffer), ...(task.mask ? [task.mask.buffer] : [])].filter(
+      (b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i,
+    );
+    const end = computeTaskDuration.startTimer({ kind: 'index' });
+    try {
+      return (await this.piscina.run(msg, { transferList, signal })) as IndexResult;
+    } finally {
+      end();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.piscina.run({ kind: 'ping', v: 1 } satisfies Task);
+  }
+
+  async close(): Promise<void> {
+    await this.piscina.destroy();
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * The WASM kernel against independent references: a float64 evaluator (reference.ts) and the
+ * same evaluator rounding every step to float32 (the kernel's arithmetic, so that the comparison
+ * can be exact). Runs the SIMD build and the scalar build.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { indexCatalog, indexProgram } from '../../../src/compute/catalog.js';
+import { compile, parseFormula, type Node } from '../../../src/compute/formula.js';
+import { Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
+import { referencePercentile, referenceStats, referenceValues } from '../../../src/compute/reference.js';
+
+const kernels = [new Kernel({ simd: true }), new Kernel({ simd: false })];
+
+/** Same value, or both NaN, or within a relative tolerance. */
+function close(a: number, b: number, rel: number, abs = 0): boolean {
+  if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b);
+  return Math.abs(a - b) <= abs + rel * Math.max(Math.abs(a), Math.abs(b));
+}
+
+const BANDS = ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'] as const;
+
+// Random formulas as syntax trees (printed back to text, so the parser is in the loop too).
+const leaf = fc.oneof(
+  fc.constantFrom(...BANDS).map((b): Node => ({ k: 'band', b })),
+  fc.oneof(fc.constant(0), fc.constant(1), fc.constant(0.5), fc.double({ min: -10, max: 10, noNaN: true }).map(Math.fround)).map((v): Node => ({ k: 'num', v })),
+);
+const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
+  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('bin'), tie('un'), tie('call')),
+  bin: fc.record({ k: fc.constant('bin' as const), op: fc.constantFrom('+', '-', '*', '/') as fc.Arbitrary<'+' | '-' | '*' | '/'>, a: tie('node') as fc.Arbitrary<Node>, b: tie('node') as fc.Arbitrary<Node> }),
+  un: fc.record({ k: fc.constant('neg' as const), a: tie('node') as fc.Arbitrary<Node> }),
+  call: fc.oneof(
+    fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('sqrt', 'abs') as fc.Arbitrary<'sqrt' | 'abs'>, args: fc.tuple(tie('node') as fc.Arbitrary<Node>) }),
+    fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('min', 'max') as fc.Arbitrary<'min' | 'max'>, args: fc.tuple(tie('node') as fc.Arbitrary<Node>, tie('node') as fc.Arbitrary<Node>) }),
+  ),
+})).node as fc.Arbitrary<Node>;
+
+function print(n: Node): string {
+  switch (n.k) {
+    case 'num':
+      return n.v < 0 || Object.is(n.v, -0) ? `(0 - ${-n.v})` : String(n.v);
+    case 'band':
+      return n.b;
+    case 'neg':
+      return `(-${print(n.a)})`;
+    case 'bin':
+      return `(${print(n.a)} ${n.op} ${print(n.b)})`;
+    case 'call':
+      return `${n.f}(${n.args.map(print).join(', ')})`;
+  }
+}
+
+const dnValue = fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 8, arbitrary: fc.integer({ min: 1, max: 12000 }) }, { weight: 1, arbitrary: fc.constant(65535) });
+const f32Value = fc.oneof(
+  { weight: 1, arbitrary: fc.constant(0) },
+  { weight: 1, arbitrary: fc.constant(Number.NaN) },
+  { weight: 6, arbitrary: fc.double({ min: -1, max: 1.5, noNaN: true }).map(Math.fround) },
+);
+
+describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('kernel (%s build)', (_name, kernel) => {
+  it('random formulas on u16 digital numbers equal the float32-emulating reference exactly', () => {
+    fc.assert(
+      fc.property(tree, fc.integer({ min: 1, max: 70 }), fc.array(dnValue, { minLength: 70 * 6, maxLength: 70 * 6 }), (t, n, dns) => {
+        const program = compile(parseFormula(print(t)));
+        const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001, offset: -0.1, nodata: 65535 }));
+        const prep = kernel.prepare(n, specs);
+        const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
+        program.bands.forEach((b, j) => {
+          const data = Uint16Array.from(dns.slice(j * 70, j * 70 + n));
+          prep.bands[j]!.set(data);
+          inputs[b] = { data, spec: specs[j]! };
+        });
+        kernel.run(program);
+        const got = kernel.copyValues();
+        const want = referenceValues(parseFormula(print(t)), inputs, n, undefined, Math.fround);
+        for (let i = 0; i < n; i++) {
+          if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: kernel ${got[i]} reference ${want[i]} for ${print(t)}`);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('random formulas on f32 inputs with zeros, NaN and negatives: exact against float32, close to float64', () => {
+    fc.assert(
+      fc.property(tree, fc.integer({ min: 1, max: 37 }), fc.array(f32Value, { minLength: 37 * 6, maxLength: 37 * 6 }), fc.array(fc.boolean(), { minLength: 37, maxLength: 37 }), (t, n, vals, maskBits) => {
+        const src = print(t);
+        const program = compile(parseFormula(src));
+        const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'f32' }));
+        const prep = kernel.prepare(n, specs, { mask: true });
+        const mask = Uint8Array.from(maskBits.slice(0, n).map((b) => (b ? 1 : 0)));
+        prep.mask!.set(mask);
+        const inputs: Record<string, { data: Float32Array; spec: BandSpec }> = {};
+        program.bands.forEach((b, j) => {
+          const data = Float32Array.from(vals.slice(j * 37, j * 37 + n));
+          prep.bands[j]!.set(data);
+          inputs[b] = { data, spec: specs[j]! };
+        });
+        const stats = kernel.run(program);
+        const got = kernel.copyValues();
+        const want32 = referenceValues(parseFormula(src), inputs, n, mask, Math.fround);
+        for (let i = 0; i < n; i++) {
+          if (!close(got[i]!, want32[i]!, 0, 0)) throw new Error(`pixel ${i}: kernel ${got[i]} float32 reference ${want32[i]} for ${src}`);
+          if (mask[i] === 0 && !Number.isNaN(got[i]!)) throw new Error('masked pixel has a value');
+        }
+        const ref = referenceStats(want32);
+        expect(stats.count).toBe(ref.count);
+        if (ref.count) {
+          expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
+          expect(stats.min === ref.min).toBe(true); // == so that -0 equals 0
+          expect(stats.max === ref.max).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('exp, log and pow (kernel math library) agree with float64 within 1e-5 relative', () => {
+    const n = 1001;
+    for (const src of ['exp(B04 * 3)', 'log(B08)', 'pow(B08, 1.7)', 'pow(B04 + 1, B08)']) {
+      const program = compile(parseFormula(src));
+      const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 }));
+      const prep = kernel.prepare(n, specs);
+      const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
+      program.bands.forEach((b, j) => {
+        const data = Uint16Array.from({ length: n }, (_, i) => 1 + ((i * (37 + j * 11)) % 9000));
+        prep.bands[j]!.set(data);
+        inputs[b] = { data, spec: specs[j]! };
+      });
+      kernel.run(program);
+      const got = kernel.copyValues();
+      const want = referenceValues(src, inputs, n);
+      for (let i = 0; i < n; i++) expect(close(got[i]!, want[i]!, 1e-5, 1e-6), `${src} px ${i}: ${got[i]} vs ${want[i]}`).toBe(true);
+    }
+  });
+
+  it('division by zero and NaN inputs give NaN, never ±Infinity; DN 0 and nodata are NaN', () => {
+    const program = compile(parseFormula('B08 / B04'));
+    const prep = kernel.prepare(5, [{ dtype: 'f32' }, { dtype: 'f32', nodata: -9999 }]);
+    prep.bands[0]!.set([0, 1, NaN, 2, -0]); // B04
+    prep.bands[1]!.set([1, 0, 1, -9999, 1]); // B08
+    const s = kernel.run(program);
+    expect(Array.from(kernel.values())).toEqual([NaN, 0, NaN, NaN, NaN]);
+    expect(s.count).toBe(1);
+    const ovf = compile(parseFormula('exp(B08 * 1000) + log(B04 * 0)'));
+    const p2 = kernel.prepare(3, [{ dtype: 'u16' }, { dtype: 'u16' }]);
+    p2.bands[0]!.set([1, 2, 3]);
+    p2.bands[1]!.set([1, 2, 3]);
+    kernel.run(ovf);
+    expect(Array.from(kernel.values()).every(Number.isNaN)).toBe(true);
+    const u = compile(parseFormula('(B08 - B04) / (B08 + B04)'));
+    const p3 = kernel.prepare(11, [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001, nodata: 65535 }]);
+    p3.bands[0]!.set([0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100]);
+    p3.bands[1]!.set([100, 0, 65535, 300, 300, 300, 300, 300, 300, 300, 300]);
+    const s3 = kernel.run(u);
+    const v = Array.from(kernel.values());
+    expect(v.slice(0, 3).every(Number.isNaN)).toBe(true);
+    expect(v[3]).toBeCloseTo(0.5, 6);
+    expect(s3.count).toBe(8);
+  });
+
+  it('every catalogue index equals its hand-computed value on sample pixels', () => {
+    // Sentinel-2-like reflectances of one pixel of healthy crop.
+    const px = { B01: 0.03, B02: 0.04, B03: 0.07, B04: 0.05, B05: 0.12, B06: 0.3, B07: 0.36, B08: 0.4, B8A: 0.42, B09: 0.1, B11: 0.22, B12: 0.12 } as const;
+    const hand: Record<string, number> = {
+      NDVI: (0.4 - 0.05) / (0.4 + 0.05),
+      NDRE: (0.4 - 0.12) / (0.4 + 0.12),
+      NDWI: (0.4 - 0.22) / (0.4 + 0.22),
+      EVI: (2.5 * (0.4 - 0.05)) / (0.4 + 6 * 0.05 - 7.5 * 0.04 + 1),
+      SAVI: (1.5 * (0.4 - 0.05)) / (0.4 + 0.05 + 0.5),
+      MSAVI2: (2 * 0.4 + 1 - Math.sqrt((2 * 0.4 + 1) ** 2 - 8 * (0.4 - 0.05))) / 2,
+      GNDVI: (0.4 - 0.07) / (0.4 + 0.07),
+      OSAVI: (0.4 - 0.05) / (0.4 + 0.05 + 0.16),
+      NDMI: (0.4 - 0.22) / (0.4 + 0.22),
+      CIgreen: 0.4 / 0.07 - 1,
+      CIre: 0.4 / 0.12 - 1,
+      MCARI: (0.12 - 0.05 - 0.2 * (0.12 - 0.07)) * (0.12 / 0.05),
+      NBR: (0.4 - 0.12) / (0.4 + 0.12),
+      EVI2: (2.5 * (0.4 - 0.05)) / (0.4 + 2.4 * 0.05 + 1),
+      ReCI: 0.4 / 0.05 - 1,
+      NDRE2: (0.4 - 0.3) / (0.4 + 0.3),
+      NDRE_B8A: (0.42 - 0.12) / (0.42 + 0.12),
+      NDVI_B8A: (0.42 - 0.05) / (0.42 + 0.05),
+      MSI: 0.22 / 0.4,
+      NDMI2: (0.4 - 0.12) / (0.4 + 0.12),
+      SIPI: (0.4 - 0.04) / (0.4 - 0.05),
+      ARVI: (0.4 - (2 * 0.05 - 0.04)) / (0.4 + (2 * 0.05 - 0.04)),
+      GCI: 0.42 / 0.07 - 1,
+      BSI: (0.22 + 0.05 - (0.4 + 0.04)) / (0.22 + 0.05 + (0.4 + 0.04)),
+      TCARI_OSAVI: (3 * (0.12 - 0.05 - 0.2 * (0.12 - 0.07) * (0.12 / 0.05))) / ((1.16 * (0.4 - 0.05)) / (0.4 + 0.05 + 0.16)),
+    };
+    expect(indexCatalog.length).toBeGreaterThanOrEqual(21);
+    for (const e of indexCatalog) {
+      expect(hand[e.name], `hand value for ${e.name}`).toBeDefined();
+      const program = indexProgram(e.name);
+      // Digital numbers as Sentinel-2 L2A from baseline 04.00: DN = (refl + 0.1) × 10000.
+      const prep = kernel.prepare(3, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: -0.1 })));
+      program.bands.forEach((b, j) => prep.bands[j]!.fill(Math.round((px[b] + 0.1) * 10000)));
+      const s = kernel.run(program);
+      expect(s.count, e.name).toBe(3);
+      expect(Math.abs(s.mean - hand[e.name]!), `${e.name}: ${s.mean} vs ${hand[e.name]}`).toBeLessThan(2e-6 * Math.max(1, Math.abs(hand[e.name]!)));
+      expect(e.range[0]).toBeLessThan(e.range[1]);
+      expect(e.source.length).toBeGreaterThan(5);
+    }
+  });
+
+  it('median, percentiles and histogram match numpy-style references', () => {
+    const n = 12_345;
+    const program = compile(parseFormula('B08 * 2 - B04'));
+    const prep = kernel.prepare(n, [{ dtype: 'f32' }, { dtype: 'f32' }]);
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    for (let i = 0; i < n; i++) {
+      prep.bands[0]![i] = i % 17 === 0 ? NaN : rnd();
+      prep.bands[1]![i] = rnd();
+    }
+    kernel.run(program);
+    const values = kernel.copyValues();
+    const o = kernel.orderStats()!;
+    for (const [p, v] of [[10, o.p10], [25, o.p25], [50, o.median], [75, o.p75], [90, o.p90]] as const) {
+      expect(Math.abs(v - referencePercentile(values, p))).toBeLessThan(1e-6);
+    }
+    const h = kernel.histogram(-1, 2, 30);
+    const valid = values.filter((x) => !Number.isNaN(x));
+    expect(h.reduce((a, b) => a + b, 0)).toBe(valid.length);
+    const ref = new Array(30).fill(0);
+    for (const x of valid) ref[Math.min(29, Math.max(0, Math.floor((x + 1) / 0.1)))]++;
+    const diff = Array.from(h).reduce((a, c, i) => a + Math.abs(c - ref[i]), 0);
+    expect(diff).toBeLessThanOrEqual(2); // bin-edge rounding of float32 widths
+    const single = kernel.prepare(1, [{ dtype: 'f32' }, { dtype: 'f32' }]);
+    single.bands[0]![0] = 0.25;
+    single.bands[1]![0] = 0.5;
+    kernel.run(program);
+    // B08 × 2 − B04 = 0.5 × 2 − 0.25 (slot 0 is B04)
+    expect(kernel.orderStats()).toEqual({ p10: 0.75, p25: 0.75, median: 0.75, p75: 0.75, p90: 0.75 });
+  });
+});
+
+describe('statistics on 10 million values', () => {
+  it('agree with a float64 two-pass reference to 1e-9 relative', () => {
+    const kernel = kernels[0]!;
+    const n = 10_000_000;
+    const values = new Float32Array(n);
+    let seed = 42;
+    for (let i = 0; i < n; i++) {
+      seed = (seed * 1664525 + 1013904223) >>> 0;
+      values[i] = i % 101 === 0 ? NaN : 0.45 + (seed / 4294967296 - 0.5) * 0.6;
+    }
+    const got = kernel.statsOf(values);
+    const ref = referenceStats(values);
+    expect(got.count).toBe(ref.count);
+    expect(got.min).toBe(ref.min);
+    expect(got.max).toBe(ref.max);
+    expect(Math.abs(got.mean - ref.mean) / Math.abs(ref.mean)).toBeLessThan(1e-9);
+    expect(Math.abs(got.std - ref.std) / ref.std).toBeLessThan(1e-9);
+  });
+});

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { indexProgram } from '../../../src/compute/catalog.js';
+import { ComputePool } from '../../../src/compute/pool.js';
+import { referenceStats, referenceValues } from '../../../src/compute/reference.js';
+import { registry } from '../../../src/platform/metrics.js';
+
+describe('compute pool', () => {
+  let pool: ComputePool;
+  beforeAll(() => {
+    pool = new ComputePool({ size: 2 });
+  });
+  afterAll(async () => pool.close());
+
+  it('runs an index in a worker: transfers inputs (caller buffers detached) and returns values and statistics', async () => {
+    const n = 10_000;
+    const red = Uint16Array.from({ length: n }, (_, i) => 300 + (i % 700));
+    const nir = Uint16Array.from({ length: n }, (_, i) => (i % 50 === 0 ? 0 : 2000 + ((i * 7) % 3000)));
+    const mask = Uint8Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 0 : 1));
+    const expected = referenceValues('(B08 - B04) / (B08 + B04)', {
+      B04: { data: red.slice(), spec: { dtype: 'u16', scale: 0.0001, offset: -0.1 } },
+      B08: { data: nir.slice(), spec: { dtype: 'u16', scale: 0.0001, offset: -0.1 } },
+    }, n, mask.slice());
+    const program = indexProgram('NDVI');
+    const result = await pool.runIndex({
+      program,
+      bands: [
+        { dtype: 'u16', scale: 0.0001, offset: -0.1, data: red },
+        { dtype: 'u16', scale: 0.0001, offset: -0.1, data: nir },
+      ],
+      mask,
+      values: true,
+      orderStats: true,
+      histogram: { lo: -1, hi: 1, bins: 20 },
+    });
+    expect(red.byteLength).toBe(0); // transferred, not copied
+    expect(nir.byteLength).toBe(0);
+    expect(mask.byteLength).toBe(0);
+    const ref = referenceStats(expected);
+    expect(result.stats.count).toBe(ref.count);
+    expect(Math.abs(result.stats.mean - ref.mean)).toBeLessThan(1e-6);
+    expect(Math.abs(result.stats.std - ref.std)).toBeLessThan(1e-6);
+    expect(result.values).toBeInstanceOf(Float32Array);
+    expect(result.values!.length).toBe(n);
+    for (let i = 0; i < n; i += 97) {
+      if (Number.isNaN(expected[i]!)) expect(result.values![i]).toBeNaN();
+      else expect(Math.abs(result.values![i]! - expected[i]!)).toBeLessThan(1e-6);
+    }
+    expect(result.order!.median).toBeGreaterThan(ref.min);
+    expect(result.histogram!.reduce((a, b) => a + b, 0)).toBe(ref.count);
+    expect(result.kernelMs).toBeGreaterThan(0);
+  });
+
+  it('runs many tasks in parallel without blocking the event loop', async () => {
+    const program = indexProgram('EVI');
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const tasks = Array.from({ length: 200 }, (_, t) =>
+      pool.runIndex({
+        program,
+        bands: program.bands.map((_, j) => ({ dtype: 'u16' as const, scale: 0.0001, data: Uint16Array.from({ length: 10_000 }, (_, i) => 500 + ((i * (j + 3) + t) % 4000)) })),
+      }),
+    );
+    const results = await Promise.all(tasks);
+    clearInterval(timer);
+    expect(results.every((r) => r.stats.count === 10_000)).toBe(true);
+    expect(ticks).toBeGreaterThan(0);
+    const metrics = await registry.getSingleMetricAsString('compute_task_duration_seconds');
+    expect(metrics).toMatch(/compute_task_duration_seconds_count\{kind="index"\} \d+/);
+  });
+
+  it('a bad task rejects with an error and the pool keeps working', async () => {
+    const program = indexProgram('NDVI');
+    await expect(pool.runIndex({ program, bands: [{ dtype: 'u16', data: new Uint16Array(10) }, { dtype: 'u16', data: new Uint16Array(11) }] })).rejects.toThrow(/pixels/);
+    await pool.ping();
+  });
+});
