@@ -67,17 +67,14 @@ function loadU16(dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: 
   const vs = f32x4.splat(scale);
   const vo = f32x4.splat(offset);
   const vn = f32x4.splat(NaN as f32);
-  const vz = i32x4.splat(0);
-  const vnd = i32x4.splat(nd);
+  const z16 = i16x8.splat(0);
+  const vnd = i16x8.splat(<i16>nd);
   let i = 0;
   for (; i + 8 <= len; i += 8) {
     const raw = v128.load(src + (<usize>i << 1));
-    const lo = i32x4.extend_low_i16x8_u(raw);
-    const hi = i32x4.extend_high_i16x8_u(raw);
-    const blo = v128.or(i32x4.eq(lo, vz), i32x4.eq(lo, vnd));
-    const bhi = v128.or(i32x4.eq(hi, vz), i32x4.eq(hi, vnd));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), blo));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), bhi), 16);
+    const bad = v128.or(i16x8.eq(raw, z16), i16x8.eq(raw, vnd));
+    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(raw)), vs), vo), i32x4.extend_low_i16x8_s(bad)));
+    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(raw)), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
   }
   return i;
 }
@@ -246,29 +243,24 @@ function ndBands(dst: usize, slotA: i32, slotB: i32, start: i32, len: i32): void
   const oa = f32x4.splat(load<f32>(ta, 12));
   const sb = f32x4.splat(load<f32>(tb, 8));
   const ob = f32x4.splat(load<f32>(tb, 12));
-  const nda = i32x4.splat(load<i32>(ta, 20) ? <i32>load<f32>(ta, 16) : 0);
-  const ndb = i32x4.splat(load<i32>(tb, 20) ? <i32>load<f32>(tb, 16) : 0);
-  const vz = i32x4.splat(0);
-  const fz = f32x4.splat(0);
+  // Validity is decided on the raw 16-bit lanes (8 pixels per compare): DN 0 or the declared
+  // nodata. A zero sum is not checked here: x/0 gives ±Inf or NaN, which finishBlock turns into
+  // NaN (NDB is always the whole formula, so no infinity can reach another operation).
+  const nda = i16x8.splat(<i16>(load<i32>(ta, 20) ? <i32>load<f32>(ta, 16) : 0));
+  const ndb = i16x8.splat(<i16>(load<i32>(tb, 20) ? <i32>load<f32>(tb, 16) : 0));
+  const z16 = i16x8.splat(0);
   const vn = f32x4.splat(NaN as f32);
   let i = 0;
   for (; i + 8 <= len; i += 8) {
     const ra = v128.load(pa + (<usize>i << 1));
     const rb = v128.load(pb + (<usize>i << 1));
-    const alo = i32x4.extend_low_i16x8_u(ra);
-    const ahi = i32x4.extend_high_i16x8_u(ra);
-    const blo = i32x4.extend_low_i16x8_u(rb);
-    const bhi = i32x4.extend_high_i16x8_u(rb);
-    const xlo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(alo), sa), oa);
-    const xhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(ahi), sa), oa);
-    const ylo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(blo), sb), ob);
-    const yhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(bhi), sb), ob);
-    const slo = f32x4.add(xlo, ylo);
-    const shi = f32x4.add(xhi, yhi);
-    const badLo = v128.or(v128.or(v128.or(i32x4.eq(alo, vz), i32x4.eq(alo, nda)), v128.or(i32x4.eq(blo, vz), i32x4.eq(blo, ndb))), f32x4.eq(slo, fz));
-    const badHi = v128.or(v128.or(v128.or(i32x4.eq(ahi, vz), i32x4.eq(ahi, nda)), v128.or(i32x4.eq(bhi, vz), i32x4.eq(bhi, ndb))), f32x4.eq(shi, fz));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.div(f32x4.sub(xlo, ylo), slo), badLo));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.div(f32x4.sub(xhi, yhi), shi), badHi), 16);
+    const bad = v128.or(v128.or(i16x8.eq(ra, z16), i16x8.eq(ra, nda)), v128.or(i16x8.eq(rb, z16), i16x8.eq(rb, ndb)));
+    const xlo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(ra)), sa), oa);
+    const xhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(ra)), sa), oa);
+    const ylo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(rb)), sb), ob);
+    const yhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(rb)), sb), ob);
+    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.div(f32x4.sub(xlo, ylo), f32x4.add(xlo, ylo)), i32x4.extend_low_i16x8_s(bad)));
+    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.div(f32x4.sub(xhi, yhi), f32x4.add(xhi, yhi)), i32x4.extend_high_i16x8_s(bad)), 16);
   }
   if (i < len) {
     // scalar tail through the general path on the remaining pixels
@@ -294,33 +286,6 @@ function execBlock(nInstr: i32, start: i32, len: i32): void {
 
 // ---------- finishing a block: mask, non-finite → NaN, store, statistics ----------
 
-/** Masked-out pixels and non-finite values become NaN in the result register. */
-function finish(r: usize, maskPtr: usize, start: i32, len: i32): void {
-  let i = 0;
-  const nan = NaN as f32;
-  if (ASC_FEATURE_SIMD) {
-    const vn = f32x4.splat(nan);
-    const inf = f32x4.splat(Infinity as f32);
-    const vz = i32x4.splat(0);
-    for (; i + 4 <= len; i += 4) {
-      const o = <usize>i << 2;
-      const x = v128.load(r + o);
-      let bad = v128.not(f32x4.lt(f32x4.abs(x), inf)); // NaN or ±Inf
-      if (maskPtr) {
-        const m = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(maskPtr + <usize>(start + i))));
-        bad = v128.or(bad, i32x4.eq(m, vz));
-      }
-      v128.store(r + o, v128.bitselect(vn, x, bad));
-    }
-  }
-  for (; i < len; i++) {
-    const o = <usize>i << 2;
-    const x = load<f32>(r + o);
-    const masked = maskPtr != 0 && load<u8>(maskPtr + <usize>(start + i)) == 0;
-    store<f32>(r + o, masked || !(Mathf.abs(x) < Infinity) ? nan : x);
-  }
-}
-
 // Running statistics (f64) of the current run.
 let sCount: f64 = 0;
 let sMin: f64 = Infinity;
@@ -334,6 +299,74 @@ export function resetStats(): void {
   sMax = -Infinity;
   sMean = 0;
   sM2 = 0;
+}
+
+/**
+ * One pass over a finished block: masked-out pixels and non-finite values become NaN (in the
+ * register, and in `out` when given), while count, sum, min and max are gathered; a second pass
+ * over the block (still in cache) sums squared deviations from the block mean. Returns nothing:
+ * the block's figures are merged into the running statistics.
+ */
+function finishBlock(r: usize, maskPtr: usize, start: i32, len: i32, out: usize, withStats: bool): void {
+  let n: i32 = 0;
+  let sum: f64 = 0;
+  let mn: f32 = Infinity;
+  let mx: f32 = -Infinity;
+  let i = 0;
+  const nan = NaN as f32;
+  if (ASC_FEATURE_SIMD) {
+    const vn = f32x4.splat(nan);
+    const inf = f32x4.splat(Infinity as f32);
+    const ninf = f32x4.splat(-Infinity as f32);
+    const vz = i32x4.splat(0);
+    let vcount = i32x4.splat(0);
+    let vsumLo = f64x2.splat(0);
+    let vsumHi = f64x2.splat(0);
+    let vmin = inf;
+    let vmax = ninf;
+    for (; i + 4 <= len; i += 4) {
+      const o = <usize>i << 2;
+      let x = v128.load(r + o);
+      let ok = f32x4.lt(f32x4.abs(x), inf); // false for NaN and ±Inf
+      if (maskPtr) {
+        const m = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(maskPtr + <usize>(start + i))));
+        ok = v128.andnot(ok, i32x4.eq(m, vz));
+      }
+      x = v128.bitselect(x, vn, ok);
+      v128.store(r + o, x);
+      if (out) v128.store(out + o, x);
+      if (withStats) {
+        vcount = i32x4.sub(vcount, ok);
+        const z = v128.and(x, ok);
+        vsumLo = f64x2.add(vsumLo, f64x2.promote_low_f32x4(z));
+        vsumHi = f64x2.add(vsumHi, f64x2.promote_low_f32x4(i32x4.shuffle(z, z, 2, 3, 0, 1)));
+        vmin = f32x4.pmin(vmin, v128.bitselect(x, inf, ok));
+        vmax = f32x4.pmax(vmax, v128.bitselect(x, ninf, ok));
+      }
+    }
+    if (withStats) {
+      n = i32x4.extract_lane(vcount, 0) + i32x4.extract_lane(vcount, 1) + i32x4.extract_lane(vcount, 2) + i32x4.extract_lane(vcount, 3);
+      const s2 = f64x2.add(vsumLo, vsumHi);
+      sum = f64x2.extract_lane(s2, 0) + f64x2.extract_lane(s2, 1);
+      mn = Mathf.min(Mathf.min(f32x4.extract_lane(vmin, 0), f32x4.extract_lane(vmin, 1)), Mathf.min(f32x4.extract_lane(vmin, 2), f32x4.extract_lane(vmin, 3)));
+      mx = Mathf.max(Mathf.max(f32x4.extract_lane(vmax, 0), f32x4.extract_lane(vmax, 1)), Mathf.max(f32x4.extract_lane(vmax, 2), f32x4.extract_lane(vmax, 3)));
+    }
+  }
+  for (; i < len; i++) {
+    const o = <usize>i << 2;
+    let x = load<f32>(r + o);
+    const masked = maskPtr != 0 && load<u8>(maskPtr + <usize>(start + i)) == 0;
+    if (masked || !(Mathf.abs(x) < Infinity)) x = nan;
+    store<f32>(r + o, x);
+    if (out) store<f32>(out + o, x);
+    if (withStats && x == x) {
+      n++;
+      sum += <f64>x;
+      if (x < mn) mn = x;
+      if (x > mx) mx = x;
+    }
+  }
+  if (withStats && n > 0) mergeBlock(r, len, n, sum, mn, mx);
 }
 
 function writeStats(): void {
@@ -384,10 +417,14 @@ function accumulate(r: usize, len: i32): void {
       if (x > mx) mx = x;
     }
   }
-  if (n == 0) return;
+  if (n > 0) mergeBlock(r, len, n, sum, mn, mx);
+}
+
+/** Second pass (squared deviations from the block mean) and the merge into the totals. */
+function mergeBlock(r: usize, len: i32, n: i32, sum: f64, mn: f32, mx: f32): void {
+  let i = 0;
   const mean = sum / <f64>n;
   let m2: f64 = 0;
-  i = 0;
   if (ASC_FEATURE_SIMD) {
     const vm = f64x2.splat(mean);
     let acc = f64x2.splat(0);
@@ -438,9 +475,7 @@ export function run(nInstr: i32, nPixels: i32, resultReg: i32, maskPtr: usize, o
   for (let start = 0; start < nPixels; start += BLOCK) {
     const len = min(BLOCK, nPixels - start);
     execBlock(nInstr, start, len);
-    finish(r, maskPtr, start, len);
-    if (outPtr) copyOut(outPtr + (<usize>start << 2), r, len);
-    if (withStats) accumulate(r, len);
+    finishBlock(r, maskPtr, start, len, outPtr ? outPtr + (<usize>start << 2) : 0, withStats != 0);
   }
   writeStats();
 }
