@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
 import { fieldRoutes } from './fields/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
+import { indexRoutes } from './indices/routes.js';
 import { requireApiKey } from './platform/http/auth.js';
 import type { Api, Services } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
@@ -54,6 +55,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     requireApiKey(v1, s.db);
     fieldRoutes(v1, s);
     webhookRoutes(v1, s, s.webhooks);
+    indexRoutes(v1);
   }, { prefix: '/v1' });
 
   return app;

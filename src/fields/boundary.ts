@@ -231,7 +231,9 @@ function orientRing(ring: Position[], ccw: boolean): Position[] {
 
 function checkPolygon(rings: Position[][], path: string): void {
   rings.forEach((ring, i) => {
-    if (signedArea2(ring) === 0) fail(`${path}/${i}`, 'zero_area', 'the ring encloses no area (all its positions are on one line)');
+    const [a, b] = ring;
+    const flat = ring.every((p) => orient(a![0], a![1], b![0], b![1], p[0], p[1]) === 0);
+    if (flat) fail(`${path}/${i}`, 'zero_area', 'the ring encloses no area (all its positions are on one line)');
   });
   const hit = firstIntersection(rings);
   if (hit) {
@@ -241,6 +243,9 @@ function checkPolygon(rings: Position[][], path: string): void {
     }
     fail(`${path}/${Math.max(s.ring, t.ring)}`, 'ring_intersection', `ring ${Math.max(s.ring, t.ring)} crosses or touches ring ${Math.min(s.ring, t.ring)}`);
   }
+  rings.forEach((ring, i) => {
+    if (signedArea2(ring) === 0) fail(`${path}/${i}`, 'zero_area', 'the ring encloses no area (all its positions are on one line)');
+  });
   const shell = rings[0]!;
   for (let h = 1; h < rings.length; h++) {
     const [x, y] = rings[h]![0]!;

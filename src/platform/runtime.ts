@@ -11,6 +11,7 @@ import { lockDataDir } from './embedded-lock.js';
 import type { Services } from './http/context.js';
 import { createJobQueues, type JobQueues } from './queue/job-queues.js';
 import { resolveSigningKey } from './settings.js';
+import { ComputePool } from '../compute/pool.js';
 import { attemptDelivery, type DeliveryJob } from '../webhooks/delivery.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
@@ -18,6 +19,7 @@ import { SecretBox } from '../webhooks/signing.js';
 
 export interface Runtime extends Services {
   signingKey: string;
+  compute: ComputePool;
   queues: JobQueues;
   webhooks: WebhookDeps;
   dispatcher: Dispatcher;
@@ -55,6 +57,10 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     await migrate(db);
     const signingKey = await resolveSigningKey(db, config.signingKey);
 
+    const compute = new ComputePool({ size: config.computeThreads });
+    closers.push(() => compute.close());
+    await compute.ping();
+
     const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix, pollMs: o.pollMs });
     closers.push(() => queues.close());
 
@@ -84,7 +90,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       queues,
       webhooks,
       dispatcher,
-      readiness: { queue: () => queues.ping() },
+      compute,
+      readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
       async close() {
         for (const c of closers.reverse()) await c();
       },

@@ -52,6 +52,7 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
   const config = loadConfig({
     PUBLIC_BASE_URL: 'http://localhost:3000',
     SIGNING_KEY: 'test-signing-key-0123456789abcdef0123',
+    COMPUTE_THREADS: '1',
     ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl } : {}),
     ...opts.env,
   });
