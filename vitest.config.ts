@@ -8,6 +8,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    reporters: ['default'],
+    // In CI every test is listed with its backend ("… on postgres", "… bullmq on redis"), so the
+    // log shows that the real-service suites ran.
+    reporters: process.env.CI ? ['verbose'] : ['default'],
   },
 });

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDurations } from '../../src/platform/config.js';
+
+describe('configuration', () => {
+  it('has working defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ port: 3000, host: '127.0.0.1', role: 'all', logLevel: 'info', maxFieldAreaHa: 10_000, devBootstrap: true });
+    expect(c.publicBaseUrl).toBe('http://127.0.0.1:3000');
+    expect(c.webhooks.retryDelaysMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 86_400_000]);
+    expect(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).devBootstrap).toBe(false);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['ROLE', 'janitor'],
+    ['LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'mysql://x@h/db'],
+    ['DATABASE_URL', 'not a url'],
+    ['REDIS_URL', 'http://localhost'],
+    ['PUBLIC_BASE_URL', 'ftp://x'],
+    ['SIGNING_KEY', 'short'],
+    ['MAX_FIELD_AREA_HA', '-1'],
+    ['COMPUTE_THREADS', '0'],
+    ['WEBHOOK_RETRY_DELAYS', '1m,soon'],
+    ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
+    ['BODY_LIMIT_BYTES', '12kb'],
+  ])('%s=%s is refused with a one-line message naming it', (name, value) => {
+    try {
+      loadConfig({ [name]: value });
+      throw new Error('accepted');
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).variable).toBe(name);
+      expect((e as Error).message).toContain(name);
+      expect((e as Error).message).not.toContain('\n');
+    }
+  });
+
+  it('parses delay lists', () => {
+    expect(parseDurations('X', '250ms, 10s,1.5m,2h,1d')).toEqual([250, 10_000, 90_000, 7_200_000, 86_400_000]);
+  });
+});
