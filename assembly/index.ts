@@ -62,8 +62,9 @@ export function fillConst(r: i32, value: f32): void {
 
 // ---------- LOAD: digital numbers or f32 → reflectance, invalid → NaN ----------
 
-// Separate loops per integer type keep the signedness choice out of the inner loop.
-function loadU16(dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: i32): i32 {
+// The signedness choice is a constant of each call: V8 hoists it, and the loop stays branch-free.
+// @ts-ignore: decorator
+@inline function load16(dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: i32, signed: bool): i32 {
   const vs = f32x4.splat(scale);
   const vo = f32x4.splat(offset);
   const vn = f32x4.splat(NaN as f32);
@@ -73,27 +74,10 @@ function loadU16(dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: 
   for (; i + 8 <= len; i += 8) {
     const raw = v128.load(src + (<usize>i << 1));
     const bad = v128.or(i16x8.eq(raw, z16), i16x8.eq(raw, vnd));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(raw)), vs), vo), i32x4.extend_low_i16x8_s(bad)));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(raw)), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
-  }
-  return i;
-}
-
-function loadI16(dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: i32): i32 {
-  const vs = f32x4.splat(scale);
-  const vo = f32x4.splat(offset);
-  const vn = f32x4.splat(NaN as f32);
-  const vz = i32x4.splat(0);
-  const vnd = i32x4.splat(nd);
-  let i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const raw = v128.load(src + (<usize>i << 1));
-    const lo = i32x4.extend_low_i16x8_s(raw);
-    const hi = i32x4.extend_high_i16x8_s(raw);
-    const blo = v128.or(i32x4.eq(lo, vz), i32x4.eq(lo, vnd));
-    const bhi = v128.or(i32x4.eq(hi, vz), i32x4.eq(hi, vnd));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), blo));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), bhi), 16);
+    const lo = signed ? i32x4.extend_low_i16x8_s(raw) : i32x4.extend_low_i16x8_u(raw);
+    const hi = signed ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_high_i16x8_u(raw);
+    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), i32x4.extend_low_i16x8_s(bad)));
+    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
   }
   return i;
 }
@@ -112,8 +96,8 @@ function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
     const src = ptr + (<usize>start << 1);
     const nd = hasNodata ? <i32>nodata : 0; // DN 0 is always invalid; nodata 0 changes nothing
     if (ASC_FEATURE_SIMD) {
-      if (dtype == 1) i = loadU16(dst, src, len, scale, offset, nd);
-      else i = loadI16(dst, src, len, scale, offset, nd);
+      if (dtype == 1) i = load16(dst, src, len, scale, offset, nd, false);
+      else i = load16(dst, src, len, scale, offset, nd, true);
     }
     for (; i < len; i++) {
       const dn: i32 = dtype == 1 ? <i32>load<u16>(src + (<usize>i << 1)) : <i32>load<i16>(src + (<usize>i << 1));
@@ -377,49 +361,6 @@ function writeStats(): void {
   store<f64>(STATS, sM2, 32);
 }
 
-/** Exact two-pass over one block (in cache), merged into the running totals. */
-function accumulate(r: usize, len: i32): void {
-  let n: i32 = 0;
-  let sum: f64 = 0;
-  let mn: f32 = Infinity;
-  let mx: f32 = -Infinity;
-  let i = 0;
-  if (ASC_FEATURE_SIMD) {
-    let vcount = i32x4.splat(0);
-    let vsumLo = f64x2.splat(0);
-    let vsumHi = f64x2.splat(0);
-    let vmin = f32x4.splat(Infinity as f32);
-    let vmax = f32x4.splat(-Infinity as f32);
-    const pinf = f32x4.splat(Infinity as f32);
-    const ninf = f32x4.splat(-Infinity as f32);
-    for (; i + 4 <= len; i += 4) {
-      const x = v128.load(r + (<usize>i << 2));
-      const ok = f32x4.eq(x, x);
-      vcount = i32x4.sub(vcount, ok);
-      const z = v128.and(x, ok);
-      vsumLo = f64x2.add(vsumLo, f64x2.promote_low_f32x4(z));
-      vsumHi = f64x2.add(vsumHi, f64x2.promote_low_f32x4(i32x4.shuffle(z, z, 2, 3, 0, 1)));
-      vmin = f32x4.pmin(vmin, v128.bitselect(x, pinf, ok));
-      vmax = f32x4.pmax(vmax, v128.bitselect(x, ninf, ok));
-    }
-    n = i32x4.extract_lane(vcount, 0) + i32x4.extract_lane(vcount, 1) + i32x4.extract_lane(vcount, 2) + i32x4.extract_lane(vcount, 3);
-    const s = f64x2.add(vsumLo, vsumHi);
-    sum = f64x2.extract_lane(s, 0) + f64x2.extract_lane(s, 1);
-    mn = Mathf.min(Mathf.min(f32x4.extract_lane(vmin, 0), f32x4.extract_lane(vmin, 1)), Mathf.min(f32x4.extract_lane(vmin, 2), f32x4.extract_lane(vmin, 3)));
-    mx = Mathf.max(Mathf.max(f32x4.extract_lane(vmax, 0), f32x4.extract_lane(vmax, 1)), Mathf.max(f32x4.extract_lane(vmax, 2), f32x4.extract_lane(vmax, 3)));
-  }
-  for (; i < len; i++) {
-    const x = load<f32>(r + (<usize>i << 2));
-    if (x == x) {
-      n++;
-      sum += <f64>x;
-      if (x < mn) mn = x;
-      if (x > mx) mx = x;
-    }
-  }
-  if (n > 0) mergeBlock(r, len, n, sum, mn, mx);
-}
-
 /** Second pass (squared deviations from the block mean) and the merge into the totals. */
 function mergeBlock(r: usize, len: i32, n: i32, sum: f64, mn: f32, mx: f32): void {
   let i = 0;
@@ -461,10 +402,6 @@ function mergeBlock(r: usize, len: i32, n: i32, sum: f64, mn: f32, mx: f32): voi
   if (<f64>mx > sMax) sMax = <f64>mx;
 }
 
-function copyOut(out: usize, r: usize, len: i32): void {
-  memory.copy(out, r, <usize>len << 2);
-}
-
 /**
  * Runs the program over `nPixels` pixels. `resultReg` holds the value after the last instruction.
  * maskPtr (u8 per pixel, 0 = outside/invalid) and outPtr (f32 per pixel) may be 0. With
@@ -480,10 +417,10 @@ export function run(nInstr: i32, nPixels: i32, resultReg: i32, maskPtr: usize, o
   writeStats();
 }
 
-/** Statistics over an f32 array already in memory (NaN skipped). */
+/** Statistics over an f32 array already in memory (NaN skipped; ±Inf become NaN in place). */
 export function statsOf(ptr: usize, n: i32): void {
   resetStats();
-  for (let start = 0; start < n; start += BLOCK) accumulate(ptr + (<usize>start << 2), min(BLOCK, n - start));
+  for (let start = 0; start < n; start += BLOCK) finishBlock(ptr + (<usize>start << 2), 0, 0, min(BLOCK, n - start), 0, true);
   writeStats();
 }
 
