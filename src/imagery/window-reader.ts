@@ -1,0 +1,306 @@
+/**
+ * Reads the window of a capture over a field: only the pixels around the field (plus a margin of
+ * one pixel), every band on the grid of the finest band requested (nearest neighbour for coarser
+ * bands), the boundary reprojected to the raster CRS and rasterised by pixel centres, and the
+ * validity mask (inside the field, and for Sentinel-2 SCL not a masked class). Digital numbers stay
+ * digital numbers: the kernel turns them into reflectance with each band's scale and offset, and
+ * treats DN 0 and the declared no-data value as "no value".
+ */
+import { fromFile, fromUrl, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
+import type { Dtype } from '../compute/kernel-host.js';
+import type { Boundary } from '../fields/boundary.js';
+import { CrsError, epsgFromGeoKeys, fromWgs84 } from './crs.js';
+import { rasterizeRings, type Ring } from './rasterize.js';
+
+/** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
+export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
+export type CaptureBand = (typeof CAPTURE_BANDS)[number];
+
+/** Sentinel-2 scene classification classes that are not usable ground: no data, saturated, cloud shadow, clouds, cirrus, snow. */
+export const SCL_MASKED = new Set([0, 1, 3, 8, 9, 10, 11]);
+
+export interface BandSource {
+  href: string;
+  /** 1-based band index inside a multi-band file. Default 1. */
+  index?: number;
+  scale?: number;
+  offset?: number;
+}
+
+export interface CaptureSource {
+  bands: Partial<Record<CaptureBand, BandSource>>;
+  mask?: { href: string; index?: number; kind: 'scl' };
+  /** reflectance = DN × scale + offset, unless a band overrides them. */
+  scale: number;
+  offset: number;
+}
+
+export class ImageryError extends Error {
+  constructor(readonly band: string, readonly reason: string) {
+    super(`${band}: ${reason}`);
+    this.name = 'ImageryError';
+  }
+}
+
+export interface WindowBand {
+  data: Uint16Array | Int16Array | Float32Array | Uint8Array;
+  dtype: Dtype;
+  scale: number;
+  offset: number;
+  nodata: number | null;
+}
+
+export interface FieldWindow {
+  width: number;
+  height: number;
+  epsg: number;
+  /** Raster CRS coordinates of the window's top-left corner and the pixel size (y negative). */
+  originX: number;
+  originY: number;
+  resX: number;
+  resY: number;
+  bands: Partial<Record<CaptureBand, WindowBand>>;
+  /** 1 where the pixel centre lies inside the field. */
+  inside: Uint8Array;
+  /** 1 where inside the field and usable (mask class and every band's DN valid). */
+  valid: Uint8Array;
+  fieldPixels: number;
+  validPixels: number;
+  /** Share of field pixels that are not usable, 0..1. */
+  invalidShare: number;
+}
+
+export interface ReadOptions {
+  /** Directories local hrefs must lie in (after resolving symlinks). */
+  roots: string[];
+  signal?: AbortSignal;
+}
+
+interface Grid {
+  image: GeoTIFFImage;
+  epsg: number;
+  ox: number;
+  oy: number;
+  rx: number;
+  ry: number;
+  width: number;
+  height: number;
+  nodata: number | null;
+  samples: number;
+}
+
+const tiffs = new Map<string, Promise<GeoTIFF>>();
+
+export function resolveLocal(href: string, roots: string[]): string {
+  const p = href.startsWith('file://') ? new URL(href).pathname : href;
+  let real: string;
+  try {
+    real = realpathSync(path.resolve(p));
+  } catch {
+    throw new Error(`file not found: ${p}`);
+  }
+  const ok = roots.some((r) => {
+    let root: string;
+    try {
+      root = realpathSync(path.resolve(r));
+    } catch {
+      return false;
+    }
+    return real === root || real.startsWith(root + path.sep);
+  });
+  if (!ok) throw new Error(`the path is outside the allowed imagery directories (IMAGERY_ROOTS)`);
+  return real;
+}
+
+export async function openTiff(href: string, roots: string[], signal?: AbortSignal): Promise<GeoTIFF> {
+  const remote = /^https?:\/\//i.test(href);
+  const key = remote ? href : resolveLocal(href, roots);
+  let t = tiffs.get(key);
+  if (!t) {
+    t = remote ? fromUrl(href, { allowFullFile: false }, signal) : fromFile(key, signal);
+    tiffs.set(key, t);
+    t.catch(() => tiffs.delete(key));
+  }
+  return t;
+}
+
+async function gridOf(band: string, href: string, opts: ReadOptions): Promise<Grid> {
+  let tiff: GeoTIFF;
+  try {
+    tiff = await openTiff(href, opts.roots, opts.signal);
+  } catch (err) {
+    throw new ImageryError(band, (err as Error).message || 'cannot open the file');
+  }
+  let image: GeoTIFFImage;
+  try {
+    image = await tiff.getImage(0);
+  } catch (err) {
+    throw new ImageryError(band, `not a readable GeoTIFF (${(err as Error).message})`);
+  }
+  let epsg: number;
+  try {
+    epsg = epsgFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
+  } catch (err) {
+    throw new ImageryError(band, (err as CrsError).message);
+  }
+  let origin: number[];
+  let res: number[];
+  try {
+    origin = image.getOrigin();
+    res = image.getResolution();
+  } catch {
+    throw new ImageryError(band, 'the file has no georeferencing (ModelTiepoint/ModelPixelScale or ModelTransformation)');
+  }
+  return {
+    image,
+    epsg,
+    ox: origin[0]!,
+    oy: origin[1]!,
+    rx: res[0]!,
+    ry: res[1]!,
+    width: image.getWidth(),
+    height: image.getHeight(),
+    nodata: image.getGDALNoData(),
+    samples: image.getSamplesPerPixel(),
+  };
+}
+
+function dtypeOf(image: GeoTIFFImage, band: string): Dtype {
+  const bits = image.getBitsPerSample(0);
+  const fmt = image.getSampleFormat(0);
+  if (fmt === 1 && bits === 16) return 'u16';
+  if (fmt === 2 && bits === 16) return 'i16';
+  if (fmt === 1 && bits === 8) return 'u8';
+  if (fmt === 3 && bits === 32) return 'f32';
+  throw new ImageryError(band, `unsupported sample type (format ${fmt}, ${bits} bits): use uint16, int16, uint8 or float32`);
+}
+
+function ringsOf(boundary: Boundary): Array<Array<[number, number]>> {
+  return boundary.type === 'Polygon' ? boundary.coordinates : boundary.coordinates.flat();
+}
+
+/** Reads the pixels of `grid` that the fine pixels' centres fall in (nearest neighbour). */
+async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: number; oy: number; rx: number; ry: number; x0: number; y0: number; w: number; h: number }, signal?: AbortSignal) {
+  const cols = new Int32Array(fine.w);
+  const rows = new Int32Array(fine.h);
+  for (let i = 0; i < fine.w; i++) cols[i] = Math.floor((fine.ox + (fine.x0 + i + 0.5) * fine.rx - grid.ox) / grid.rx);
+  for (let j = 0; j < fine.h; j++) rows[j] = Math.floor((fine.oy + (fine.y0 + j + 0.5) * fine.ry - grid.oy) / grid.ry);
+  const cx0 = Math.max(0, Math.min(...cols));
+  const cx1 = Math.min(grid.width, Math.max(...cols) + 1);
+  const cy0 = Math.max(0, Math.min(...rows));
+  const cy1 = Math.min(grid.height, Math.max(...rows) + 1);
+  const dtype = dtypeOf(grid.image, band);
+  const n = fine.w * fine.h;
+  const out = dtype === 'u16' ? new Uint16Array(n) : dtype === 'i16' ? new Int16Array(n) : dtype === 'u8' ? new Uint8Array(n) : new Float32Array(n).fill(NaN);
+  if (cx1 <= cx0 || cy1 <= cy0) return { data: out, dtype }; // entirely outside the raster: all no-data
+  if (index < 1 || index > grid.samples) throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
+  let raster: ArrayLike<number>;
+  try {
+    const r = (await grid.image.readRasters({ window: [cx0, cy0, cx1, cy1], samples: [index - 1], interleave: false, signal })) as unknown as ArrayLike<number>[];
+    raster = r[0]!;
+  } catch (err) {
+    throw new ImageryError(band, `the pixel data cannot be decoded (${(err as Error).message}): the file is corrupt or truncated`);
+  }
+  const cw = cx1 - cx0;
+  for (let j = 0; j < fine.h; j++) {
+    const r = rows[j]!;
+    if (r < cy0 || r >= cy1) continue;
+    for (let i = 0; i < fine.w; i++) {
+      const c = cols[i]!;
+      if (c < cx0 || c >= cx1) continue;
+      out[j * fine.w + i] = raster[(r - cy0) * cw + (c - cx0)]!;
+    }
+  }
+  return { data: out, dtype };
+}
+
+export async function readFieldWindow(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+  const bands = [...new Set(needed)];
+  if (!bands.length) throw new ImageryError('bands', 'no band requested');
+  const grids = new Map<CaptureBand, Grid>();
+  for (const b of bands) {
+    const src = capture.bands[b];
+    if (!src) throw new ImageryError(b, 'the capture has no such band');
+    grids.set(b, await gridOf(b, src.href, opts));
+  }
+  const first = grids.get(bands[0]!)!;
+  for (const [b, g] of grids) {
+    if (g.epsg !== first.epsg) throw new ImageryError(b, `CRS EPSG:${g.epsg} differs from ${bands[0]}'s EPSG:${first.epsg}`);
+  }
+  // The finest band defines the grid of the window.
+  const fineBand = bands.reduce((a, b) => (Math.abs(grids.get(b)!.rx) < Math.abs(grids.get(a)!.rx) ? b : a));
+  const g = grids.get(fineBand)!;
+  const project = fromWgs84(g.epsg);
+  const rings: Ring[] = ringsOf(boundary).map((ring) => ring.map((p) => project(p)));
+  let minC = Infinity, maxC = -Infinity, minR = Infinity, maxR = -Infinity;
+  for (const ring of rings) {
+    for (const [x, y] of ring) {
+      const c = (x - g.ox) / g.rx;
+      const r = (y - g.oy) / g.ry;
+      minC = Math.min(minC, c);
+      maxC = Math.max(maxC, c);
+      minR = Math.min(minR, r);
+      maxR = Math.max(maxR, r);
+    }
+  }
+  // One pixel of margin around the field; the window may extend past the raster (no-data there).
+  const x0 = Math.floor(minC) - 1;
+  const y0 = Math.floor(minR) - 1;
+  const w = Math.ceil(maxC) + 1 - x0;
+  const h = Math.ceil(maxR) + 1 - y0;
+  if (x0 + w <= 0 || y0 + h <= 0 || x0 >= g.width || y0 >= g.height) {
+    throw new ImageryError(fineBand, 'the field lies outside the raster');
+  }
+  if (w * h > 25_000_000) throw new ImageryError(fineBand, 'the field window is larger than 25 million pixels');
+  const fine = { ox: g.ox, oy: g.oy, rx: g.rx, ry: g.ry, x0, y0, w, h };
+  const pixelRings = rings.map((ring) => ring.map(([x, y]) => [(x - g.ox) / g.rx - x0, (y - g.oy) / g.ry - y0] as [number, number]));
+  const inside = rasterizeRings(pixelRings, w, h);
+
+  const out: Partial<Record<CaptureBand, WindowBand>> = {};
+  await Promise.all(
+    bands.map(async (b) => {
+      const src = capture.bands[b]!;
+      const grid = grids.get(b)!;
+      const { data, dtype } = await sampleOnto(grid, src.index ?? 1, b, fine, opts.signal);
+      out[b] = { data, dtype, scale: src.scale ?? capture.scale, offset: src.offset ?? capture.offset, nodata: grid.nodata };
+    }),
+  );
+  const valid = inside.slice();
+  if (capture.mask) {
+    const mg = await gridOf('mask', capture.mask.href, opts);
+    if (mg.epsg !== g.epsg) throw new ImageryError('mask', `CRS EPSG:${mg.epsg} differs from the bands' EPSG:${g.epsg}`);
+    const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
+    for (let k = 0; k < valid.length; k++) if (valid[k] && SCL_MASKED.has(data[k]!)) valid[k] = 0;
+  }
+  for (const b of bands) {
+    const { data, dtype, nodata } = out[b]!;
+    for (let k = 0; k < valid.length; k++) {
+      if (!valid[k]) continue;
+      const v = data[k]!;
+      if ((dtype !== 'f32' && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) valid[k] = 0;
+    }
+  }
+  let fieldPixels = 0;
+  let validPixels = 0;
+  for (let k = 0; k < inside.length; k++) {
+    fieldPixels += inside[k]!;
+    validPixels += valid[k]!;
+  }
+  return {
+    width: w,
+    height: h,
+    epsg: g.epsg,
+    originX: g.ox + x0 * g.rx,
+    originY: g.oy + y0 * g.ry,
+    resX: g.rx,
+    resY: g.ry,
+    bands: out,
+    inside,
+    valid,
+    fieldPixels,
+    validPixels,
+    invalidShare: fieldPixels ? 1 - validPixels / fieldPixels : 1,
+  };
+}
