@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import { fieldRoutes } from './fields/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { indexRoutes } from './indices/routes.js';
+import { imageryRoutes } from './imagery/routes.js';
 import { requireApiKey } from './platform/http/auth.js';
 import type { Api, Services } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
@@ -56,6 +57,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     fieldRoutes(v1, s);
     webhookRoutes(v1, s, s.webhooks);
     indexRoutes(v1);
+    imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
   }, { prefix: '/v1' });
 
   return app;

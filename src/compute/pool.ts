@@ -9,7 +9,7 @@ import { Piscina } from 'piscina';
 import { Histogram } from 'prom-client';
 import { registry } from '../platform/metrics.js';
 import { packageRoot } from '../platform/paths.js';
-import type { IndexResult, IndexTask, Task } from './tasks.js';
+import type { CoverageResult, CoverageTask, FieldIndexResult, FieldIndexTask, IndexResult, IndexTask, InspectResult, InspectTask, Task } from './tasks.js';
 
 export const computeTaskDuration = new Histogram({
   name: 'compute_task_duration_seconds',
@@ -37,6 +37,9 @@ export class ComputePool {
       maxThreads: size,
       maxQueue: opts.maxQueue ?? size * 1000,
       idleTimeout: Number.MAX_SAFE_INTEGER,
+      // geotiff.js loads the web-worker shim, which reads `workerData` in any worker thread and
+      // fails when it is absent; an empty object makes it behave as on the main thread.
+      workerData: {},
     });
   }
 
@@ -61,6 +64,27 @@ export class ComputePool {
     const end = computeTaskDuration.startTimer({ kind: 'index' });
     try {
       return (await this.piscina.run(msg, { transferList, signal })) as IndexResult;
+    } finally {
+      end();
+    }
+  }
+
+  async runFieldIndex(task: Omit<FieldIndexTask, 'kind' | 'v'>, signal?: AbortSignal): Promise<FieldIndexResult> {
+    return this.timed('field-index', { kind: 'field-index', v: 1, ...task }, signal) as Promise<FieldIndexResult>;
+  }
+
+  async inspect(task: Omit<InspectTask, 'kind' | 'v'>): Promise<InspectResult> {
+    return this.timed('inspect', { kind: 'inspect', v: 1, ...task }) as Promise<InspectResult>;
+  }
+
+  async coverage(task: Omit<CoverageTask, 'kind' | 'v'>): Promise<CoverageResult> {
+    return this.timed('coverage', { kind: 'coverage', v: 1, ...task }) as Promise<CoverageResult>;
+  }
+
+  private async timed(kind: string, msg: Task, signal?: AbortSignal): Promise<unknown> {
+    const end = computeTaskDuration.startTimer({ kind });
+    try {
+      return await this.piscina.run(msg, { signal });
     } finally {
       end();
     }

@@ -4,6 +4,8 @@
  */
 import type { BandSpec, OrderStats, Stats } from './kernel-host.js';
 import type { Program } from './formula.js';
+import type { Boundary } from '../fields/boundary.js';
+import type { CaptureSource } from '../imagery/window-reader.js';
 
 export interface BandInput extends BandSpec {
   /** Digital numbers or reflectance, one per pixel; its buffer is transferred to the worker. */
@@ -34,9 +36,56 @@ export interface IndexResult {
   kernelMs: number;
 }
 
+/** Read a capture's window over a field (in the worker) and run a program on it. */
+export interface FieldIndexTask {
+  kind: 'field-index';
+  v: 1;
+  capture: CaptureSource;
+  boundary: Boundary;
+  program: Program;
+  roots: string[];
+  values?: boolean;
+  orderStats?: boolean;
+}
+
+export interface FieldIndexResult extends IndexResult {
+  window: { width: number; height: number; epsg: number; originX: number; originY: number; resX: number; resY: number };
+  fieldPixels: number;
+  validPixels: number;
+  /** Per pixel: 1 inside the field (the GeoJSON has one feature per such pixel). */
+  inside?: Uint8Array;
+}
+
+/** Open every band of a capture and decode a little of each: catches corrupt and truncated files. */
+export interface InspectTask {
+  kind: 'inspect';
+  v: 1;
+  capture: CaptureSource;
+  roots: string[];
+}
+
+export interface InspectResult {
+  bands: Record<string, { epsg: number; width: number; height: number; resX: number; resY: number; originX: number; originY: number; dtype: string; samples: number }>;
+}
+
+/** Share of a field's pixels that are usable in a capture (field-level cloud cover). */
+export interface CoverageTask {
+  kind: 'coverage';
+  v: 1;
+  capture: CaptureSource;
+  boundary: Boundary;
+  bands: string[];
+  roots: string[];
+}
+
+export interface CoverageResult {
+  fieldPixels: number;
+  validPixels: number;
+}
+
 export interface PingTask {
   kind: 'ping';
   v: 1;
 }
 
-export type Task = IndexTask | PingTask;
+export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | PingTask;

@@ -6,7 +6,9 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from './formula.js';
 import { Kernel } from './kernel-host.js';
-import type { IndexResult, IndexTask, Task } from './tasks.js';
+import type { CoverageResult, CoverageTask, FieldIndexResult, FieldIndexTask, IndexResult, IndexTask, Task } from './tasks.js';
+import { inspectCapture } from '../imagery/inspect.js';
+import { readFieldWindow, type CaptureBand } from '../imagery/window-reader.js';
 
 const kernel = new Kernel();
 
@@ -42,24 +44,64 @@ function runIndex(t: IndexTask): IndexResult {
   return result;
 }
 
+/** Reads the field window straight from the files and runs the program on it, in this thread. */
+async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
+  const started = performance.now();
+  const win = await readFieldWindow(t.capture, t.boundary, t.program.bands as CaptureBand[], { roots: t.roots });
+  const n = win.width * win.height;
+  const prep = kernel.prepare(n, t.program.bands.map((b) => {
+    const wb = win.bands[b as CaptureBand]!;
+    return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
+  }), { mask: true });
+  t.program.bands.forEach((b, j) => prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never));
+  prep.mask!.set(win.valid);
+  const stats = kernel.run(t.program);
+  const result: FieldIndexResult = {
+    stats,
+    kernelMs: 0,
+    window: { width: win.width, height: win.height, epsg: win.epsg, originX: win.originX, originY: win.originY, resX: win.resX, resY: win.resY },
+    fieldPixels: win.fieldPixels,
+    validPixels: win.validPixels,
+  };
+  if (t.orderStats) result.order = kernel.orderStats();
+  if (t.values) {
+    result.values = kernel.copyValues(new Float32Array(n));
+    result.inside = win.inside;
+  }
+  result.kernelMs = performance.now() - started;
+  return result;
+}
+
+async function runCoverage(t: CoverageTask): Promise<CoverageResult> {
+  const win = await readFieldWindow(t.capture, t.boundary, t.bands as CaptureBand[], { roots: t.roots });
+  return { fieldPixels: win.fieldPixels, validPixels: win.validPixels };
+}
+
 /** A result whose typed arrays are transferred back, not copied. */
 class Movable {
   constructor(private readonly value: IndexResult) {}
   get [transferableSymbol](): ArrayBuffer[] {
-    return [this.value.values?.buffer, this.value.histogram?.buffer].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+    const v = this.value as FieldIndexResult;
+    return [v.values?.buffer, v.histogram?.buffer, v.inside?.buffer].filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
   }
   get [valueSymbol](): IndexResult {
     return this.value;
   }
 }
 
-export default function handle(task: Task): unknown {
+export default async function handle(task: Task): Promise<unknown> {
   switch (task.kind) {
     case 'ping':
       return { ok: true };
     case 'index':
       if (task.v !== 1) throw new Error(`unsupported index task version ${task.v}`);
       return move(new Movable(runIndex(task)) as never);
+    case 'field-index':
+      return move(new Movable(await runFieldIndex(task)) as never);
+    case 'inspect':
+      return inspectCapture(task.capture, task.roots);
+    case 'coverage':
+      return runCoverage(task);
     default:
       throw new Error(`unknown task kind ${(task as { kind: string }).kind}`);
   }

@@ -29,6 +29,8 @@ export interface Config {
   /** Create a development account (and print its key) on the first start of an empty database. */
   devBootstrap: boolean;
   shutdownGraceMs: number;
+  /** Directories local imagery paths must lie in. */
+  imageryRoots: string[];
   webhooks: {
     /** Delays before the 1st..5th retry (WEBHOOK_RETRY_DELAYS, default 1m,5m,30m,2h,24h). */
     retryDelaysMs: number[];
@@ -138,6 +140,11 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort,
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    imageryRoots: (str(env, 'IMAGERY_ROOTS') ?? path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery'))
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .map((p) => path.resolve(p)),
     webhooks: {
       retryDelaysMs: parseDurations('WEBHOOK_RETRY_DELAYS', str(env, 'WEBHOOK_RETRY_DELAYS') ?? '1m,5m,30m,2h,24h'),
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),

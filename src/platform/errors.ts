@@ -17,6 +17,7 @@ export const problemCatalog = {
   malformed_json: { status: 400, title: 'The request body is not valid JSON' },
   invalid_boundary: { status: 400, title: 'The field boundary is invalid' },
   invalid_formula: { status: 400, title: 'The formula is invalid' },
+  invalid_imagery: { status: 400, title: 'The imagery cannot be registered' },
   unauthorized: { status: 401, title: 'Missing or invalid API key' },
   forbidden: { status: 403, title: 'Forbidden' },
   not_found: { status: 404, title: 'Resource not found' },

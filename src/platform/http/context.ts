@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.js';
 import type { Database } from '../database.js';
 import type { WebhookDeps } from '../../webhooks/service.js';
+import type { ComputePool } from '../../compute/pool.js';
 
 export interface Services {
   config: Config;
@@ -11,6 +12,7 @@ export interface Services {
   /** Readiness probes of optional services (queue, compute pool), added as they are wired in. */
   readiness: Record<string, () => Promise<void>>;
   webhooks: WebhookDeps;
+  compute: ComputePool;
 }
 
 export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;

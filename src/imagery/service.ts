@@ -1,0 +1,219 @@
+/**
+ * Imagery registration: validate the request, inspect every file in a worker (georeferenced,
+ * decodable, bands aligned), compute the footprint and, for each of the account's fields it
+ * covers, the field's own cloud cover; then store it all and emit imagery.available per covered
+ * field in one transaction. A broken input is a 400 naming the band and the reason; nothing is
+ * stored then.
+ */
+import type { ComputePool } from '../compute/pool.js';
+import { emit } from '../events/outbox.js';
+import type { Boundary } from '../fields/boundary.js';
+import type { Database } from '../platform/database.js';
+import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import { toWgs84 } from './crs.js';
+import type { Imagery, ImageryCreate } from './schemas.js';
+import type { FieldImagery } from './schemas.js';
+import type { Static } from 'typebox';
+import { captureFromStac } from './stac.js';
+import { CAPTURE_BANDS, type CaptureBand, type CaptureSource } from './window-reader.js';
+
+export interface ImageryDeps {
+  db: Database;
+  compute: ComputePool;
+  roots: string[];
+}
+
+function invalid(path: string, code: string, message: string): AppError {
+  return new AppError('invalid_imagery', message, { status: 400, title: 'The imagery cannot be registered', errors: [{ path, code, message }] });
+}
+
+function isRealDate(s: string): boolean {
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+/** The request (or STAC Item) as a capture description, with every reference checked. */
+export function normalise(input: ImageryCreate): { capture: CaptureSource; source: string; date: string; cloud: number | null } {
+  const merged: ImageryCreate = input.stac_item ? { ...captureFromStac(input.stac_item as Record<string, unknown>), ...Object.fromEntries(Object.entries(input).filter(([k]) => k !== 'stac_item')) } : input;
+  const issues: FieldIssue[] = [];
+  if (!merged.source) issues.push({ path: '/body/source', code: 'required', message: 'is required' });
+  if (!merged.capture_date) issues.push({ path: '/body/capture_date', code: 'required', message: 'is required (YYYY-MM-DD)' });
+  else if (!isRealDate(merged.capture_date)) issues.push({ path: '/body/capture_date', code: 'invalid_date', message: `${merged.capture_date} is not a calendar date` });
+  const bands: CaptureSource['bands'] = {};
+  const entries = Object.entries(merged.bands ?? {});
+  if (!entries.length) issues.push({ path: '/body/bands', code: 'required', message: 'at least one band is required' });
+  for (const [name, ref] of entries) {
+    const p = `/body/bands/${name}`;
+    if (!(CAPTURE_BANDS as readonly string[]).includes(name)) {
+      issues.push({ path: p, code: 'unknown_band', message: `"${name}" is not a band name; use ${CAPTURE_BANDS.join(', ')}` });
+      continue;
+    }
+    const r = typeof ref === 'string' ? { href: ref } : ref;
+    if (!/^https?:\/\//i.test(r.href) && (/^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) && !r.href.startsWith('file://'))) {
+      issues.push({ path: p, code: 'unsupported_href', message: 'an href is an http(s):// URL or a local path' });
+      continue;
+    }
+    bands[name as CaptureBand] = r;
+  }
+  if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  return {
+    capture: { bands, ...(merged.mask ? { mask: merged.mask } : {}), scale: merged.scale ?? 0.0001, offset: merged.offset ?? 0 },
+    source: merged.source!,
+    date: merged.capture_date!,
+    cloud: merged.cloud_cover ?? null,
+  };
+}
+
+/** Errors from the worker arrive as `band: reason`. */
+function fromWorker(err: unknown): AppError {
+  const m = (err as Error)?.message ?? String(err);
+  const hit = /^(B\d\d|B8A|mask): (.*)$/s.exec(m);
+  if (hit) {
+    const band = hit[1]!;
+    const path = band === 'mask' ? '/body/mask' : `/body/bands/${band}`;
+    return invalid(path, 'unreadable_file', `${band}: ${hit[2]}`);
+  }
+  return invalid('/body', 'unreadable_file', m);
+}
+
+function footprintOf(info: { epsg: number; width: number; height: number; resX: number; resY: number; originX: number; originY: number }): Boundary & { type: 'Polygon' } {
+  const inv = toWgs84(info.epsg);
+  const x1 = info.originX + info.width * info.resX;
+  const y1 = info.originY + info.height * info.resY;
+  const corners: Array<[number, number]> = [[info.originX, info.originY], [x1, info.originY], [x1, y1], [info.originX, y1]];
+  const ring: Array<[number, number]> = [];
+  // Densified edges: a UTM rectangle is not a rectangle in lon/lat.
+  for (let k = 0; k < 4; k++) {
+    const [ax, ay] = corners[k]!;
+    const [bx, by] = corners[(k + 1) % 4]!;
+    for (let t = 0; t < 8; t++) ring.push(inv([ax + ((bx - ax) * t) / 8, ay + ((by - ay) * t) / 8]));
+  }
+  ring.push(ring[0]!);
+  // RFC 7946: counter-clockwise exterior.
+  let a = 0;
+  for (let i = 0; i < ring.length - 1; i++) a += ring[i]![0] * ring[i + 1]![1] - ring[i + 1]![0] * ring[i]![1];
+  return { type: 'Polygon', coordinates: [a < 0 ? ring.reverse() : ring] };
+}
+
+function bboxOf(ring: Array<[number, number]>): [number, number, number, number] {
+  const b: [number, number, number, number] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const [x, y] of ring) {
+    b[0] = Math.min(b[0], x);
+    b[1] = Math.min(b[1], y);
+    b[2] = Math.max(b[2], x);
+    b[3] = Math.max(b[3], y);
+  }
+  return b;
+}
+
+/** The bands a coverage check reads: red and NIR when present (what most indices use), else the first. */
+function coverageBands(capture: CaptureSource): CaptureBand[] {
+  const have = Object.keys(capture.bands) as CaptureBand[];
+  const rn = (['B04', 'B08'] as CaptureBand[]).filter((b) => have.includes(b));
+  return rn.length ? rn : [have[0]!];
+}
+
+interface ImageryRow {
+  id: string;
+  source: string;
+  capture_date: string;
+  cloud_cover: number | null;
+  bands: Record<string, unknown>;
+  scale: number;
+  offset: number;
+  epsg: number;
+  resolution: number;
+  footprint: Record<string, unknown>;
+  created_at: Date;
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery> {
+  const { capture, source, date, cloud } = normalise(input);
+  const info = await deps.compute.inspect({ capture, roots: deps.roots }).catch((err) => {
+    throw fromWorker(err);
+  });
+  const entries = Object.entries(info.bands).filter(([b]) => b !== 'mask');
+  const finest = entries.reduce((a, b) => (Math.abs(b[1].resX) < Math.abs(a[1].resX) ? b : a))[1];
+  const footprint = footprintOf(finest);
+  const bbox = bboxOf(footprint.coordinates[0]!);
+  const candidates = await deps.db.query<{ id: string; boundary: Boundary }>(
+    `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
+    [accountId, bbox[0], bbox[1], bbox[2], bbox[3]],
+  );
+  const bandsForCover = coverageBands(capture);
+  const covered: Array<{ field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
+  for (const f of candidates) {
+    const c = await deps.compute.coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots }).catch(() => null);
+    if (!c || c.fieldPixels === 0) continue;
+    covered.push({ field_id: f.id, field_pixels: c.fieldPixels, valid_pixels: c.validPixels, cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)) });
+  }
+  const id = newId('img');
+  const row = await deps.db.transaction(async (tx) => {
+    const [r] = await tx.query<ImageryRow>(
+      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, resolution, footprint, bbox)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12::jsonb, $13)
+       RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, resolution, footprint, created_at`,
+      [id, accountId, source, date, cloud, JSON.stringify(capture.bands), capture.mask ? JSON.stringify(capture.mask) : null, capture.scale, capture.offset, finest.epsg, Math.abs(finest.resX), JSON.stringify(footprint), bbox],
+    );
+    for (const c of covered) {
+      await tx.query('INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)', [id, c.field_id, c.field_pixels, c.valid_pixels, c.cloud_cover]);
+      await emit(tx, accountId, 'imagery.available', { field_id: c.field_id, imagery_id: id, source, capture_date: date, cloud_cover: c.cloud_cover });
+    }
+    return r!;
+  });
+  return toImagery(row, covered);
+}
+
+function toImagery(r: ImageryRow, fields: Imagery['fields']): Imagery {
+  return {
+    id: r.id,
+    source: r.source,
+    capture_date: r.capture_date,
+    cloud_cover: r.cloud_cover,
+    bands: Object.keys(r.bands),
+    crs: `EPSG:${r.epsg}`,
+    resolution: r.resolution,
+    footprint: r.footprint,
+    scale: r.scale,
+    offset: r.offset,
+    fields,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+export async function getImagery(db: Database, accountId: string, id: string): Promise<Imagery> {
+  const [r] = await db.query<ImageryRow>(
+    `SELECT id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, resolution, footprint, created_at
+       FROM imagery WHERE id = $1 AND account_id = $2`,
+    [id, accountId],
+  );
+  if (!r) throw notFound('Imagery', id);
+  const fields = await db.query<Imagery['fields'][number]>('SELECT field_id, cloud_cover, field_pixels, valid_pixels FROM imagery_fields WHERE imagery_id = $1 ORDER BY field_id', [id]);
+  return toImagery(r, fields);
+}
+
+export async function listFieldImagery(
+  db: Database,
+  accountId: string,
+  fieldId: string,
+  q: { start_date?: string; end_date?: string; page: number; per_page: number },
+): Promise<{ data: Array<Static<typeof FieldImagery>>; total: number }> {
+  const exists = await db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
+  if (!exists.length) throw notFound('Field', fieldId);
+  for (const [k, v] of [['start_date', q.start_date], ['end_date', q.end_date]] as const) {
+    if (v && !isRealDate(v)) throw new AppError('validation_failed', `${k} ${v} is not a calendar date`, { errors: [{ path: `/query/${k}`, code: 'invalid_date', message: 'is not a calendar date' }] });
+  }
+  const params = [fieldId, accountId, q.start_date ?? null, q.end_date ?? null];
+  const where = `f.field_id = $1 AND i.account_id = $2 AND ($3::date IS NULL OR i.capture_date >= $3::date) AND ($4::date IS NULL OR i.capture_date <= $4::date)`;
+  const [{ n }] = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id WHERE ${where}`, params)) as [{ n: number }];
+  const rows = await db.query<{ id: string; source: string; capture_date: string; cloud_cover: number; scene_cloud_cover: number | null; field_pixels: number; valid_pixels: number }>(
+    `SELECT i.id, i.source, i.capture_date::text AS capture_date, f.cloud_cover, i.cloud_cover AS scene_cloud_cover, f.field_pixels, f.valid_pixels
+       FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id WHERE ${where}
+      ORDER BY i.capture_date, i.id LIMIT $5 OFFSET $6`,
+    [...params, q.per_page, (q.page - 1) * q.per_page],
+  );
+  return { data: rows, total: n };
+}
