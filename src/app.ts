@@ -56,7 +56,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     requireApiKey(v1, s.db);
     fieldRoutes(v1, s);
     webhookRoutes(v1, s, s.webhooks);
-    indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
+    indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl });
     imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
   }, { prefix: '/v1' });
 

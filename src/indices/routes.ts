@@ -3,6 +3,9 @@ import { indexCatalog, SPEC_INDICES } from '../compute/catalog.js';
 import { BANDS, compileFormula, FormulaError } from '../compute/formula.js';
 import type { Api } from '../platform/http/context.js';
 import { computeFieldIndex, formulaProblem, type IndexDeps } from './service.js';
+import { indexTimeSeries, MAX_INTERVALS } from './timeseries.js';
+import { createCustomIndex, getCustomIndex, listCustomIndices } from './custom.js';
+import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 
 const Entry = Type.Object({
@@ -40,7 +43,7 @@ export const IndexResult = Type.Object({
   geojson: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'FeatureCollection: one Polygon per field pixel (its square in WGS84), property value (number or null where masked)' })),
 });
 
-export function indexRoutes(app: Api, deps?: IndexDeps): void {
+export function indexRoutes(app: Api, deps?: IndexDeps & { publicBaseUrl: string }): void {
   app.get('/indices/catalog', {
     schema: {
       tags: ['indices'],
@@ -74,7 +77,7 @@ export function indexRoutes(app: Api, deps?: IndexDeps): void {
   });
 }
 
-function registerFieldIndex(app: Api, deps: IndexDeps): void {
+function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string }): void {
   app.get('/fields/:id/indices', {
     schema: {
       tags: ['indices'],
@@ -100,5 +103,90 @@ function registerFieldIndex(app: Api, deps: IndexDeps): void {
     const body = await computeFieldIndex(deps, req.account.id, req.params.id, req.query);
     return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
   });
+
+  app.get('/fields/:id/indices/timeseries', {
+    schema: {
+      tags: ['indices'],
+      summary: 'Time series of an index over a field',
+      description:
+        'One element per interval (1, 7 or 14 days from start_date, the last cut at end_date), from the capture with the fewest unusable field pixels in it. ' +
+        'An interval without a capture, or whose best capture has more than max_cloud_cover percent of the field unusable, is a gap: date = interval start, null statistics. ' +
+        `At most ${MAX_INTERVALS} intervals.`,
+      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+      querystring: Type.Object(
+        {
+          index: Type.String({ minLength: 1, maxLength: 32 }),
+          start_date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+          end_date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+          interval: Type.Union([Type.Literal('daily'), Type.Literal('weekly'), Type.Literal('biweekly')], { default: 'weekly' }),
+          max_cloud_cover: Type.Number({ minimum: 0, maximum: 100, default: 20 }),
+          formula: Type.Optional(Type.String({ maxLength: 1000 })),
+        },
+        { additionalProperties: false },
+      ),
+      response: { 200: Type.Array(SeriesElement), ...ProblemResponses },
+    },
+  }, async (req) => indexTimeSeries(deps, req.account.id, req.params.id, req.query));
+
+  const CustomParams = Type.Object({ id: Type.String({ maxLength: 64 }), custom_id: Type.String({ maxLength: 64 }) });
+  const CustomResult = Type.Object({
+    id: Type.String(), name: Type.String(), formula: Type.String(), field_id: Type.String(), date: Type.String(), imagery_id: Type.String(),
+    zonal_stats: Stats, created_at: Type.String({ format: 'date-time' }),
+    geojson: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  });
+  app.post('/fields/:id/indices/custom', {
+    schema: {
+      tags: ['indices'],
+      summary: 'Compute and store a custom index',
+      description: 'Division by zero yields null values, not an error; a bad formula is a 400 with the parser\'s message and position.',
+      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+      body: Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 200 }),
+          formula: Type.String({ minLength: 1, maxLength: 1000 }),
+          date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+          imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
+        },
+        { additionalProperties: false },
+      ),
+      response: { 201: CustomResult, ...ProblemResponses },
+    },
+  }, async (req, reply) => {
+    const body = await createCustomIndex(deps, req.account.id, req.params.id, req.body);
+    return reply.code(201).type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
+  });
+  app.get('/fields/:id/indices/custom', {
+    schema: {
+      tags: ['indices'],
+      summary: 'Stored custom indices of a field (without GeoJSON)',
+      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+      querystring: Type.Object({ ...PageQuery.properties }, { additionalProperties: false }),
+      response: { 200: PageEnvelope(CustomResult), ...ProblemResponses },
+    },
+  }, async (req, reply) => {
+    const { data, total } = await listCustomIndices(deps, req.account.id, req.params.id, req.query);
+    const p = page(data, total, req.query);
+    setLinkHeader(reply, req, deps.publicBaseUrl, p);
+    return p;
+  });
+  app.get('/fields/:id/indices/custom/:custom_id', {
+    schema: { tags: ['indices'], summary: 'A stored custom index with its GeoJSON', params: CustomParams, response: { 200: CustomResult, ...ProblemResponses } },
+  }, async (req, reply) => {
+    const body = await getCustomIndex(deps, req.account.id, req.params.id, req.params.custom_id);
+    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
+  });
 }
+
+const SeriesElement = Type.Object({
+  date: Type.String(),
+  mean: Type.Union([Type.Number(), Type.Null()]),
+  min: Type.Union([Type.Number(), Type.Null()]),
+  max: Type.Union([Type.Number(), Type.Null()]),
+  std: Type.Union([Type.Number(), Type.Null()]),
+  imagery_id: Type.Union([Type.String(), Type.Null()]),
+  interval_start: Type.String(),
+  interval_end: Type.String(),
+  valid_fraction: Type.Union([Type.Number(), Type.Null()]),
+  cloud_cover: Type.Union([Type.Number(), Type.Null()], { description: 'percent of the field unusable in the capture used (or considered)' }),
+});
 

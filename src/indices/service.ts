@@ -107,11 +107,16 @@ export async function chooseCapture(db: Database, accountId: string, fieldId: st
 
 const num = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? null : x);
 
-/** The response body as a JSON string (the GeoJSON part is written by hand, see geojson.ts). */
-export async function computeFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery): Promise<string> {
-  if (!isRealDate(q.date)) throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, { errors: [{ path: '/query/date', code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
+export interface Evaluated {
+  body: { field_id: string; index: string; formula?: string; date: string; imagery_id: string; zonal_stats?: ZonalStats };
+  /** The FeatureCollection as JSON text (written by hand, see geojson.ts). */
+  geojson?: string;
+}
+
+export async function evaluateFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath = '/query/date', formulaPath = '/query/formula'): Promise<Evaluated> {
+  if (!isRealDate(q.date)) throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, { errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
   const field = await getField(deps.db, accountId, fieldId);
-  const { name, program } = resolveProgram(q.index, q.formula);
+  const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
   const capture = await chooseCapture(deps.db, accountId, fieldId, q, program);
   const wantGeo = q.geojson !== false;
   const r = await deps.compute.runFieldIndex({
@@ -122,12 +127,21 @@ export async function computeFieldIndex(deps: IndexDeps, accountId: string, fiel
     values: wantGeo,
     orderStats: !!q.zonal_stats,
   });
-  const body: Record<string, unknown> = { field_id: fieldId, index: name, date: capture.capture_date, imagery_id: capture.id };
-  if (name === 'custom') body.formula = q.formula;
+  const body: Evaluated['body'] = { field_id: fieldId, index: name, ...(name === 'custom' ? { formula: q.formula } : {}), date: capture.capture_date, imagery_id: capture.id };
   if (q.zonal_stats) body.zonal_stats = zonal(r.stats, r.fieldPixels, r.order);
+  return { body, ...(wantGeo ? { geojson: pixelGeoJson(r.window, r.values!, r.inside!) } : {}) };
+}
+
+/** `{...body, "geojson": <geojson>}` without parsing the GeoJSON text again. */
+export function withGeoJson(body: object, geojson: string | undefined): string {
   const head = JSON.stringify(body);
-  if (!wantGeo) return head;
-  return `${head.slice(0, -1)},"geojson":${pixelGeoJson(r.window, r.values!, r.inside!)}}`;
+  return geojson === undefined ? head : `${head.slice(0, -1)},"geojson":${geojson}}`;
+}
+
+/** The response body as a JSON string. */
+export async function computeFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery): Promise<string> {
+  const { body, geojson } = await evaluateFieldIndex(deps, accountId, fieldId, q);
+  return withGeoJson(body, geojson);
 }
 
 export function zonal(s: { count: number; min: number; max: number; mean: number; std: number }, fieldPixels: number, o?: { median: number; p10: number; p25: number; p75: number; p90: number } | null): ZonalStats {

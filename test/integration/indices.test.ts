@@ -165,3 +165,93 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
   });
 });
 void path;
+
+describe.runIf(hasRealData)('time series and stored custom indices on real data', () => {
+  let t: TestApp;
+  let field: string;
+  let june: string;
+  let sept: string;
+  beforeAll(async () => {
+    t = await buildTestApp({ name: 'pglite' }, { env: { IMAGERY_ROOTS: realDataDir } });
+    const ref = referenceResults().find((r) => r.scene === 'AT_T33UUP_20210617_L2A_FTW')!;
+    field = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Austria', boundary: polygonOf(ref) } })).json().id;
+    for (const name of ['AT_T33UUP_20210617_L2A_FTW', 'AT_T33UUP_20210925_L2A_FTW']) {
+      const s = scenes[name]!;
+      const id = (await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: s.source, capture_date: s.date, ...s.capture } })).json().id;
+      if (name.includes('0617')) june = id;
+      else sept = id;
+    }
+  });
+  afterAll(async () => t.close());
+
+  it('weekly series: one element per interval, the capture in it, gaps elsewhere; cached statistics', async () => {
+    const url = `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-06-01&end_date=2021-09-30`;
+    const res = await t.app.inject({ method: 'GET', url, headers: t.auth() });
+    expect(res.statusCode, res.body).toBe(200);
+    const series = res.json();
+    expect(series).toHaveLength(18); // 122 days → 17 full weeks and a cut one
+    expect(series[0]).toMatchObject({ interval_start: '2021-06-01', interval_end: '2021-06-07', date: '2021-06-01', mean: null, imagery_id: null });
+    expect(series.at(-1)).toMatchObject({ interval_start: '2021-09-28', interval_end: '2021-09-30' });
+    const hits = series.filter((e: { imagery_id: string | null }) => e.imagery_id);
+    expect(hits.map((e: { imagery_id: string }) => e.imagery_id)).toEqual([june, sept]);
+    expect(hits[0]).toMatchObject({ date: '2021-06-17', interval_start: '2021-06-15', interval_end: '2021-06-21', valid_fraction: 1 });
+    const ndvi = referenceResults().find((r) => r.scene === 'AT_T33UUP_20210617_L2A_FTW')!.indices.NDVI!;
+    expect(Math.abs(hits[0].mean - ndvi.mean)).toBeLessThan(1e-4);
+    for (const k of ['mean', 'min', 'max', 'std']) expect(series[0][k]).toBeNull();
+    const cached = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM index_stats WHERE field_id = $1', [field]);
+    expect(cached[0]!.n).toBe(2);
+    // The same series again is served from the cache (and answers the same).
+    const again = await t.app.inject({ method: 'GET', url, headers: t.auth() });
+    expect(again.json()).toEqual(series);
+    const daily = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-06-17&end_date=2021-06-18&interval=daily`, headers: t.auth() });
+    expect(daily.json().map((e: { date: string }) => e.date)).toEqual(['2021-06-17', '2021-06-18']);
+  });
+
+  it('an interval whose best capture is too cloudy is a gap (max_cloud_cover)', async () => {
+    await t.db.query('UPDATE imagery_fields SET valid_pixels = 1000, cloud_cover = 57.72 WHERE imagery_id = $1', [sept]);
+    const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-09-20&end_date=2021-10-03&interval=biweekly`, headers: t.auth() });
+    expect(res.json()).toEqual([expect.objectContaining({ date: '2021-09-20', mean: null, imagery_id: null, cloud_cover: 57.72 })]);
+    const lenient = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-09-20&end_date=2021-10-03&interval=biweekly&max_cloud_cover=60`, headers: t.auth() });
+    expect(lenient.json()[0]).toMatchObject({ date: '2021-09-25', imagery_id: sept });
+    await t.db.query('UPDATE imagery_fields SET valid_pixels = field_pixels, cloud_cover = 0 WHERE imagery_id = $1', [sept]);
+  });
+
+  it('series bad input: range limit, order, interval, dates', async () => {
+    for (const [q, status] of [
+      ['index=NDVI&start_date=2000-01-01&end_date=2011-01-01&interval=daily', 400],
+      ['index=NDVI&start_date=2021-06-10&end_date=2021-06-01', 400],
+      ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&interval=monthly', 400],
+      ['index=NDVI&start_date=2021-06-31&end_date=2021-07-10', 400],
+      ['index=NDVI&start_date=2021-06-01', 400],
+      ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&max_cloud_cover=101', 400],
+    ] as const) {
+      const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?${q}`, headers: t.auth() });
+      expect(res.statusCode, q).toBe(status);
+    }
+    const ok = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2000-01-01&end_date=2010-01-06&interval=daily`, headers: t.auth() });
+    expect(ok.statusCode).toBe(200); // 3,659 intervals: within the limit
+  });
+
+  it('POST custom stores the result (201 with cix_ id), GET reads it back; division by zero gives nulls', async () => {
+    const res = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'green ratio', formula: 'B08 / B03 - 1', date: '2021-06-17' } });
+    expect(res.statusCode, res.body).toBe(201);
+    const c = res.json();
+    expect(c).toMatchObject({ name: 'green ratio', formula: 'B08 / B03 - 1', field_id: field, date: '2021-06-17', imagery_id: june });
+    expect(c.id).toMatch(/^cix_/);
+    expect(c.zonal_stats.count).toBe(2365);
+    expect(c.geojson.features).toHaveLength(2365);
+    const back = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom/${c.id}`, headers: t.auth() });
+    expect(back.json()).toEqual(c);
+    const list = (await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom`, headers: t.auth() })).json();
+    expect(list).toMatchObject({ total: 1, data: [{ id: c.id }] });
+    expect(list.data[0].geojson).toBeUndefined();
+    const zero = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'zero', formula: '1 / (B04 - B04)', date: '2021-06-17' } });
+    expect(zero.statusCode).toBe(201);
+    expect(zero.json().zonal_stats).toMatchObject({ count: 0, mean: null });
+    const bad = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'x', formula: 'sqrt(B04', date: '2021-06-17' } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ code: 'invalid_formula', errors: [{ path: '/body/formula', code: 'unbalanced_parenthesis' }] });
+    const other = await t.otherAccount();
+    expect((await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom/${c.id}`, headers: t.auth(other.key) })).statusCode).toBe(404);
+  });
+});
