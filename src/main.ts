@@ -4,6 +4,7 @@
  */
 import { buildApp } from './app.js';
 import { bootstrapDevelopmentAccount } from './accounts/bootstrap.js';
+import { createDemo } from './imagery/demo.js';
 import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import { openRuntime } from './platform/runtime.js';
 
@@ -36,6 +37,11 @@ async function main(): Promise<void> {
     if (dev) {
       console.log(`\n  Development API key (account "${dev.account}"), shown once:\n\n    ${dev.key}\n`);
       console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" ${config.publicBaseUrl}/v1/fields\n`);
+      if (config.demo) {
+        const demo = await createDemo({ db: runtime.db, compute: runtime.compute, roots: config.imageryRoots, maxAreaHa: config.maxFieldAreaHa }, dev.accountId);
+        console.log(`  Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures, ${demo.firstDate} to ${demo.lastDate}`);
+        console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);
+      }
     }
   }
 

@@ -28,6 +28,8 @@ export interface Config {
   metricsPort?: number;
   /** Create a development account (and print its key) on the first start of an empty database. */
   devBootstrap: boolean;
+  /** With the development account, also create a demo field and a season of synthetic captures. */
+  demo: boolean;
   shutdownGraceMs: number;
   /** Directories local imagery paths must lie in. */
   imageryRoots: string[];
@@ -139,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     computeThreads: int(env, 'COMPUTE_THREADS', Math.max(1, os.availableParallelism()), 1, 256),
     metricsPort,
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
+    demo: bool(env, 'DEMO', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     imageryRoots: (str(env, 'IMAGERY_ROOTS') ?? path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery'))
       .split(',')

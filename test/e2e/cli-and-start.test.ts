@@ -52,6 +52,17 @@ describe('service start and keys CLI', () => {
     expect((await fetch(`http://127.0.0.1:${port}/docs/`)).status).toBe(200);
     const fields = await fetch(`http://127.0.0.1:${port}/v1/fields`, { headers: { authorization: `Bearer ${key}` } });
     expect(fields.status).toBe(200);
+    // The demo: a field and a season of synthetic captures, ready for index calls.
+    const demo = ((await fields.json()) as { data: Array<{ id: string; name: string }> }).data.find((f) => f.name === 'Demo field (synthetic)');
+    expect(demo, svc.output()).toBeTruthy();
+    expect(svc.output()).toContain(demo!.id);
+    const ndvi = await fetch(`http://127.0.0.1:${port}/v1/fields/${demo!.id}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false`, { headers: { authorization: `Bearer ${key}` } });
+    expect(ndvi.status).toBe(200);
+    const body = (await ndvi.json()) as { zonal_stats: { mean: number; count: number } };
+    expect(body.zonal_stats.count).toBeGreaterThan(0);
+    expect(body.zonal_stats.mean).toBeGreaterThan(0.5);
+    const series = await fetch(`http://127.0.0.1:${port}/v1/fields/${demo!.id}/indices/timeseries?index=NDVI&start_date=2025-04-01&end_date=2025-10-01`, { headers: { authorization: `Bearer ${key}` } });
+    expect(((await series.json()) as unknown[]).length).toBe(27);
     // The embedded database allows one process: the CLI refuses while the service runs.
     await expect(cli('list')).rejects.toMatchObject({ stderr: expect.stringMatching(/stop it first/) });
     await stop(svc);
