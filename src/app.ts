@@ -31,8 +31,6 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: 'request_id',
-    disableRequestLogging: false,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
