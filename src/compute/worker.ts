@@ -8,7 +8,21 @@ import { compileFormula } from './formula.js';
 import { Kernel } from './kernel-host.js';
 import type { CoverageResult, CoverageTask, FieldIndexResult, FieldIndexTask, IndexResult, IndexTask, Task } from './tasks.js';
 import { inspectCapture } from '../imagery/inspect.js';
-import { readFieldWindow, type CaptureBand } from '../imagery/window-reader.js';
+import { readFieldWindow, type CaptureBand, type FieldWindow } from '../imagery/window-reader.js';
+import { registerFastDecoders } from '../imagery/decoders.js';
+import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
+
+registerFastDecoders();
+
+/** The field window, from the cache when this thread read it before. */
+async function windowFor(capture: FieldIndexTask['capture'], boundary: FieldIndexTask['boundary'], bands: CaptureBand[], roots: string[]): Promise<FieldWindow> {
+  const key = windowKey(capture, boundary, bands);
+  const hit = getWindow(key);
+  if (hit) return hit;
+  const win = await readFieldWindow(capture, boundary, bands, { roots });
+  putWindow(key, win);
+  return win;
+}
 
 const kernel = new Kernel();
 
@@ -47,7 +61,7 @@ function runIndex(t: IndexTask): IndexResult {
 /** Reads the field window straight from the files and runs the program on it, in this thread. */
 async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   const started = performance.now();
-  const win = await readFieldWindow(t.capture, t.boundary, t.program.bands as CaptureBand[], { roots: t.roots });
+  const win = await windowFor(t.capture, t.boundary, t.program.bands as CaptureBand[], t.roots);
   const n = win.width * win.height;
   const prep = kernel.prepare(n, t.program.bands.map((b) => {
     const wb = win.bands[b as CaptureBand]!;
@@ -66,7 +80,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   if (t.orderStats) result.order = kernel.orderStats();
   if (t.values) {
     result.values = kernel.copyValues(new Float32Array(n));
-    result.inside = win.inside;
+    result.inside = win.inside.slice(); // transferred back: the cached window keeps its own
   }
   result.kernelMs = performance.now() - started;
   return result;

@@ -127,3 +127,35 @@ describe.each(dbBackends)('errors and auth on $name', (backend) => {
     expect(docs.headers['content-type']).toMatch(/text\/html/);
   });
 });
+
+describe('unexpected errors', () => {
+  it('a 5xx has an opaque problem body and is logged with the request id the response carries', async () => {
+    const lines: string[] = [];
+    const { buildApp } = await import('../../src/app.js');
+    const t = await buildTestApp({ name: 'pglite' });
+    const app = await buildApp(t.runtime, {
+      logger: { level: 'info', stream: { write: (l: string) => void lines.push(l) } } as never,
+    });
+    app.get('/boom', async () => {
+      throw new Error('secret internal detail at /srv/app/x.js:12');
+    });
+    await app.ready();
+    try {
+      const res = await app.inject({ method: 'GET', url: '/boom' });
+      expect(res.statusCode).toBe(500);
+      expect(res.headers['content-type']).toMatch(/problem\+json/);
+      const body = res.json();
+      expect(body.code).toBe('internal_error');
+      expect(JSON.stringify(body)).not.toContain('secret internal detail');
+      const reqId = res.headers['x-request-id'];
+      expect(body.request_id).toBe(reqId);
+      const logged = lines.map((l) => JSON.parse(l)).find((l) => l.level === 50);
+      expect(logged).toBeDefined();
+      expect(logged.reqId ?? logged.request_id).toBe(reqId);
+      expect(logged.err.message).toContain('secret internal detail');
+    } finally {
+      await app.close();
+      await t.close();
+    }
+  });
+});
