@@ -7,6 +7,7 @@ type Suite = () => Promise<void>;
 const suites: Record<string, () => Promise<Suite>> = {
   kernel: async () => (await import('./kernel.js')).default,
   pool: async () => (await import('./pool.js')).default,
+  http: async () => (await import('./http.js')).default,
 };
 
 async function main(): Promise<void> {

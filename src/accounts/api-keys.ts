@@ -80,7 +80,17 @@ export async function revokeApiKey(db: Sql, idOrKey: string): Promise<boolean> {
       WHERE revoked_at IS NULL AND (id = $1 OR key_hash = $2) RETURNING id`,
     [idOrKey, byHash],
   );
+  forgetCachedKeys();
   return rows.length > 0;
+}
+
+// Resolved keys, kept briefly so that a burst of requests costs one lookup. Revocation in this
+// process takes effect at once; from another process (the CLI) within AUTH_CACHE_MS.
+const AUTH_CACHE_MS = 5_000;
+const authCache = new Map<string, { account: Account; keyId: string; until: number }>();
+
+export function forgetCachedKeys(): void {
+  authCache.clear();
 }
 
 export type AuthResult = { ok: true; account: Account; keyId: string } | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' };
@@ -90,11 +100,14 @@ export async function authenticate(db: Database, header: string | undefined): Pr
   if (!header) return { ok: false, reason: 'missing' };
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m || !isWellFormedKey(m[1]!)) return { ok: false, reason: 'malformed' };
+  const hash = hashKey(m[1]!);
+  const cached = authCache.get(hash);
+  if (cached && cached.until > Date.now()) return { ok: true, account: cached.account, keyId: cached.keyId };
   const rows = await db.query<{ key_id: string; revoked_at: Date | null; account_id: string; account_name: string; stale: boolean }>(
     `SELECT k.id AS key_id, k.revoked_at, a.id AS account_id, a.name AS account_name,
             (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale
        FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
-    [hashKey(m[1]!)],
+    [hash],
   );
   const row = rows[0];
   if (!row) return { ok: false, reason: 'unknown' };
@@ -103,5 +116,8 @@ export async function authenticate(db: Database, header: string | undefined): Pr
     // At most one write a minute per key: usage is visible in `keys list` without a write per request.
     db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.key_id]).catch(() => {});
   }
-  return { ok: true, account: { id: row.account_id, name: row.account_name }, keyId: row.key_id };
+  const account = { id: row.account_id, name: row.account_name };
+  if (authCache.size > 10_000) authCache.clear();
+  authCache.set(hash, { account, keyId: row.key_id, until: Date.now() + AUTH_CACHE_MS });
+  return { ok: true, account, keyId: row.key_id };
 }

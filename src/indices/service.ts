@@ -66,26 +66,25 @@ export function resolveProgram(index: string, formula: string | undefined, path 
 }
 
 interface CaptureRow extends Candidate {
-  source: string;
   capture: CaptureSource;
 }
 
-export async function fieldCaptures(db: Database, accountId: string, fieldId: string): Promise<CaptureRow[]> {
-  const rows = await db.query<{ id: string; capture_date: string; source: string; field_pixels: number; valid_pixels: number; bands: CaptureSource['bands']; mask: CaptureSource['mask'] | null; scale: number; offset: number }>(
-    `SELECT i.id, i.capture_date::text AS capture_date, i.source, f.field_pixels, f.valid_pixels, i.bands, i.mask, i.scale, i."offset"
+/** The captures over a field, light: band names only (the full capture is loaded once chosen). */
+export async function fieldCaptures(db: Database, accountId: string, fieldId: string): Promise<Candidate[]> {
+  return db.query<Candidate>(
+    `SELECT i.id, i.capture_date::text AS capture_date, f.field_pixels, f.valid_pixels, ARRAY(SELECT jsonb_object_keys(i.bands)) AS bands
        FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id
       WHERE f.field_id = $1 AND i.account_id = $2`,
     [fieldId, accountId],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    capture_date: r.capture_date,
-    source: r.source,
-    field_pixels: r.field_pixels,
-    valid_pixels: r.valid_pixels,
-    bands: Object.keys(r.bands),
-    capture: { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset },
-  }));
+}
+
+export async function loadCaptures(db: Database, ids: string[]): Promise<Map<string, CaptureSource>> {
+  const rows = await db.query<{ id: string; bands: CaptureSource['bands']; mask: CaptureSource['mask'] | null; scale: number; offset: number }>(
+    'SELECT id, bands, mask, scale, "offset" FROM imagery WHERE id = ANY($1)',
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.id, { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset }]));
 }
 
 export async function chooseCapture(db: Database, accountId: string, fieldId: string, q: { date: string; imagery_id?: string }, program: Program): Promise<CaptureRow> {
@@ -97,12 +96,12 @@ export async function chooseCapture(db: Database, accountId: string, fieldId: st
     if (!c) throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`, { status: 422, title: 'The imagery does not cover the field' });
     const missing = program.bands.filter((b) => !c.bands.includes(b));
     if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { status: 422, title: 'The imagery lacks bands' });
-    return c;
+    return { ...c, capture: (await loadCaptures(db, [c.id])).get(c.id)! };
   }
   if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`, { status: 404, title: 'No imagery for the field' });
   const best = selectBestCapture(captures, q.date, program.bands);
   if (!best) throw new AppError('missing_bands', `No capture of field ${fieldId} has the bands ${program.bands.join(', ')}`, { status: 422, title: 'No imagery with the bands the index reads' });
-  return best as CaptureRow;
+  return { ...best, capture: (await loadCaptures(db, [best.id])).get(best.id)! };
 }
 
 const num = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? null : x);

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Boundary } from '../fields/boundary.js';
 import { getField } from '../fields/service.js';
 import { AppError } from '../platform/errors.js';
-import { fieldCaptures, resolveProgram, type IndexDeps } from './service.js';
+import { fieldCaptures, loadCaptures, resolveProgram, type IndexDeps } from './service.js';
 
 export const INTERVAL_DAYS = { daily: 1, weekly: 7, biweekly: 14 } as const;
 export const MAX_INTERVALS = 3660;
@@ -96,9 +96,10 @@ export async function indexTimeSeries(deps: IndexDeps, accountId: string, fieldI
     for (const r of rows) stats.set(r.imagery_id, r.stats);
   }
   const missing = needed.filter((c) => !stats.has(c.id));
+  const sources = missing.length ? await loadCaptures(deps.db, missing.map((c) => c.id)) : new Map();
   await Promise.all(
     missing.map(async (c) => {
-      const r = await deps.compute.runFieldIndex({ capture: c.capture, boundary: field.boundary as unknown as Boundary, program, roots: deps.roots });
+      const r = await deps.compute.runFieldIndex({ capture: sources.get(c.id)!, boundary: field.boundary as unknown as Boundary, program, roots: deps.roots });
       const s: CachedStats = {
         count: r.stats.count,
         min: r.stats.count ? r.stats.min : null,
