@@ -10,6 +10,7 @@ import { fieldRoutes } from './fields/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { indexRoutes } from './indices/routes.js';
 import { imageryRoutes } from './imagery/routes.js';
+import { alertRoutes } from './alerts/routes.js';
 import { requireApiKey } from './platform/http/auth.js';
 import type { Api, Services } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
@@ -56,6 +57,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     webhookRoutes(v1, s, s.webhooks);
     indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl });
     imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
+    alertRoutes(v1, s);
   }, { prefix: '/v1' });
 
   return app;

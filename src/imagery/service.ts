@@ -12,6 +12,7 @@ import type { Database } from '../platform/database.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { toWgs84 } from './crs.js';
+import { evaluateAlerts } from '../alerts/service.js';
 import type { Imagery, ImageryCreate } from './schemas.js';
 import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
@@ -164,6 +165,11 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
     }
     return r!;
   });
+  // Alert rules of the covered fields are judged on the new capture (after the commit: the
+  // capture exists whatever the evaluation does).
+  for (const c of covered) {
+    await evaluateAlerts(deps, accountId, c.field_id, id, capture).catch(() => 0);
+  }
   return toImagery(row, covered);
 }
 

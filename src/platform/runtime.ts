@@ -14,6 +14,7 @@ import { resolveSigningKey } from './settings.js';
 import { ComputePool } from '../compute/pool.js';
 import { attemptDelivery, type DeliveryJob } from '../webhooks/delivery.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
+import { startSeasonScheduler } from '../events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
 import { SecretBox } from '../webhooks/signing.js';
 
@@ -81,6 +82,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await attemptDelivery(webhooks, job)), { concurrency: 32 });
       dispatcher.start();
       closers.push(() => dispatcher.stop());
+      closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));
     }
 
     return {
