@@ -14,6 +14,7 @@ import { alertRoutes } from './alerts/routes.js';
 import { requireApiKey } from './platform/http/auth.js';
 import type { Api, Services } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
+import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
 
@@ -50,6 +51,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
   registerProblemHandlers(app);
   await registerOpenApi(app, s.config.publicBaseUrl);
   healthRoutes(app, s);
+  registerMetrics(app);
 
   await app.register(async (v1) => {
     requireApiKey(v1, s.db);

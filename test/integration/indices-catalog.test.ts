@@ -30,3 +30,24 @@ describe('index catalogue and formula check', () => {
     expect((await t.app.inject({ method: 'GET', url: '/readyz' })).json().checks).toMatchObject({ database: 'ok', queue: 'ok', compute: 'ok' });
   });
 });
+
+describe('metrics', () => {
+  it('serves Prometheus metrics with HTTP durations by route pattern (no ids), compute and queue families', async () => {
+    const t = await buildTestApp({ name: 'pglite' });
+    try {
+      const f = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'm', boundary: { type: 'Polygon', coordinates: [[[5, 51], [5.01, 51], [5.01, 51.01], [5, 51.01], [5, 51]]] } } })).json();
+      await t.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: t.auth() });
+      const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/text\/plain/);
+      const text = res.body;
+      expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/v1\/fields\/:id",status_code="200"\} 1/);
+      expect(text).not.toContain(f.id);
+      expect(text).toContain('compute_task_duration_seconds');
+      expect(text).toContain('jobs_queue_depth');
+      expect(text).toContain('process_cpu_user_seconds_total');
+    } finally {
+      await t.close();
+    }
+  });
+});
