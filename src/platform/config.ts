@@ -39,7 +39,11 @@ export interface Config {
     timeoutMs: number;
     allowPrivateNetworks: boolean;
     maxPerAccount: number;
+    /** Pending deliveries overdue by more than this are queued again (their job was lost). */
+    sweepGraceMs: number;
   };
+  /** How long a claimed job stays owned without a heartbeat before another worker may take it. */
+  queueLeaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -153,6 +157,8 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),
       allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
       maxPerAccount: int(env, 'WEBHOOK_MAX_PER_ACCOUNT', 50, 1, 10_000),
+      sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 30_000, 1000, 3_600_000),
     },
+    queueLeaseMs: int(env, 'QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
   };
 }

@@ -62,7 +62,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     closers.push(() => compute.close());
     await compute.ping();
 
-    const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix, pollMs: o.pollMs });
+    const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
     closers.push(() => queues.close());
 
     const webhooks: WebhookDeps = {
@@ -75,7 +75,12 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       maxPerAccount: config.webhooks.maxPerAccount,
       ca: o.webhookCa,
     };
-    const dispatcher = new Dispatcher(db, queues, { pollMs: o.pollMs, onError: (err) => log('outbox dispatch failed', err) });
+    const dispatcher = new Dispatcher(db, queues, {
+      pollMs: o.pollMs,
+      sweepMs: Math.min(30_000, config.webhooks.sweepGraceMs),
+      sweepGraceMs: config.webhooks.sweepGraceMs,
+      onError: (err) => log('outbox dispatch failed', err),
+    });
     webhooks.wake = dispatcher.wake;
 
     if (config.role !== 'api') {

@@ -57,7 +57,9 @@ function errorText(r: PostResult): string | null {
 }
 
 export async function attemptDelivery(deps: WebhookDeps, job: DeliveryJob): Promise<AttemptOutcome> {
-  const d = await claim(deps.db, job.delivery_id, deps.timeoutMs + 30_000);
+  // The claim outlives one attempt (timeout + margin) and no more: a worker that dies mid-send
+  // releases the delivery to the sweeper soon after.
+  const d = await claim(deps.db, job.delivery_id, deps.timeoutMs + 5_000);
   if (!d) return 'skipped';
   const attempt = d.attempt_count + 1;
   const raw = Buffer.from(d.body, 'utf8');
