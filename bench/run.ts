@@ -8,6 +8,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   kernel: async () => (await import('./kernel.js')).default,
   pool: async () => (await import('./pool.js')).default,
   http: async () => (await import('./http.js')).default,
+  webhooks: async () => (await import('./webhooks.js')).default,
 };
 
 async function main(): Promise<void> {
