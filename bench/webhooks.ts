@@ -52,6 +52,7 @@ export default async function webhookBench(): Promise<void> {
     SIGNING_KEY: 'webhook-bench-signing-key-0123456789abcdef',
     LOG_LEVEL: 'warn',
     COMPUTE_THREADS: '1',
+    QUEUE_PREFIX: dbName,
   };
   const api = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, ROLE: 'api', PORT: String(port) }, stdio: 'inherit' });
   const worker = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, ROLE: 'worker', PORT: '0' }, stdio: 'inherit' });

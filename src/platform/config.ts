@@ -44,6 +44,8 @@ export interface Config {
   };
   /** How long a claimed job stays owned without a heartbeat before another worker may take it. */
   queueLeaseMs: number;
+  /** Namespace of the queues (Redis key prefix `fa:<prefix>`), so that deployments can share a Redis. */
+  queuePrefix?: string;
 }
 
 export class ConfigError extends Error {
@@ -160,5 +162,10 @@ export function loadConfig(env: Env = process.env): Config {
       sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 30_000, 1000, 3_600_000),
     },
     queueLeaseMs: int(env, 'QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
+    queuePrefix: (() => {
+      const v = str(env, 'QUEUE_PREFIX');
+      if (v !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(v)) throw new ConfigError('QUEUE_PREFIX', 'must be 1–64 letters, digits, _ or -');
+      return v;
+    })(),
   };
 }

@@ -62,7 +62,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     closers.push(() => compute.close());
     await compute.ping();
 
-    const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
+    const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
     closers.push(() => queues.close());
 
     const webhooks: WebhookDeps = {

@@ -2,7 +2,7 @@
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import type { Delivery } from './schemas.js';
-import { WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
+import { enqueueDelivery, type WebhookDeps } from './service.js';
 
 interface Row {
   id: string;
@@ -83,6 +83,6 @@ export async function retryDelivery(deps: WebhookDeps, accountId: string, webhoo
     [deliveryId, webhookId],
   );
   if (!rows[0]) throw notFound('Delivery', deliveryId);
-  await deps.queues.enqueue(WEBHOOK_QUEUE, { delivery_id: deliveryId }, { jobId: `${deliveryId}.manual${Date.now()}` });
+  await enqueueDelivery(deps.db, deps.queues, deliveryId, `${deliveryId}.manual${Date.now()}`);
   return getDelivery(deps.db, accountId, webhookId, deliveryId);
 }

@@ -13,7 +13,7 @@
  */
 import type { Database, Sql } from '../platform/database.js';
 import { postJson, type PostResult } from './outbound.js';
-import { jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
+import { enqueueDelivery, jobIdFor, stopPendingDeliveries, type WebhookDeps } from './service.js';
 import { signDelivery } from './signing.js';
 
 export interface DeliveryJob {
@@ -109,7 +109,7 @@ export async function attemptDelivery(deps: WebhookDeps, job: DeliveryJob): Prom
   });
 
   if (outcome === 'retry_scheduled') {
-    await deps.queues.enqueue<DeliveryJob>(WEBHOOK_QUEUE, { delivery_id: d.id }, { delayMs: delays[retryNumber - 1]!, jobId: jobIdFor(d.id, attempt + 1) });
+    await enqueueDelivery(deps.db, deps.queues, d.id, jobIdFor(d.id, attempt + 1), delays[retryNumber - 1]!);
   }
   return outcome;
 }

@@ -9,7 +9,7 @@ import { onOutboxCommit } from '../events/outbox.js';
 import type { Database } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
 import type { DeliveryJob } from './delivery.js';
-import { jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
+import { enqueueDelivery, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
 
 interface EventRow {
   id: string;
@@ -50,8 +50,8 @@ export async function dispatchBatch(db: Database, queues: DeliveryQueue, limit =
     let ids: string[] = [];
     if (cols.id.length) {
       const rows = await tx.query<{ id: string }>(
-        `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at)
-         SELECT u.id, u.webhook_id, u.account_id, u.event_id, u.event_type, u.body, 'pending', now()
+        `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at, job_id)
+         SELECT u.id, u.webhook_id, u.account_id, u.event_id, u.event_type, u.body, 'pending', now(), u.id || '.1'
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
                 AS u(id, webhook_id, account_id, event_id, event_type, body)
          ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING id`,
@@ -76,14 +76,15 @@ async function enqueueAll(queues: DeliveryQueue, items: Array<{ id: string; atte
 }
 
 /**
- * Re-queues pending deliveries that are overdue by more than `graceMs` and not claimed: the ones
- * whose job was lost (crash between commit and enqueue, a queue flushed). The job id carries the
- * sweep time so that a finished job with the usual id cannot swallow it; the claim keeps a
- * duplicate job from sending twice.
+ * Re-queues pending deliveries that are overdue by more than `graceMs`, not claimed, and whose job
+ * no longer exists: the ones whose job was lost (a crash between commit and enqueue, a flushed
+ * queue). A delivery merely waiting in a long queue keeps its job and is left alone. The new job id
+ * carries the sweep time so that a finished job with the usual id cannot swallow it; the claim keeps
+ * a duplicate job from sending twice.
  */
 export async function sweepOverdue(db: Database, queues: DeliveryQueue, graceMs = 60_000, limit = 1000): Promise<number> {
-  const rows = await db.query<{ id: string; attempt_count: number }>(
-    `SELECT d.id, d.attempt_count FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
+  const rows = await db.query<{ id: string; attempt_count: number; job_id: string | null }>(
+    `SELECT d.id, d.attempt_count, d.job_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
       WHERE d.status = 'pending' AND w.status = 'active'
         AND d.next_attempt_at < now() - ($1 || ' milliseconds')::interval
         AND (d.claimed_until IS NULL OR d.claimed_until < now())
@@ -91,10 +92,13 @@ export async function sweepOverdue(db: Database, queues: DeliveryQueue, graceMs 
     [String(graceMs), limit],
   );
   const stamp = Date.now();
-  await Promise.all(
-    rows.map((d) => queues.enqueue<DeliveryJob>(WEBHOOK_QUEUE, { delivery_id: d.id }, { jobId: `${jobIdFor(d.id, d.attempt_count + 1)}.sweep${stamp}` })),
-  );
-  return rows.length;
+  let requeued = 0;
+  for (const d of rows) {
+    if (d.job_id && (await queues.pending(WEBHOOK_QUEUE, d.job_id))) continue;
+    await enqueueDelivery(db, queues, d.id, `${jobIdFor(d.id, d.attempt_count + 1)}.sweep${stamp}`);
+    requeued++;
+  }
+  return requeued;
 }
 
 /**

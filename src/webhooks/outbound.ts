@@ -108,6 +108,28 @@ function classify(err: NodeJS.ErrnoException): { kind: OutboundErrorKind; messag
   return { kind: 'network', message: err.message };
 }
 
+// Keep-alive agents per (origin, checked address, CA set): deliveries to one endpoint reuse their
+// TLS connection instead of a handshake per event. The address is part of the key, so a
+// connection is only ever reused for the address that passed the check.
+const agents = new Map<string, https.Agent>();
+function agentFor(url: URL, address: { address: string; family: number }, ca: string[]): https.Agent {
+  const key = `${url.origin}|${address.address}|${ca.length}`;
+  let a = agents.get(key);
+  if (!a) {
+    const lookup: LookupFunction = (_host, options, cb) => {
+      if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
+      else cb(null, address.address, address.family);
+    };
+    a = new https.Agent({ keepAlive: true, maxSockets: 16, keepAliveMsecs: 10_000, lookup, ca });
+    if (agents.size > 1000) {
+      for (const old of agents.values()) old.destroy();
+      agents.clear();
+    }
+    agents.set(key, a);
+  }
+  return a;
+}
+
 export async function postJson(rawUrl: string, body: Buffer, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
   const timeoutMs = opts.timeoutMs ?? 5000;
   const maxBytes = opts.maxResponseBytes ?? 65_536;
@@ -120,10 +142,7 @@ export async function postJson(rawUrl: string, body: Buffer, headers: Record<str
     return { ok: false, error: { kind: e.kind ?? 'network', message: e.message }, latencyMs: performance.now() - started };
   }
   const chosen = target.addresses[0]!;
-  const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: typeof target.addresses) => void)(null, [chosen]);
-    else cb(null, chosen.address, chosen.family);
-  };
+  const agent = agentFor(target.url, chosen, opts.ca ?? trustedCas());
   return new Promise<PostResult>((resolve) => {
     let settled = false;
     const finish = (r: Omit<PostResult, 'latencyMs' | 'address'>) => {
@@ -137,9 +156,7 @@ export async function postJson(rawUrl: string, body: Buffer, headers: Record<str
       {
         method: 'POST',
         headers: { ...headers, 'content-length': String(body.length), 'user-agent': 'field-analysis-webhooks/1' },
-        lookup: pinned,
-        ca: opts.ca ?? trustedCas(),
-        agent: false,
+        agent,
       },
       (res) => {
         let read = 0;

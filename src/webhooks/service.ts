@@ -16,6 +16,13 @@ import { generateSecret, signDelivery, type SecretBox } from './signing.js';
 export interface DeliveryQueue {
   enqueue<T>(queue: string, data: T, opts?: { delayMs?: number; jobId?: string }): Promise<string>;
   remove(queue: string, jobId: string): Promise<boolean>;
+  pending(queue: string, jobId: string): Promise<boolean>;
+}
+
+/** Queues the next attempt of a delivery and remembers the job, for the sweeper. */
+export async function enqueueDelivery(db: { query: Database['query'] }, queues: DeliveryQueue, deliveryId: string, jobId: string, delayMs = 0): Promise<void> {
+  await queues.enqueue(WEBHOOK_QUEUE, { delivery_id: deliveryId }, { jobId, delayMs });
+  await db.query('UPDATE deliveries SET job_id = $2 WHERE id = $1', [deliveryId, jobId]);
 }
 
 export const WEBHOOK_QUEUE = 'webhooks';
@@ -198,7 +205,7 @@ export async function updateWebhook(deps: WebhookDeps, accountId: string, id: st
     );
     return replay.map((r) => r.id);
   });
-  for (const dlv of replayIds) await deps.queues.enqueue(WEBHOOK_QUEUE, { delivery_id: dlv }, { jobId: `${dlv}.replay.${Date.now()}` });
+  for (const dlv of replayIds) await enqueueDelivery(deps.db, deps.queues, dlv, `${dlv}.replay${Date.now()}`);
   return getWebhook(deps.db, accountId, id);
 }
 
@@ -216,8 +223,8 @@ export async function deleteWebhook(deps: WebhookDeps, accountId: string, id: st
   const pending = await deps.db.transaction(async (tx) => {
     const hit = await tx.query<{ id: string }>('SELECT id FROM webhooks WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
     if (!hit[0]) throw notFound('Webhook', id);
-    const rows = await tx.query<{ id: string; attempt_count: number }>(
-      `SELECT id, attempt_count FROM deliveries WHERE webhook_id = $1 AND status = 'pending'`,
+    const rows = await tx.query<{ id: string; job_id: string | null }>(
+      `SELECT id, job_id FROM deliveries WHERE webhook_id = $1 AND status = 'pending'`,
       [id],
     );
     await tx.query('DELETE FROM webhooks WHERE id = $1', [id]);
@@ -225,7 +232,7 @@ export async function deleteWebhook(deps: WebhookDeps, accountId: string, id: st
   });
   // The rows are gone with the webhook, so a job that still runs finds nothing and sends nothing;
   // removing the jobs just keeps the queue clean.
-  await Promise.all(pending.map((d) => deps.queues.remove(WEBHOOK_QUEUE, jobIdFor(d.id, d.attempt_count + 1)).catch(() => false)));
+  await Promise.all(pending.filter((d) => d.job_id).map((d) => deps.queues.remove(WEBHOOK_QUEUE, d.job_id!).catch(() => false)));
 }
 
 export function jobIdFor(deliveryId: string, attempt: number): string {

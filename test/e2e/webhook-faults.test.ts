@@ -150,7 +150,7 @@ describe('webhook deliveries survive a killed worker', () => {
     url.pathname = `/${dbName}`;
     const port = 27_000 + Math.floor(Math.random() * 5000);
     const base = `http://127.0.0.1:${port}`;
-    const env = { ...common(), DATABASE_URL: url.toString(), REDIS_URL: TEST_REDIS_URL!, DEV_BOOTSTRAP: 'true', SIGNING_KEY: 'fault-drill-signing-key-0123456789abcdef' };
+    const env = { ...common(), DATABASE_URL: url.toString(), REDIS_URL: TEST_REDIS_URL!, DEV_BOOTSTRAP: 'true', SIGNING_KEY: 'fault-drill-signing-key-0123456789abcdef', QUEUE_PREFIX: dbName };
     const api = start({ ...env, ROLE: 'api', PORT: String(port) });
     let worker: Proc | null = null;
     try {
@@ -172,6 +172,11 @@ describe('webhook deliveries survive a killed worker', () => {
       if (worker) await kill9(worker);
       await admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
       await admin.end();
+      const { Redis } = await import('ioredis');
+      const redis = new Redis(TEST_REDIS_URL!);
+      const keys = await redis.keys(`fa:${dbName}:*`);
+      if (keys.length) await redis.del(...keys);
+      await redis.quit();
     }
   }, 300_000);
 });

@@ -125,6 +125,13 @@ export class BullmqQueues implements JobQueues {
     }
   }
 
+  async pending(queue: string, jobId: string): Promise<boolean> {
+    const job = await this.queue(queue).getJob(jobId);
+    if (!job) return false;
+    const state = await job.getState();
+    return ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state);
+  }
+
   async ping(): Promise<void> {
     await this.connection.ping();
   }

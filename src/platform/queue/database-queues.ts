@@ -229,6 +229,11 @@ export class DatabaseQueues implements JobQueues {
     return rows.length > 0;
   }
 
+  async pending(queue: string, jobId: string): Promise<boolean> {
+    const rows = await this.db.query(`SELECT 1 FROM jobs WHERE queue = $1 AND id = $2 AND state IN ('waiting', 'active')`, [this.q(queue), jobId]);
+    return rows.length > 0;
+  }
+
   async ping(): Promise<void> {
     await this.db.query('SELECT 1 FROM jobs LIMIT 1');
   }

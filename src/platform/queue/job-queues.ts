@@ -45,6 +45,8 @@ export interface JobQueues {
   counts(queue: string): Promise<QueueCounts>;
   /** Cancels a waiting or delayed job; false when there was none (or it is running). */
   remove(queue: string, jobId: string): Promise<boolean>;
+  /** Whether a job is waiting, delayed or running (not finished, not unknown). */
+  pending(queue: string, jobId: string): Promise<boolean>;
   ping(): Promise<void>;
   close(graceMs?: number): Promise<void>;
 }
