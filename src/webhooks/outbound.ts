@@ -108,6 +108,16 @@ function classify(err: NodeJS.ErrnoException): { kind: OutboundErrorKind; messag
   return { kind: 'network', message: err.message };
 }
 
+const contexts = new WeakMap<string[], tls.SecureContext>();
+function contextFor(ca: string[]): tls.SecureContext {
+  let c = contexts.get(ca);
+  if (!c) {
+    c = tls.createSecureContext({ ca });
+    contexts.set(ca, c);
+  }
+  return c;
+}
+
 // Keep-alive agents per (origin, checked address, CA set): deliveries to one endpoint reuse their
 // TLS connection instead of a handshake per event. The address is part of the key, so a
 // connection is only ever reused for the address that passed the check.
@@ -120,7 +130,9 @@ function agentFor(url: URL, address: { address: string; family: number }, ca: st
       if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
       else cb(null, address.address, address.family);
     };
-    a = new https.Agent({ keepAlive: true, maxSockets: 16, keepAliveMsecs: 10_000, lookup, ca });
+    // One secure context per CA set: passing `ca` alone makes Node parse every certificate of
+    // the store again for each new TLS connection.
+    a = new https.Agent({ keepAlive: true, maxSockets: 16, keepAliveMsecs: 10_000, lookup, secureContext: contextFor(ca) });
     if (agents.size > 1000) {
       for (const old of agents.values()) old.destroy();
       agents.clear();
