@@ -5,7 +5,7 @@
 import type { BandSpec, OrderStats, Stats } from './kernel-host.js';
 import type { Program } from './formula.js';
 import type { Boundary } from '../fields/boundary.js';
-import type { CaptureSource } from '../imagery/window-reader.js';
+import type { CaptureSource, FieldWindow } from '../imagery/window-reader.js';
 
 export interface BandInput extends BandSpec {
   /** Digital numbers or reflectance, one per pixel; its buffer is transferred to the worker. */
@@ -49,7 +49,7 @@ export interface FieldIndexTask {
 }
 
 export interface FieldIndexResult extends IndexResult {
-  window: { width: number; height: number; epsg: number; originX: number; originY: number; resX: number; resY: number };
+  window: Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
   fieldPixels: number;
   validPixels: number;
   /** Per pixel: 1 inside the field (the GeoJSON has one feature per such pixel). */

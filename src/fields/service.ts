@@ -2,6 +2,7 @@
  * Fields: create, read, list, update (emitting field.updated in the same transaction), delete.
  * Every query is scoped to the caller's account: another account's field is simply not found.
  */
+import { isCalendarDate } from '../platform/dates.js';
 import type { Database, Sql } from '../platform/database.js';
 import { emit } from '../events/outbox.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
@@ -40,15 +41,10 @@ function toField(r: FieldRow): Field {
   };
 }
 
-function isRealDate(s: string): boolean {
-  const d = new Date(`${s}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
-}
-
 function checkDates(planting: string | null | undefined, harvest: string | null | undefined): void {
   const issues: FieldIssue[] = [];
-  if (planting && !isRealDate(planting)) issues.push({ path: '/body/planting_date', code: 'invalid_date', message: `${planting} is not a calendar date` });
-  if (harvest && !isRealDate(harvest)) issues.push({ path: '/body/harvest_date', code: 'invalid_date', message: `${harvest} is not a calendar date` });
+  if (planting && !isCalendarDate(planting)) issues.push({ path: '/body/planting_date', code: 'invalid_date', message: `${planting} is not a calendar date` });
+  if (harvest && !isCalendarDate(harvest)) issues.push({ path: '/body/harvest_date', code: 'invalid_date', message: `${harvest} is not a calendar date` });
   if (!issues.length && planting && harvest && harvest < planting) {
     issues.push({ path: '/body/harvest_date', code: 'before_planting', message: 'must not be before planting_date' });
   }

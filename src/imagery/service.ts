@@ -5,6 +5,7 @@
  * field in one transaction. A broken input is a 400 naming the band and the reason; nothing is
  * stored then.
  */
+import { isCalendarDate } from '../platform/dates.js';
 import type { ComputePool } from '../compute/pool.js';
 import { emit } from '../events/outbox.js';
 import type { Boundary } from '../fields/boundary.js';
@@ -29,18 +30,13 @@ function invalid(path: string, code: string, message: string): AppError {
   return new AppError('invalid_imagery', message, { status: 400, title: 'The imagery cannot be registered', errors: [{ path, code, message }] });
 }
 
-function isRealDate(s: string): boolean {
-  const d = new Date(`${s}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
-}
-
 /** The request (or STAC Item) as a capture description, with every reference checked. */
 export function normalise(input: ImageryCreate): { capture: CaptureSource; source: string; date: string; cloud: number | null } {
   const merged: ImageryCreate = input.stac_item ? { ...captureFromStac(input.stac_item as Record<string, unknown>), ...Object.fromEntries(Object.entries(input).filter(([k]) => k !== 'stac_item')) } : input;
   const issues: FieldIssue[] = [];
   if (!merged.source) issues.push({ path: '/body/source', code: 'required', message: 'is required' });
   if (!merged.capture_date) issues.push({ path: '/body/capture_date', code: 'required', message: 'is required (YYYY-MM-DD)' });
-  else if (!isRealDate(merged.capture_date)) issues.push({ path: '/body/capture_date', code: 'invalid_date', message: `${merged.capture_date} is not a calendar date` });
+  else if (!isCalendarDate(merged.capture_date)) issues.push({ path: '/body/capture_date', code: 'invalid_date', message: `${merged.capture_date} is not a calendar date` });
   const bands: CaptureSource['bands'] = {};
   const entries = Object.entries(merged.bands ?? {});
   if (!entries.length) issues.push({ path: '/body/bands', code: 'required', message: 'at least one band is required' });
@@ -210,7 +206,7 @@ export async function listFieldImagery(
   const exists = await db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
   if (!exists.length) throw notFound('Field', fieldId);
   for (const [k, v] of [['start_date', q.start_date], ['end_date', q.end_date]] as const) {
-    if (v && !isRealDate(v)) throw new AppError('validation_failed', `${k} ${v} is not a calendar date`, { errors: [{ path: `/query/${k}`, code: 'invalid_date', message: 'is not a calendar date' }] });
+    if (v && !isCalendarDate(v)) throw new AppError('validation_failed', `${k} ${v} is not a calendar date`, { errors: [{ path: `/query/${k}`, code: 'invalid_date', message: 'is not a calendar date' }] });
   }
   const params = [fieldId, accountId, q.start_date ?? null, q.end_date ?? null];
   const where = `f.field_id = $1 AND i.account_id = $2 AND ($3::date IS NULL OR i.capture_date >= $3::date) AND ($4::date IS NULL OR i.capture_date <= $4::date)`;

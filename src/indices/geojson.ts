@@ -5,16 +5,9 @@
  * this writes fixed-precision numbers straight into one string.
  */
 import { toWgs84 } from '../imagery/crs.js';
+import type { FieldWindow } from '../imagery/window-reader.js';
 
-export interface PixelGrid {
-  width: number;
-  height: number;
-  epsg: number;
-  originX: number;
-  originY: number;
-  resX: number;
-  resY: number;
-}
+export type PixelGrid = Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
 
 const coord = (x: number) => (Math.round(x * 1e7) / 1e7).toString();
 const value = (v: number) => (Number.isNaN(v) ? 'null' : (Math.round(v * 1e6) / 1e6).toString());

@@ -2,6 +2,7 @@
  * Index of a field on a date: pick the capture, read its window and compute in a worker, answer
  * the statistics and the per-pixel GeoJSON.
  */
+import { isCalendarDate } from '../platform/dates.js';
 import { findIndex, indexProgram, SPEC_INDICES } from '../compute/catalog.js';
 import { compileFormula, FormulaError, type Program } from '../compute/formula.js';
 import type { ComputePool } from '../compute/pool.js';
@@ -40,11 +41,6 @@ export interface ZonalStats {
   p25: number | null;
   p75: number | null;
   p90: number | null;
-}
-
-function isRealDate(s: string): boolean {
-  const d = new Date(`${s}T00:00:00Z`);
-  return /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
 }
 
 export function resolveProgram(index: string, formula: string | undefined, path = '/query/formula'): { name: string; program: Program } {
@@ -113,7 +109,7 @@ export interface Evaluated {
 }
 
 export async function evaluateFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath = '/query/date', formulaPath = '/query/formula'): Promise<Evaluated> {
-  if (!isRealDate(q.date)) throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, { errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
+  if (!isCalendarDate(q.date)) throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, { errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
   const field = await getField(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
   const capture = await chooseCapture(deps.db, accountId, fieldId, q, program);
