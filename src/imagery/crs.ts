@@ -32,21 +32,23 @@ export function epsgFromGeoKeys(keys: Record<string, unknown> | null): number {
 
 const converters = new Map<number, proj4.Converter>();
 
-/** lon/lat → raster CRS coordinates. */
-export function fromWgs84(epsg: number): (lonLat: [number, number]) => [number, number] {
+function converter(epsg: number): proj4.Converter {
   let c = converters.get(epsg);
   if (!c) {
     c = proj4('EPSG:4326', proj4Definition(epsg));
     converters.set(epsg, c);
   }
-  const conv = c;
-  return (p) => conv.forward(p) as [number, number];
+  return c;
+}
+
+/** lon/lat → raster CRS coordinates. */
+export function fromWgs84(epsg: number): (lonLat: [number, number]) => [number, number] {
+  const c = converter(epsg);
+  return (p) => c.forward(p) as [number, number];
 }
 
 /** raster CRS coordinates → lon/lat. */
 export function toWgs84(epsg: number): (xy: [number, number]) => [number, number] {
-  const fwd = fromWgs84(epsg);
-  void fwd;
-  const c = converters.get(epsg)!;
+  const c = converter(epsg);
   return (p) => c.inverse(p) as [number, number];
 }

@@ -91,6 +91,9 @@ interface Grid {
   samples: number;
 }
 
+// Open files (and their parsed headers) per thread, least recently used first out: each holds a
+// file descriptor, so the number kept open is bounded.
+const MAX_OPEN = 256;
 const tiffs = new Map<string, Promise<GeoTIFF>>();
 
 export function resolveLocal(href: string, roots: string[]): string {
@@ -118,10 +121,18 @@ export async function openTiff(href: string, roots: string[], signal?: AbortSign
   const remote = /^https?:\/\//i.test(href);
   const key = remote ? href : resolveLocal(href, roots);
   let t = tiffs.get(key);
-  if (!t) {
-    t = remote ? fromUrl(href, { allowFullFile: false }, signal) : fromFile(key, signal);
+  if (t) {
+    tiffs.delete(key);
     tiffs.set(key, t);
-    t.catch(() => tiffs.delete(key));
+    return t;
+  }
+  t = remote ? fromUrl(href, { allowFullFile: false }, signal) : fromFile(key, signal);
+  tiffs.set(key, t);
+  t.catch(() => tiffs.delete(key));
+  while (tiffs.size > MAX_OPEN) {
+    const [oldKey, old] = tiffs.entries().next().value as [string, Promise<GeoTIFF>];
+    tiffs.delete(oldKey);
+    old.then((g) => void g.close()).catch(() => {});
   }
   return t;
 }
