@@ -214,3 +214,31 @@ describe.each(queueBackends)('webhooks on $name', (backend) => {
     }
   });
 });
+
+describe('webhook conflicts', () => {
+  it('409 past the per-account limit, and when retrying a delivery of a disabled webhook', async () => {
+    const pki = makePki();
+    const rx = await startReceiver(pki);
+    const svc = await buildServiceApp(queueBackends[0]!, { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_MAX_PER_ACCOUNT: '1' }, ca: [pki.ca] });
+    try {
+      const first = await svc.app.inject({ method: 'POST', url: '/v1/webhooks', headers: svc.auth(), payload: { url: rx.url, events: ['*'] } });
+      expect(first.statusCode).toBe(201);
+      const second = await svc.app.inject({ method: 'POST', url: '/v1/webhooks', headers: svc.auth(), payload: { url: rx.url, events: ['*'] } });
+      expect(second.statusCode).toBe(409);
+      expect(second.headers['content-type']).toMatch(/problem\+json/);
+      expect(second.json().code).toBe('webhook_limit_reached');
+      const wh = first.json();
+      await svc.db.transaction((tx) => emit(tx, svc.accountId, 'season.ended', { field_id: 'fld_c', crop_type: null, harvest_date: '2025-08-01' }));
+      svc.wake();
+      await until('delivered', () => rx.received.some((r) => r.body?.event === 'season.ended'));
+      const log = (await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries`, headers: svc.auth() })).json();
+      await svc.app.inject({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, headers: svc.auth(), payload: { status: 'disabled' } });
+      const retry = await svc.app.inject({ method: 'POST', url: `/v1/webhooks/${wh.id}/deliveries/${log.data[0].id}/retry`, headers: svc.auth() });
+      expect(retry.statusCode).toBe(409);
+      expect(retry.json().code).toBe('webhook_disabled');
+    } finally {
+      await rx.close();
+      await svc.close();
+    }
+  });
+});
