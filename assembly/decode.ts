@@ -7,13 +7,12 @@
 // there are. Every LZW string is a prefix of an earlier output plus one byte that follows it in
 // the output, so a code decodes to one forward copy from earlier output (no chained lookups).
 const TABLE_ENTRIES: i32 = 4096;
+// One u64 per code: output position in the low half, length in the high half.
 const TABLE: usize = (__heap_base + 15) & ~(<usize>15);
-const TABLE_POS: usize = TABLE;
-const TABLE_LEN: usize = TABLE + (<usize>TABLE_ENTRIES << 2);
 
 /** First byte the host may use; the LZW table lives below it. */
 export function workspace(): usize {
-  return (TABLE_LEN + (<usize>TABLE_ENTRIES << 2) + 63) & ~(<usize>63);
+  return (TABLE + (<usize>TABLE_ENTRIES << 3) + 63) & ~(<usize>63);
 }
 
 // Copies n bytes from s to d where s + n <= d, eight at a time: may write up to 7 bytes past
@@ -29,39 +28,26 @@ export function workspace(): usize {
 }
 
 /**
- * Decodes one LZW-compressed block. `src` must be followed by 8 readable bytes of slack and `dst`
+ * Decodes one LZW-compressed block. `src` must be followed by 8 readable bytes of slack (zeros) and `dst`
  * by 16. Returns the number of bytes written (at most dstLen; the block ends at EOI, at the end of
  * the input, or when dstLen bytes are out), or -1 for a code that cannot occur in a valid stream.
  */
 export function lzwDecode(src: usize, srcLen: i32, dst: usize, dstLen: i32): i32 {
-  const srcEnd = src + <usize>srcLen;
   const outEnd = dst + <usize>dstLen;
-  let p = src;
-  let acc: u64 = 0; // unread bits, most significant first
-  let nbits: i32 = 0;
+  const totalBits: u64 = <u64>srcLen << 3;
+  let bitPos: u64 = 0;
   let width: i32 = 9;
   let next: i32 = 258;
   let out = dst;
   let prevPos: usize = 0;
   let prevLen: i32 = 0; // 0: no previous string (start, or just after a Clear code)
   while (true) {
-    if (nbits < width) {
-      if (p + 4 <= srcEnd) {
-        acc |= (<u64>bswap<u32>(load<u32>(p))) << <u64>(32 - nbits);
-        p += 4;
-        nbits += 32;
-      } else {
-        while (nbits <= 56 && p < srcEnd) {
-          acc |= (<u64>load<u8>(p)) << <u64>(56 - nbits);
-          p++;
-          nbits += 8;
-        }
-        if (nbits < width) break; // input exhausted without an EOI
-      }
-    }
-    const code = <i32>(acc >> <u64>(64 - width));
-    acc <<= <u64>width;
-    nbits -= width;
+    // Codes are read big-endian from any bit position: one unaligned 8-byte load (the host leaves
+    // 8 bytes of slack after the input), no refill branch.
+    if (bitPos + <u64>width > totalBits) break; // input exhausted without an EOI
+    const word = bswap<u64>(load<u64>(src + <usize>(bitPos >> 3)));
+    const code = <i32>((word << (bitPos & 7)) >> <u64>(64 - width));
+    bitPos += <u64>width;
     if (code == 257) break;
     if (code == 256) {
       width = 9;
@@ -75,8 +61,9 @@ export function lzwDecode(src: usize, srcLen: i32, dst: usize, dstLen: i32): i32
       store<u8>(out, <u8>code);
       len = 1;
     } else if (code < next) {
-      len = load<i32>(TABLE_LEN + (<usize>code << 2));
-      const pos = <usize>load<u32>(TABLE_POS + (<usize>code << 2));
+      const entry = load<u64>(TABLE + (<usize>code << 3));
+      const pos = <usize>(<u32>entry);
+      len = <i32>(entry >> 32);
       if (out + <usize>len > outEnd) {
         memory.copy(out, pos, outEnd - out);
         out = outEnd;
@@ -98,8 +85,7 @@ export function lzwDecode(src: usize, srcLen: i32, dst: usize, dstLen: i32): i32
     }
     if (prevLen > 0 && next < TABLE_ENTRIES) {
       // The previous string followed by the first byte of this one, which sits right after it.
-      store<u32>(TABLE_POS + (<usize>next << 2), <u32>prevPos);
-      store<i32>(TABLE_LEN + (<usize>next << 2), prevLen + 1);
+      store<u64>(TABLE + (<usize>next << 3), (<u64>(prevLen + 1) << 32) | <u64>(<u32>prevPos));
       next++;
       // TIFF's early change: the width grows one code before the table needs it.
       if (next >= (1 << width) - 1 && width < 12) width++;

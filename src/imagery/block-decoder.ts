@@ -97,7 +97,8 @@ export function decodeBlock(compressed: Uint8Array, layout: BlockLayout, opts: {
     let raw: Uint8Array = compressed;
     if (layout.compression === COMPRESSION.deflate || layout.compression === COMPRESSION.adobeDeflate) {
       try {
-        raw = inflateSync(compressed);
+        // One output chunk of the block's size: the default 16 KiB chunks are concatenated afterwards (~30 % slower).
+        raw = inflateSync(compressed, { chunkSize: Math.max(64, size + 64) });
       } catch (err) {
         throw new BlockDecodeError(`DEFLATE data cannot be inflated (${(err as Error).message}): the data is corrupt or truncated`);
       }
