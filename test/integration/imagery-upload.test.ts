@@ -22,6 +22,7 @@ describe('imagery upload (multipart)', () => {
   let base: string;
   let cap: SyntheticCapture;
   let fieldId: string;
+  let secondId: string;
   const uploads = () => path.join(scratch, 'data', 'imagery', 'uploads');
   const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 120, seed: 4 };
 
@@ -32,6 +33,8 @@ describe('imagery upload (multipart)', () => {
     // The second date of the generator has a cloud patch: the field's cloud cover is not trivial.
     [, cap] = writeSyntheticSeason(path.join(scratch, 'src'), spec, datesEvery('2025-06-01', '2025-06-11', 10), '2025-04-01', '2025-09-30') as [SyntheticCapture, SyntheticCapture];
     fieldId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'upload test', boundary: sceneField(spec) } })).json().id;
+    // A second, larger field around the first: each covered field gets its own cloud cover and event.
+    secondId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'surrounding', boundary: sceneField(spec, 0.9) } })).json().id;
     base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => {
@@ -54,7 +57,9 @@ describe('imagery upload (multipart)', () => {
     const byPath = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: cap.date, bands: { B04: cap.files.B04, B08: cap.files.B08 }, mask: { href: cap.scl, kind: 'scl' }, offset: -0.1 } });
     expect(byPath.statusCode, byPath.body).toBe(201);
     const expected = byPath.json().fields;
+    expect(expected.map((f: { field_id: string }) => f.field_id).sort()).toEqual([fieldId, secondId].sort());
     expect(expected[0].cloud_cover).toBeGreaterThan(0);
+    expect(expected[0].cloud_cover).not.toBe(expected[1].cloud_cover);
 
     const res = await upload(form({ source: 'sentinel-2-l2a', capture_date: cap.date, bands: { B04: 'red', B08: { href: 'nir', index: 1 } }, mask: { href: 'scl', kind: 'scl' }, offset: -0.1 }, { red: file(cap.files.B04!), nir: file(cap.files.B08!), scl: file(cap.scl) }));
     const img = await res.json();
@@ -62,8 +67,10 @@ describe('imagery upload (multipart)', () => {
     expect(res.headers.get('location')).toMatch(new RegExp(`/v1/imagery/${img.id}$`));
     expect(img).toMatchObject({ id: expect.stringMatching(/^img_/), crs: 'EPSG:32631', resolution: 10, bands: ['B04', 'B08'], capture_date: cap.date });
     expect(img.fields).toEqual(expected);
-    const events = await listOutbox(t.db, t.accountId, 'imagery.available');
-    expect(events.at(-1)!.data).toEqual({ field_id: fieldId, imagery_id: img.id, source: 'sentinel-2-l2a', capture_date: cap.date, cloud_cover: expected[0].cloud_cover });
+    const events = (await listOutbox(t.db, t.accountId, 'imagery.available')).filter((e) => e.data.imagery_id === img.id);
+    expect(events.map((e) => e.data).sort((a, b) => String(a.field_id).localeCompare(String(b.field_id)))).toEqual(
+      expected.map((f: { field_id: string; cloud_cover: number }) => ({ field_id: f.field_id, imagery_id: img.id, source: 'sentinel-2-l2a', capture_date: cap.date, cloud_cover: f.cloud_cover })).sort((a: { field_id: string }, b: { field_id: string }) => a.field_id.localeCompare(b.field_id)),
+    );
     // Stored under DATA_DIR/imagery/uploads, byte for byte.
     const [row] = await t.db.query<{ bands: Record<string, { href: string }>; mask: { href: string } }>('SELECT bands, mask FROM imagery WHERE id = $1', [img.id]);
     expect(row!.bands.B04!.href.startsWith(uploads() + path.sep)).toBe(true);
@@ -89,6 +96,7 @@ describe('imagery upload (multipart)', () => {
     const res = await upload(form({ stac_item: item }, { red: file(cap.files.B04!), nir: file(cap.files.B08!), scl: file(cap.scl) }));
     const body = await res.json();
     expect(res.status, JSON.stringify(body)).toBe(201);
+    expect(body.fields).toHaveLength(2);
     expect(body).toMatchObject({ source: 'sentinel-2-l2a', capture_date: cap.date, cloud_cover: 12.5, offset: -0.1, bands: ['B04', 'B08'] });
   });
 
