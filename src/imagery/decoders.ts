@@ -36,11 +36,13 @@ function layoutOf(p: DecoderParameters, compression: number): BlockLayout | null
 function makeDecoder(compression: number) {
   return class WasmBlockDecoder extends BaseDecoder {
     override decodeBlock(buffer: ArrayBufferLike): ArrayBufferLike {
-      // Without the predictor step (geotiff.js applies its own when decode() falls back to it).
+      // Only the decompression, as bytes (geotiff.js undoes its own predictors afterwards when
+      // decode() below hands a layout it cannot take to BaseDecoder.decode).
       const p = this.parameters as unknown as DecoderParameters;
-      const layout = layoutOf({ ...p, predictor: 1, bitsPerSample: 8, samplesPerPixel: 1 }, compression)!;
-      layout.width = p.tileWidth * (p.planarConfiguration === 2 ? 1 : (p.samplesPerPixel ?? 1)) * (Number((typeof p.bitsPerSample === 'number' ? p.bitsPerSample : p.bitsPerSample[0]) ?? 8) / 8);
-      const out = decodeBlock(new Uint8Array(buffer), layout, { partial: true });
+      const bits = typeof p.bitsPerSample === 'number' ? [p.bitsPerSample] : Array.from(p.bitsPerSample);
+      const pixelBits = p.planarConfiguration === 2 ? bits[0]! : bits.reduce((a, b) => a + b, 0);
+      const rowBytes = Math.ceil((p.tileWidth * pixelBits) / 8);
+      const out = decodeBlock(new Uint8Array(buffer), { compression, predictor: 1, width: rowBytes, rows: p.tileHeight, samples: 1, bytesPerSample: 1 }, { partial: true });
       return out.slice().buffer;
     }
 

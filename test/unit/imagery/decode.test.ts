@@ -13,7 +13,7 @@ import { fromArrayBuffer, fromFile, type GeoTIFFImage } from 'geotiff';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BlockDecodeError, COMPRESSION, decodeBlock } from '../../../src/imagery/block-decoder.js';
 import { registerFastDecoders } from '../../../src/imagery/decoders.js';
-import { readWindowRaw, rawLayout } from '../../../src/imagery/raw-window.js';
+import { readWindow, readWindowRaw, rawLayout } from '../../../src/imagery/raw-window.js';
 import { lzwEncode, writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'decode-'));
@@ -187,5 +187,18 @@ describe('decoders registered with geotiff.js', () => {
       const got = await independent(image, [5, 7, 111, 90], image.getSamplesPerPixel() - 1);
       expect(firstDifference(got, ref)).toBeNull();
     }
+  });
+
+  it.runIf(gdal)('leave the floating-point predictor to geotiff.js (float32, LZW, predictor 3 by GDAL) and still read it right', async () => {
+    const w = 97, h = 61;
+    const data = pixels(w * h, 16, 77);
+    const src = path.join(dir, 'float-src.tif');
+    writeFileSync(src, writeGeoTiff({ width: w, height: h, data, epsg: 32632, originX: 500000, originY: 5600000, resolution: 10, tileSize: 32, compression: 'none' }));
+    const out = path.join(dir, 'float-p3.tif');
+    execFileSync('gdal_translate', ['-q', '-ot', 'Float32', '-co', 'COMPRESS=LZW', '-co', 'PREDICTOR=3', '-co', 'TILED=YES', '-co', 'BLOCKXSIZE=32', '-co', 'BLOCKYSIZE=32', src, out]);
+    const image = await (await fromFile(out)).getImage();
+    expect(rawLayout(image)).toBeNull();
+    const got = await readWindow(image, [0, 0, w, h], 0);
+    expect(firstDifference(got, data)).toBeNull();
   });
 });
