@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   pool: async () => (await import('./pool.js')).default,
   http: async () => (await import('./http.js')).default,
   webhooks: async () => (await import('./webhooks.js')).default,
+  decode: async () => (await import('./decode.js')).default,
 };
 
 async function main(): Promise<void> {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Compiles the AssemblyScript kernel twice: with SIMD (what the service runs) and without
 // (what the benchmark compares against). Flags live in asconfig.json.
+// The TIFF block decoders (LZW, predictor) are a module of their own (asconfig.decode.json).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -12,3 +13,4 @@ mkdirSync('dist/wasm', { recursive: true });
 for (const target of ['simd', 'scalar']) {
   execFileSync(process.execPath, [asc, '--config', 'asconfig.json', '--target', target], { stdio: 'inherit' });
 }
+execFileSync(process.execPath, [asc, '--config', 'asconfig.decode.json', '--target', 'release'], { stdio: 'inherit' });

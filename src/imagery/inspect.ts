@@ -5,6 +5,7 @@
  * each other. Runs in a worker thread (it decodes pixels).
  */
 import { epsgFromGeoKeys } from './crs.js';
+import { readWindow } from './raw-window.js';
 import { ImageryError, openTiff, type CaptureSource } from './window-reader.js';
 import type { InspectResult } from '../compute/tasks.js';
 
@@ -43,8 +44,8 @@ export async function inspectCapture(capture: CaptureSource, roots: string[]): P
     const h = image.getHeight();
     try {
       // The last rows: a truncated file fails there, a corrupt one anywhere it is read.
-      await image.readRasters({ window: [0, Math.max(0, h - 1), Math.min(w, 64), h], samples: [index - 1] });
-      await image.readRasters({ window: [0, 0, Math.min(w, 64), Math.min(h, 1)], samples: [index - 1] });
+      await readWindow(image, [0, Math.max(0, h - 1), Math.min(w, 64), h], index - 1);
+      await readWindow(image, [0, 0, Math.min(w, 64), Math.min(h, 1)], index - 1);
     } catch (err) {
       throw new ImageryError(band, `the pixel data cannot be decoded (${(err as Error).message}): the file is corrupt or truncated`);
     }

@@ -1,9 +1,87 @@
+import multipart from '@fastify/multipart';
+import { Ajv } from 'ajv';
+import type { FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { Type } from 'typebox';
+import { AppError } from '../platform/errors.js';
 import type { Api, Services } from '../platform/http/context.js';
+import { describeIssues, validationIssues } from '../platform/http/problems.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { FieldImagery, Imagery, ImageryCreate } from './schemas.js';
 import { getImagery, listFieldImagery, registerImagery, type ImageryDeps } from './service.js';
+import { registerUpload, type UploadedFile } from './upload.js';
+
+const MAX_FILES = 20;
+const MAX_METADATA_BYTES = 1_048_576;
+const PART_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+const checkMetadata = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, strict: false }).compile(ImageryCreate);
+
+function tooLarge(err: { code?: string }, maxBytes: number): AppError | null {
+  switch (err.code) {
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new AppError('payload_too_large', `a file is larger than ${maxBytes} bytes (UPLOAD_MAX_BYTES)`);
+    case 'FST_FILES_LIMIT':
+      return new AppError('payload_too_large', `more than ${MAX_FILES} files in one upload`);
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new AppError('payload_too_large', 'too many parts: send one "metadata" field and the files');
+    default:
+      return null;
+  }
+}
+
+/**
+ * Streams the file parts to `dir` (never whole in memory) and returns them with the metadata
+ * part, checked against the same schema as POST /v1/imagery.
+ */
+async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number): Promise<{ meta: ImageryCreate; files: UploadedFile[] }> {
+  let metaText: string | undefined;
+  const files: UploadedFile[] = [];
+  await mkdir(dir, { recursive: true });
+  try {
+    const parts = req.parts({ limits: { fileSize: maxBytes, files: MAX_FILES, fields: 4, parts: MAX_FILES + 4, fieldSize: MAX_METADATA_BYTES } });
+    for await (const part of parts) {
+      if (part.type === 'file') {
+        if (!PART_NAME.test(part.fieldname) || files.some((f) => f.part === part.fieldname)) {
+          part.file.resume();
+          throw new AppError('validation_failed', `file part name "${part.fieldname}" must be unique and 1–64 letters, digits, ".", "_" or "-"`, { errors: [{ path: `/parts/${part.fieldname}`, code: 'invalid_part_name', message: 'must be unique and 1–64 letters, digits, ".", "_" or "-"' }] });
+        }
+        const file = path.join(dir, `${files.length + 1}-${part.fieldname}.tif`);
+        let bytes = 0;
+        part.file.on('data', (c: Buffer) => (bytes += c.length));
+        await pipeline(part.file, createWriteStream(file));
+        files.push({ part: part.fieldname, filename: part.filename, path: file, bytes });
+      } else if (part.fieldname === 'metadata') {
+        if (part.valueTruncated) throw new AppError('payload_too_large', `the metadata part is larger than ${MAX_METADATA_BYTES} bytes`);
+        metaText = String(part.value);
+      } else {
+        throw new AppError('validation_failed', `unknown field "${part.fieldname}": send one "metadata" field (JSON) and the files`, { errors: [{ path: `/parts/${part.fieldname}`, code: 'unknown_part', message: 'is not a known field' }] });
+      }
+    }
+    if (metaText === undefined) throw new AppError('validation_failed', 'the "metadata" part (JSON, as the body of POST /v1/imagery) is missing', { errors: [{ path: '/parts/metadata', code: 'required', message: 'is required' }] });
+    let meta: unknown;
+    try {
+      meta = JSON.parse(metaText);
+    } catch (err) {
+      throw new AppError('malformed_json', `the metadata part is not valid JSON: ${(err as Error).message}`);
+    }
+    if (!checkMetadata(meta)) {
+      const issues = validationIssues('body', checkMetadata.errors ?? []);
+      throw new AppError('validation_failed', describeIssues(issues), { errors: issues });
+    }
+    return { meta: meta as ImageryCreate, files };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    if (err instanceof AppError) throw err;
+    const e = err as { code?: string; message?: string };
+    throw tooLarge(e, maxBytes) ?? new AppError('validation_failed', `the multipart body cannot be read: ${e.message ?? String(err)}`);
+  }
+}
 
 export function imageryRoutes(app: Api, s: Services, deps: ImageryDeps): void {
   const tags = ['imagery'];
@@ -18,6 +96,28 @@ export function imageryRoutes(app: Api, s: Services, deps: ImageryDeps): void {
   }, async (req, reply) => {
     const img = await registerImagery(deps, req.account.id, req.body);
     return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
+  });
+
+  app.register(async (scope) => {
+    await scope.register(multipart, { throwFileSizeLimit: true });
+    scope.post('/imagery/upload', {
+      schema: {
+        tags,
+        summary: 'Register a capture from uploaded GeoTIFF files',
+        description:
+          'multipart/form-data: a "metadata" field holding the JSON body of POST /v1/imagery, and one file part per GeoTIFF. ' +
+          'An href in the metadata (band, mask or STAC asset) that equals a file part\'s name refers to that file; every href must name a part and every part must be used. ' +
+          `Files are stored under DATA_DIR/imagery/uploads; each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
+        consumes: ['multipart/form-data'],
+        response: { 201: Imagery, ...ProblemResponses },
+      },
+    }, async (req, reply) => {
+      if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'send multipart/form-data: a "metadata" field and the GeoTIFF files');
+      const dir = path.join(s.config.imageryUploadDir, `upl_${randomBytes(12).toString('base64url')}`);
+      const { meta, files } = await receiveUpload(req, dir, s.config.uploadMaxBytes);
+      const img = await registerUpload(deps, req.account.id, meta, files, dir);
+      return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
+    });
   });
 
   app.get('/imagery/:id', {

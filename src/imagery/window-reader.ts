@@ -13,6 +13,7 @@ import type { Dtype } from '../compute/kernel-host.js';
 import type { Boundary } from '../fields/boundary.js';
 import { CrsError, epsgFromGeoKeys, fromWgs84 } from './crs.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
+import { readWindow } from './raw-window.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
 export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
@@ -209,8 +210,7 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   if (index < 1 || index > grid.samples) throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
   let raster: ArrayLike<number>;
   try {
-    const r = (await grid.image.readRasters({ window: [cx0, cy0, cx1, cy1], samples: [index - 1], interleave: false, signal })) as unknown as ArrayLike<number>[];
-    raster = r[0]!;
+    raster = await readWindow(grid.image, [cx0, cy0, cx1, cy1], index - 1, signal);
   } catch (err) {
     throw new ImageryError(band, `the pixel data cannot be decoded (${(err as Error).message}): the file is corrupt or truncated`);
   }

@@ -31,8 +31,12 @@ export interface Config {
   /** With the development account, also create a demo field and a season of synthetic captures. */
   demo: boolean;
   shutdownGraceMs: number;
-  /** Directories local imagery paths must lie in. */
+  /** Directories local imagery paths must lie in (always including imageryUploadDir). */
   imageryRoots: string[];
+  /** Where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads. */
+  imageryUploadDir: string;
+  /** Largest file accepted by POST /v1/imagery/upload (UPLOAD_MAX_BYTES; larger: 413). */
+  uploadMaxBytes: number;
   webhooks: {
     /** Delays before the 1st..5th retry (WEBHOOK_RETRY_DELAYS, default 1m,5m,30m,2h,24h). */
     retryDelaysMs: number[];
@@ -149,11 +153,18 @@ export function loadConfig(env: Env = process.env): Config {
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
     demo: bool(env, 'DEMO', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    imageryRoots: (str(env, 'IMAGERY_ROOTS') ?? path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery'))
-      .split(',')
-      .map((p) => p.trim())
-      .filter(Boolean)
-      .map((p) => path.resolve(p)),
+    ...(() => {
+      const upload = path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery', 'uploads');
+      const roots = (str(env, 'IMAGERY_ROOTS') ?? path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery'))
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)
+        .map((p) => path.resolve(p));
+      // Uploaded files are read like any local file: their directory is always allowed.
+      const covered = roots.some((r) => upload === r || upload.startsWith(r + path.sep));
+      return { imageryRoots: covered ? roots : [...roots, upload], imageryUploadDir: upload };
+    })(),
+    uploadMaxBytes: int(env, 'UPLOAD_MAX_BYTES', 1024 * 1_048_576, 1024, 64 * 1024 * 1_048_576),
     webhooks: {
       retryDelaysMs: parseDurations('WEBHOOK_RETRY_DELAYS', str(env, 'WEBHOOK_RETRY_DELAYS') ?? '1m,5m,30m,2h,24h'),
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),

@@ -1,0 +1,211 @@
+/**
+ * Field windows on rasters whose every pixel value encodes its position, so that each window
+ * pixel can be checked against the pixel it must come from: a field crossing tile edges (DEFLATE
+ * with the predictor and LZW), 20 m bands on the 10 m grid, holes and multipolygons, a field
+ * across the UTM zone 31/32 boundary read from a zone-32 and from a zone-31 raster (checked
+ * against an independent point-in-polygon on absolute raster coordinates, and the geodesic
+ * area), and the masks: declared nodata, DN 0 and the SCL classes.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import geodesic from 'geographiclib-geodesic';
+import proj4 from 'proj4';
+import { afterAll, describe, expect, it } from 'vitest';
+import { proj4Definition, toWgs84 } from '../../../src/imagery/crs.js';
+import { writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
+import { readFieldWindow, SCL_MASKED, type CaptureBand, type CaptureSource, type FieldWindow } from '../../../src/imagery/window-reader.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'window-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const roots = [dir];
+
+interface Raster {
+  file: string;
+  epsg: number;
+  ox: number;
+  oy: number;
+  res: number;
+  width: number;
+  height: number;
+}
+
+let n = 0;
+function raster(spec: Omit<Raster, 'file'>, value: (c: number, r: number) => number, opts: { compression?: TiffCompression; predictor?: boolean; nodata?: number; bits?: 8 | 16; tile?: number } = {}): Raster {
+  const data = opts.bits === 8 ? new Uint8Array(spec.width * spec.height) : new Uint16Array(spec.width * spec.height);
+  for (let r = 0; r < spec.height; r++) for (let c = 0; c < spec.width; c++) data[r * spec.width + c] = value(c, r);
+  const file = path.join(dir, `r${++n}.tif`);
+  writeFileSync(file, writeGeoTiff({ width: spec.width, height: spec.height, data, epsg: spec.epsg, originX: spec.ox, originY: spec.oy, resolution: spec.res, tileSize: opts.tile ?? 256, compression: opts.compression ?? 'deflate', predictor: opts.predictor ?? true, ...(opts.nodata !== undefined ? { nodata: opts.nodata } : {}) }));
+  return { file, ...spec };
+}
+
+/** A ring of pixel-grid corners (col, row) of `r` as WGS84 lon/lat. */
+function ringOf(r: Raster, corners: Array<[number, number]>): Array<[number, number]> {
+  const inv = toWgs84(r.epsg);
+  const ring = corners.map(([c, row]) => inv([r.ox + c * r.res, r.oy - row * r.res]));
+  return [...ring, ring[0]!];
+}
+const rect = (r: Raster, c0: number, r0: number, c1: number, r1: number) => ringOf(r, [[c0, r0], [c1, r0], [c1, r1], [c0, r1]]);
+
+/** The window's top-left pixel in the raster's grid. */
+function originOf(win: FieldWindow, r: Raster): [number, number] {
+  return [Math.round((win.originX - r.ox) / r.res), Math.round((r.oy - win.originY) / r.res)];
+}
+
+/** Every window pixel: inside exactly where `expected(col, row)` says, for raster grid coordinates. */
+function expectInside(win: FieldWindow, r: Raster, expected: (c: number, row: number) => boolean): void {
+  const [c0, r0] = originOf(win, r);
+  let wrong = 0;
+  let first = '';
+  for (let j = 0; j < win.height; j++) {
+    for (let i = 0; i < win.width; i++) {
+      if ((win.inside[j * win.width + i] === 1) !== expected(c0 + i, r0 + j)) {
+        if (!wrong++) first = `pixel (${c0 + i}, ${r0 + j})`;
+      }
+    }
+  }
+  expect(wrong, `${wrong} pixels wrong, first ${first}`).toBe(0);
+}
+
+const pos = (w: number) => (c: number, r: number) => 1 + ((r * w + c) % 65521);
+const band = (href: string): CaptureSource['bands'][CaptureBand] => ({ href });
+const capture = (bands: Partial<Record<CaptureBand, string>>, mask?: string): CaptureSource => ({
+  bands: Object.fromEntries(Object.entries(bands).map(([b, f]) => [b, band(f!)])),
+  ...(mask ? { mask: { href: mask, kind: 'scl' as const } } : {}),
+  scale: 0.0001,
+  offset: 0,
+});
+
+describe('field windows', () => {
+  const grid = { epsg: 32631, ox: 600_000, oy: 5_700_000, res: 10, width: 600, height: 600 };
+
+  it.each([['deflate', true], ['lzw', true], ['lzw', false]] as const)('a field crossing tile edges (%s, predictor %s): every pixel from the right place', async (compression, predictor) => {
+    const r = raster(grid, pos(600), { compression, predictor });
+    // Tiles are 256²: the field spans columns 240–279 and rows 250–269, across both tile edges.
+    const win = await readFieldWindow(capture({ B04: r.file }), { type: 'Polygon', coordinates: [rect(r, 240, 250, 280, 270)] }, ['B04'], { roots });
+    expect(win.fieldPixels).toBe(40 * 20);
+    expectInside(win, r, (c, row) => c >= 240 && c < 280 && row >= 250 && row < 270);
+    const [c0, r0] = originOf(win, r);
+    const data = win.bands.B04!.data;
+    let wrong = 0;
+    for (let j = 0; j < win.height; j++) for (let i = 0; i < win.width; i++) if (data[j * win.width + i] !== pos(600)(c0 + i, r0 + j)) wrong++;
+    expect(wrong).toBe(0);
+    expect(c0 < 256 && c0 + win.width > 256 && r0 < 256 && r0 + win.height > 256).toBe(true);
+  });
+
+  it('20 m bands on the 10 m grid: each 10 m pixel takes the 20 m pixel its centre falls in', async () => {
+    const fine = raster(grid, pos(600));
+    const coarse = raster({ ...grid, res: 20, width: 300, height: 300 }, pos(300));
+    // Odd first column and row: the window starts in the middle of a 20 m pixel.
+    const win = await readFieldWindow(capture({ B04: fine.file, B05: coarse.file }), { type: 'Polygon', coordinates: [rect(fine, 101, 77, 151, 113)] }, ['B05', 'B04'], { roots });
+    expect(win.resX).toBe(10);
+    expect(win.fieldPixels).toBe(50 * 36);
+    const [c0, r0] = originOf(win, fine);
+    let wrong = 0;
+    for (let j = 0; j < win.height; j++) {
+      for (let i = 0; i < win.width; i++) {
+        const k = j * win.width + i;
+        if (win.bands.B04!.data[k] !== pos(600)(c0 + i, r0 + j)) wrong++;
+        if (win.bands.B05!.data[k] !== pos(300)(Math.floor((c0 + i) / 2), Math.floor((r0 + j) / 2))) wrong++;
+      }
+    }
+    expect(wrong).toBe(0);
+  });
+
+  it('holes and multipolygons, by pixel centres with the even-odd rule', async () => {
+    const r = raster(grid, () => 1000);
+    const cap = capture({ B04: r.file });
+    const outer = rect(r, 200, 300, 240, 340);
+    const hole = rect(r, 210, 310, 220, 325).reverse();
+    const inHoled = (c: number, row: number) => c >= 200 && c < 240 && row >= 300 && row < 340 && !(c >= 210 && c < 220 && row >= 310 && row < 325);
+    const holed = await readFieldWindow(cap, { type: 'Polygon', coordinates: [outer, hole] }, ['B04'], { roots });
+    expect(holed.fieldPixels).toBe(1600 - 150);
+    expectInside(holed, r, inHoled);
+
+    const inSmall = (c: number, row: number) => (c >= 250 && c < 260 && row >= 300 && row < 305) || (c >= 230 && c < 233 && row >= 350 && row < 354);
+    const multi = await readFieldWindow(cap, { type: 'MultiPolygon', coordinates: [[outer, hole], [rect(r, 250, 300, 260, 305)], [rect(r, 230, 350, 233, 354)]] }, ['B04'], { roots });
+    expect(multi.fieldPixels).toBe(1450 + 50 + 12);
+    expectInside(multi, r, (c, row) => inHoled(c, row) || inSmall(c, row));
+    expect(multi.validPixels).toBe(multi.fieldPixels);
+  });
+
+  it('a field across the UTM zone 31/32 boundary, read from a zone-32 raster and from a zone-31 raster', async () => {
+    // A 1.4 km × 1.1 km field straddling 6°E at 51°N.
+    const field = [[5.99, 50.995], [6.01, 50.995], [6.01, 51.005], [5.99, 51.005], [5.99, 50.995]] as Array<[number, number]>;
+    const { areaHa } = (() => {
+      const poly = geodesic.Geodesic.WGS84.Polygon(false);
+      for (const [lon, lat] of field.slice(0, -1)) poly.AddPoint(lat, lon);
+      return { areaHa: Math.abs(poly.Compute(false, true).area) / 10_000 };
+    })();
+    const counts: number[] = [];
+    for (const epsg of [32632, 32631]) {
+      const [X, Y] = proj4('EPSG:4326', proj4Definition(epsg), [6, 51]) as [number, number];
+      const r = raster({ epsg, ox: Math.floor(X / 10) * 10 - 3000, oy: Math.floor(Y / 10) * 10 + 3000, res: 10, width: 600, height: 600 }, pos(600));
+      const win = await readFieldWindow(capture({ B04: r.file }), { type: 'Polygon', coordinates: [field] }, ['B04'], { roots });
+      // Independent reference: the field's corners projected here, and a plain ray cast at each pixel centre.
+      const poly = field.map((p) => proj4('EPSG:4326', proj4Definition(epsg), p) as [number, number]);
+      const inPoly = (c: number, row: number) => {
+        const x = r.ox + (c + 0.5) * 10;
+        const y = r.oy - (row + 0.5) * 10;
+        let inside = false;
+        for (let k = 0, m = poly.length - 1; k < poly.length; m = k++) {
+          const [xk, yk] = poly[k]!;
+          const [xm, ym] = poly[m]!;
+          if (yk > y !== ym > y && x < ((xm - xk) * (y - yk)) / (ym - yk) + xk) inside = !inside;
+        }
+        return inside;
+      };
+      let total = 0;
+      for (let row = 0; row < r.height; row++) for (let c = 0; c < r.width; c++) if (inPoly(c, row)) total++;
+      expect(win.epsg).toBe(epsg);
+      expect(win.fieldPixels, `EPSG:${epsg}`).toBe(total);
+      expectInside(win, r, inPoly);
+      // The pixel data of the window is the raster's at those places.
+      const [c0, r0] = originOf(win, r);
+      expect(win.bands.B04!.data[0]).toBe(pos(600)(c0, r0));
+      // 100 m² a pixel: the count is the geodesic area to within the pixel-edge effect (< 1 %).
+      expect(Math.abs((total * 100) / 10_000 - areaHa) / areaHa, `EPSG:${epsg}: ${total} px vs ${areaHa.toFixed(2)} ha`).toBeLessThan(0.01);
+      counts.push(total);
+    }
+    expect(Math.abs(counts[0]! - counts[1]!) / counts[0]!).toBeLessThan(0.01);
+  });
+
+  it('masks: the declared nodata value, DN 0 in any band, and SCL classes 0, 1, 3, 8, 9, 10, 11', async () => {
+    const red = (c: number, r: number) => ((c * 7 + r * 3) % 50 === 0 ? 0 : (c * 11 + r) % 97 === 0 ? 65535 : 1000 + ((c + r) % 500));
+    const nir = (c: number, r: number) => (c % 31 === 0 && r % 5 === 0 ? 0 : 3000);
+    const scl = (c: number, r: number) => (c + 2 * r) % 12;
+    const b04 = raster(grid, red, { nodata: 65535 });
+    const b08 = raster(grid, nir);
+    const mask = raster({ ...grid, res: 20, width: 300, height: 300 }, scl, { bits: 8, predictor: false });
+    const win = await readFieldWindow(capture({ B04: b04.file, B08: b08.file }, mask.file), { type: 'Polygon', coordinates: [rect(b04, 100, 100, 140, 140)] }, ['B04', 'B08'], { roots });
+    expect(win.bands.B04!.nodata).toBe(65535);
+    const [c0, r0] = originOf(win, b04);
+    let expected = 0;
+    const seen = { nodata: 0, zero: 0, scl: 0 };
+    for (let j = 0; j < win.height; j++) {
+      for (let i = 0; i < win.width; i++) {
+        const c = c0 + i;
+        const r = r0 + j;
+        const inside = c >= 100 && c < 140 && r >= 100 && r < 140;
+        const byNodata = red(c, r) === 65535;
+        const byZero = red(c, r) === 0 || nir(c, r) === 0;
+        const byScl = SCL_MASKED.has(scl(Math.floor(c / 2), Math.floor(r / 2)));
+        const ok = inside && !byNodata && !byZero && !byScl;
+        if (inside) {
+          seen.nodata += +byNodata;
+          seen.zero += +byZero;
+          seen.scl += +byScl;
+        }
+        expected += +ok;
+        expect(win.valid[j * win.width + i], `pixel (${c}, ${r})`).toBe(+ok);
+      }
+    }
+    // Each rule masks some field pixels on its own.
+    expect(seen.nodata).toBeGreaterThan(0);
+    expect(seen.zero).toBeGreaterThan(0);
+    expect(seen.scl).toBeGreaterThan(0);
+    expect(win.fieldPixels).toBe(1600);
+    expect(win.validPixels).toBe(expected);
+    expect(win.invalidShare).toBeCloseTo(1 - expected / 1600, 12);
+  });
+});
