@@ -174,7 +174,9 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
         const dates = await captureDates(deps, row);
         end = dates.at(-1)!;
       }
-      const start = o.start_date ?? iso(day(end) - (granularity === 'weekly' ? 12 * 7 - 1 : 183) * DAY);
+      // Default: the 12 ISO weeks (Monday to Sunday) or 6 calendar months ending with end_date's.
+      const e = new Date(day(end));
+      const start = o.start_date ?? (granularity === 'weekly' ? iso(day(end) - ((e.getUTCDay() + 6) % 7) * DAY - 11 * 7 * DAY) : iso(Date.UTC(e.getUTCFullYear(), e.getUTCMonth() - 5, 1)));
       const { points } = await seriesOf(deps, row, o.index, start, end);
       if (!points.length) throw new ReportFailure(`no clear capture of the field between ${start} and ${end} (captures with more than 30 % of the field under cloud are not used)`);
       const alerts = await deps.db.query<{ triggered_at: Date; alert_type: string; index_name: string; value: number; threshold: number; imagery_id: string | null }>(

@@ -18,7 +18,7 @@ const DATE = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY
 
 export const ReportOptions = Type.Object(
   {
-    start_date: Type.Optional({ ...DATE, description: 'Start of the analysis period (seasonal, health_summary). Default: planting_date (seasonal) or 12 weeks before end_date (health_summary).' }),
+    start_date: Type.Optional({ ...DATE, description: 'Start of the analysis period (seasonal, health_summary). Default: planting_date (seasonal); for health_summary the start of the 12 ISO weeks (weekly) or 6 months (monthly) ending with end_date.' }),
     end_date: Type.Optional({ ...DATE, description: 'End of the analysis period (seasonal, health_summary). Default: harvest_date (seasonal) or the latest capture (health_summary).' }),
     index: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'Index from GET /v1/indices/catalog. Default NDVI.' })),
     date: Type.Optional({ ...DATE, description: 'scouting, prescription: use the capture nearest this date (default: the latest capture with at least 70 % of the field usable).' }),
