@@ -17,16 +17,69 @@ export interface ZoneClasses {
   merged_fragments: number;
 }
 
-/** k-means in one dimension: Lloyd's iterations from the quantile midpoints (deterministic). */
+/**
+ * k-means in one dimension, globally optimal on a 1,024-bin histogram (dynamic programming over
+ * sorted bins, as Ckmeans.1d.dp does on raw values), then refined by Lloyd's iterations on the
+ * values themselves. Plain Lloyd from quantile seeds can stall with two centres in one cluster.
+ */
 export function kmeans1d(sorted: Float64Array, k: number): number[] {
-  let centres = Array.from({ length: k }, (_, c) => quantile(sorted, (c + 0.5) / k));
-  for (let iter = 0; iter < 100; iter++) {
-    const sum = new Float64Array(k);
-    const cnt = new Float64Array(k);
+  const lo = sorted[0]!;
+  const hi = sorted[sorted.length - 1]!;
+  const B = 1024;
+  const w: number[] = [];
+  const sx: number[] = [];
+  const sxx: number[] = [];
+  {
+    const cw = new Float64Array(B);
+    const cs = new Float64Array(B);
+    const css = new Float64Array(B);
+    for (const v of sorted) {
+      const b = hi > lo ? Math.min(B - 1, Math.floor(((v - lo) / (hi - lo)) * B)) : 0;
+      cw[b]++;
+      cs[b] += v;
+      css[b] += v * v;
+    }
+    for (let b = 0; b < B; b++) if (cw[b]) (w.push(cw[b]!), sx.push(cs[b]!), sxx.push(css[b]!));
+  }
+  const n = w.length;
+  const kk = Math.min(k, n);
+  const pw = [0];
+  const ps = [0];
+  const pss = [0];
+  for (let b = 0; b < n; b++) (pw.push(pw[b]! + w[b]!), ps.push(ps[b]! + sx[b]!), pss.push(pss[b]! + sxx[b]!));
+  const cost = (a: number, b: number) => {
+    const W = pw[b + 1]! - pw[a]!;
+    const S = ps[b + 1]! - ps[a]!;
+    return pss[b + 1]! - pss[a]! - (S * S) / W;
+  };
+  // D[m][j]: best cost of bins 0..j in m+1 clusters; T: where the last cluster starts.
+  const D = Array.from({ length: kk }, () => new Float64Array(n).fill(Infinity));
+  const T = Array.from({ length: kk }, () => new Int32Array(n));
+  for (let j = 0; j < n; j++) D[0]![j] = cost(0, j);
+  for (let m = 1; m < kk; m++) {
+    for (let j = m; j < n; j++) {
+      for (let i = m; i <= j; i++) {
+        const c = D[m - 1]![i - 1]! + cost(i, j);
+        if (c < D[m]![j]!) {
+          D[m]![j] = c;
+          T[m]![j] = i;
+        }
+      }
+    }
+  }
+  let centres: number[] = [];
+  for (let m = kk - 1, j = n - 1; m >= 0; m--) {
+    const i = m ? T[m]![j]! : 0;
+    centres.unshift((ps[j + 1]! - ps[i]!) / (pw[j + 1]! - pw[i]!));
+    j = i - 1;
+  }
+  for (let iter = 0; iter < 50; iter++) {
+    const sum = new Float64Array(kk);
+    const cnt = new Float64Array(kk);
     let c = 0;
     for (const v of sorted) {
       // Sorted values: the nearest centre only moves right.
-      while (c < k - 1 && Math.abs(v - centres[c + 1]!) <= Math.abs(v - centres[c]!)) c++;
+      while (c < kk - 1 && Math.abs(v - centres[c + 1]!) <= Math.abs(v - centres[c]!)) c++;
       sum[c] += v;
       cnt[c]++;
     }
@@ -84,32 +137,27 @@ export function classifyZones(r: IndexRaster, k: number, method: ZoningMethod, m
   }
   fillFromNeighbours(labels, r.width, r.height);
   let merged = 0;
-  for (let round = 0; round < 50; round++) {
-    const { ids, regions } = connectedRegions(labels, r.width, r.height, false);
-    const small = regions.map((reg, id) => ({ reg, id })).filter((x) => x.reg.pixels.length < minPixels).sort((a, b) => a.reg.pixels.length - b.reg.pixels.length);
+  // Each merge joins a fragment to a neighbour, so the number of regions falls until none is small.
+  for (let round = 0; round < 1000; round++) {
+    const { regions } = connectedRegions(labels, r.width, r.height, false);
+    const small = regions.filter((reg) => reg.pixels.length < minPixels).sort((a, b) => a.pixels.length - b.pixels.length);
     let changed = 0;
-    const touched = new Set<number>();
-    for (const { reg, id } of small) {
-      // Neighbouring regions changed this round are re-examined in the next one.
-      if (touched.has(id)) continue;
+    for (const reg of small) {
+      // Border length with each neighbouring class, read from the labels as merged so far.
       const border = new Map<number, number>();
+      const own = labels[reg.pixels[0]!]!;
       for (const p of reg.pixels) {
         const i = p % r.width;
         const j = (p - i) / r.width;
         for (const [ni, nj] of [[i + 1, j], [i - 1, j], [i, j + 1], [i, j - 1]] as const) {
           if (ni < 0 || nj < 0 || ni >= r.width || nj >= r.height) continue;
-          const q = nj * r.width + ni;
-          const lab = labels[q]!;
-          if (lab >= 0 && lab !== reg.label) border.set(ids[q]!, (border.get(ids[q]!) ?? 0) + 1);
+          const lab = labels[nj * r.width + ni]!;
+          if (lab >= 0 && lab !== own) border.set(lab, (border.get(lab) ?? 0) + 1);
         }
       }
       if (!border.size) continue;
-      const [target] = [...border.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]!;
-      if (touched.has(target)) continue;
-      const to = regions[target]!.label;
+      const [to] = [...border.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]!;
       for (const p of reg.pixels) labels[p] = to;
-      touched.add(target);
-      touched.add(id);
       changed++;
     }
     merged += changed;
