@@ -133,7 +133,7 @@ export function buildScouting(input: ScoutingInput): { content: ScoutingContent;
   const parts: string[] = [];
   if (!anomalies.length) parts.push(`No area of at least ${MIN_ANOMALY_HA} ha falls below ${threshold.value.toFixed(2)} ${input.meta.index}; the canopy is even.`);
   else {
-    parts.push(`${total} low-${input.meta.index} area${total === 1 ? '' : 's'} cover ${anomalyHa.toFixed(2)} ha (${share.toFixed(1)} % of the field).`);
+    parts.push(`${total} low-${input.meta.index} area${total === 1 ? ' covers' : 's cover'} ${anomalyHa.toFixed(2)} ha (${share.toFixed(1)} % of the field).`);
     parts.push(`Visit the ${Math.min(3, anomalies.length)} top-ranked point${anomalies.length === 1 ? '' : 's'} first and check for water-logging, compaction, pests, disease or nutrient deficiency.`);
   }
   if (change !== null) parts.push(`The field mean ${change < 0 ? 'fell' : 'rose'} by ${Math.abs(change).toFixed(3)} since ${input.previous!.date}.`);

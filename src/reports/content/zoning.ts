@@ -1,6 +1,6 @@
 /**
- * Management zones from an index map (domain code): classes by quantiles (equal-area) or 1-D
- * k-means, masked pixels inside the field given the class of their nearest classified neighbour,
+ * Management zones from an index map (domain code): the map smoothed 3 × 3, classes by quantiles
+ * (equal-area) or 1-D k-means, masked pixels inside the field given the class of their nearest classified neighbour,
  * fragments below a minimum size merged into the neighbour they share most border with (so a
  * machine can follow the map), then zones numbered from the lowest mean index.
  */
@@ -97,39 +97,89 @@ export function classBreaks(sorted: Float64Array, k: number, method: ZoningMetho
   return centres.slice(1).map((m, c) => (m + centres[c]!) / 2);
 }
 
-/** Gives every pixel with label -2 (to fill) the label of its nearest labelled 4-neighbour, breadth first. */
+/**
+ * Gives every pixel labelled -2 (to fill) the most common label among its labelled 8-neighbours,
+ * one ring at a time from the labelled area inwards (ties: the lower label), so masked patches
+ * are shared out between the zones around them instead of streaked by a single-source flood.
+ */
 export function fillFromNeighbours(labels: Int32Array, width: number, height: number): void {
-  let frontier: number[] = [];
-  for (let k = 0; k < labels.length; k++) if (labels[k]! >= 0) frontier.push(k);
-  while (frontier.length) {
-    const next: number[] = [];
-    for (const k of frontier) {
+  let todo: number[] = [];
+  for (let k = 0; k < labels.length; k++) if (labels[k] === -2) todo.push(k);
+  const votes = new Map<number, number>();
+  while (todo.length) {
+    const assign: Array<[number, number]> = [];
+    const rest: number[] = [];
+    for (const k of todo) {
       const i = k % width;
       const j = (k - i) / width;
-      for (const [ni, nj] of [[i + 1, j], [i - 1, j], [i, j + 1], [i, j - 1]] as const) {
-        if (ni < 0 || nj < 0 || ni >= width || nj >= height) continue;
-        const nk = nj * width + ni;
-        if (labels[nk] === -2) {
-          labels[nk] = labels[k]!;
-          next.push(nk);
+      votes.clear();
+      for (let dj = -1; dj <= 1; dj++) {
+        for (let di = -1; di <= 1; di++) {
+          const ni = i + di;
+          const nj = j + dj;
+          if ((di === 0 && dj === 0) || ni < 0 || nj < 0 || ni >= width || nj >= height) continue;
+          const lab = labels[nj * width + ni]!;
+          if (lab >= 0) votes.set(lab, (votes.get(lab) ?? 0) + 1);
         }
       }
+      if (!votes.size) {
+        rest.push(k);
+        continue;
+      }
+      let best = -1;
+      let bestN = 0;
+      for (const [lab, n] of votes) if (n > bestN || (n === bestN && lab < best)) (best = lab), (bestN = n);
+      assign.push([k, best]);
     }
-    frontier = next;
+    if (!assign.length) break; // nothing labelled anywhere near: leave as is
+    for (const [k, lab] of assign) labels[k] = lab;
+    todo = rest;
   }
 }
 
+/**
+ * 3 × 3 mean of the usable pixels inside the field (NaN stays NaN): zoning works on the smoothed
+ * map, as zoning tools do, so that single noisy pixels do not become zones of their own.
+ */
+export function smooth3x3(r: IndexRaster): Float32Array {
+  const out = new Float32Array(r.values.length).fill(NaN);
+  for (let j = 0; j < r.height; j++) {
+    for (let i = 0; i < r.width; i++) {
+      const k = j * r.width + i;
+      if (!r.inside[k] || Number.isNaN(r.values[k]!)) continue;
+      let s = 0;
+      let n = 0;
+      for (let dj = -1; dj <= 1; dj++) {
+        for (let di = -1; di <= 1; di++) {
+          const ni = i + di;
+          const nj = j + dj;
+          if (ni < 0 || nj < 0 || ni >= r.width || nj >= r.height) continue;
+          const q = nj * r.width + ni;
+          const v = r.values[q]!;
+          if (r.inside[q] && !Number.isNaN(v)) {
+            s += v;
+            n++;
+          }
+        }
+      }
+      out[k] = s / n;
+    }
+  }
+  return out;
+}
+
 export function classifyZones(r: IndexRaster, k: number, method: ZoningMethod, minPixels: number): ZoneClasses {
-  const sorted = validValues(r);
+  const smooth = { ...r, values: smooth3x3(r) };
+  const sorted = validValues(smooth);
   if (sorted.length < k) throw new Error(`only ${sorted.length} usable pixels for ${k} zones`);
   const breaks = classBreaks(sorted, k, method);
   const n = r.width * r.height;
   const labels = new Int32Array(n);
   for (let p = 0; p < n; p++) {
     if (!r.inside[p]) labels[p] = -1;
-    else if (Number.isNaN(r.values[p]!)) labels[p] = -2;
+    else if (Number.isNaN(smooth.values[p]!)) labels[p] = -2;
     else {
-      const v = r.values[p]!;
+      const v = smooth.values[p]!;
       let c = 0;
       while (c < breaks.length && v >= breaks[c]!) c++;
       labels[p] = c;

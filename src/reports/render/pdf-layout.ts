@@ -24,7 +24,9 @@ export function dateRange(a: string, b: string): string {
   const [yb, mb, db] = b.split('-').map(Number);
   return ya === yb ? `${da} ${MONTHS[ma! - 1]} - ${db} ${MONTHS[mb! - 1]} ${yb}` : `${longDate(a)} - ${longDate(b)}`;
 }
-export const fixed = (x: number | null | undefined, n = 3) => (x === null || x === undefined ? '-' : x.toFixed(n));
+/** Fixed decimals without "-0.000". */
+export const fixed = (x: number | null | undefined, n = 3) => (x === null || x === undefined ? '-' : (Math.abs(x) < 0.5 * 10 ** -n ? 0 : x).toFixed(n));
+export const signed = (x: number | null | undefined, n = 3) => (x === null || x === undefined ? '-' : `${x >= 0.5 * 10 ** -n ? '+' : ''}${fixed(x, n)}`);
 export const thousands = (x: number, n = 0) => x.toLocaleString('en-GB', { minimumFractionDigits: n, maximumFractionDigits: n });
 
 export function newDoc(title: string, subject: string): Doc {

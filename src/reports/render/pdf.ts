@@ -5,6 +5,7 @@ import {
   barChart,
   finish,
   fixed,
+  signed,
   lineChart,
   longDate,
   dateRange,
@@ -54,7 +55,7 @@ function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
     ['Low threshold', fixed(c.threshold.value)],
     ['Low areas', `${c.anomalies_total.count} (${fixed(c.anomalies_total.area_ha, 2)} ha)`],
     ['Previous', c.previous ? longDate(c.previous.date) : 'none'],
-    ['Change', c.previous ? `${c.previous.change >= 0 ? '+' : ''}${fixed(c.previous.change)}` : '-'],
+    ['Change', c.previous ? signed(c.previous.change) : '-'],
     ],
   });
   section(doc, 'Problem areas to visit (ranked)');
@@ -135,7 +136,7 @@ function health(doc: Doc, c: HealthContent): void {
     ['Period', dateRange(c.period.start, c.period.end)],
     ['Latest capture', longDate(c.latest.date)],
     [`Latest ${c.meta.index}`, c.latest.mean.toFixed(3)],
-    ['Trend / 30 days', `${c.trend.slope_per_30_days >= 0 ? '+' : ''}${c.trend.slope_per_30_days.toFixed(3)} (${c.trend.direction})`],
+    ['Trend / 30 days', `${signed(c.trend.slope_per_30_days)} (${c.trend.direction})`],
   ]);
   statusBox(doc, c.status, c.summary);
   section(doc, `${unit}ly mean ${c.meta.index}`);
@@ -165,8 +166,8 @@ function health(doc: Doc, c: HealthContent): void {
       fixed(p.mean),
       fixed(p.min),
       fixed(p.max),
-      p.change === null ? '-' : `${p.change >= 0 ? '+' : ''}${p.change.toFixed(3)}`,
-      p.change_pct === null ? '-' : `${p.change_pct >= 0 ? '+' : ''}${p.change_pct.toFixed(1)}`,
+      signed(p.change),
+      signed(p.change_pct, 1),
     ]),
   );
   section(doc, 'Alert history');
