@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   pool: async () => (await import('./pool.js')).default,
   http: async () => (await import('./http.js')).default,
   webhooks: async () => (await import('./webhooks.js')).default,
+  reports: async () => (await import('./reports.js')).default,
 };
 
 async function main(): Promise<void> {
