@@ -26,7 +26,8 @@ import { seedSeason, waitReport } from '../helpers/reports.js';
 const SIGNING_KEY = 'report-faults-signing-key-0123456789abcdef';
 const common = (dir: string, extra: Record<string, string> = {}) => ({
   IMAGERY_ROOTS: dir,
-  QUEUE_LEASE_MS: '1000',
+  // Long enough that a loaded machine renews it in time (a lapsed lease lets the job run twice).
+  QUEUE_LEASE_MS: '4000',
   REPORT_STALL_MS: '2000',
   SIGNING_KEY,
   PUBLIC_BASE_URL: 'http://localhost:3000',
