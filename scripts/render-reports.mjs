@@ -29,8 +29,15 @@ try {
   const auth = { authorization: `Bearer ${key}` };
   const demo = await createDemo({ db, compute: runtime.compute, roots: [imagery], maxAreaHa: config.maxFieldAreaHa }, account.id);
   console.log(`demo field ${demo.fieldId}: ${demo.captures} captures ${demo.firstDate}..${demo.lastDate}`);
-  // An alert rule so that the health summary has history to show.
-  await app.inject({ method: 'POST', url: `/v1/fields/${demo.fieldId}/alerts`, headers: auth, payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.6 } });
+  // An alert rule, then three captures of the season registered again so that it is judged on
+  // them (rules run on new captures): the health summary then has an alert history to show.
+  await app.inject({ method: 'POST', url: `/v1/fields/${demo.fieldId}/alerts`, headers: auth, payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.8 } });
+  const own = await db.query(`SELECT bands, mask, capture_date::text AS d FROM imagery WHERE capture_date IN ('2025-06-06', '2025-06-24', '2025-08-17') ORDER BY capture_date`);
+  for (const c of own) {
+    const bands = Object.fromEntries(Object.entries(c.bands).map(([b, v]) => [b, v.href]));
+    const res = await app.inject({ method: 'POST', url: '/v1/imagery', headers: auth, payload: { source: 'sentinel-2-l2a', capture_date: c.d, bands, mask: { href: c.mask.href, kind: 'scl' }, offset: -0.1 } });
+    if (res.statusCode !== 201) throw new Error(res.body);
+  }
   const requests = [
     { type: 'scouting', format: 'pdf', options: { date: '2025-06-06' } },
     { type: 'seasonal', format: 'pdf' },
