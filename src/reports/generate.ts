@@ -179,14 +179,14 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       const start = o.start_date ?? (granularity === 'weekly' ? iso(day(end) - ((e.getUTCDay() + 6) % 7) * DAY - 11 * 7 * DAY) : iso(Date.UTC(e.getUTCFullYear(), e.getUTCMonth() - 5, 1)));
       const { points } = await seriesOf(deps, row, o.index, start, end);
       if (!points.length) throw new ReportFailure(`no clear capture of the field between ${start} and ${end} (captures with more than 30 % of the field under cloud are not used)`);
-      const alerts = await deps.db.query<{ triggered_at: Date; alert_type: string; index_name: string; value: number; threshold: number; imagery_id: string | null }>(
-        `SELECT h.triggered_at, h.alert_type, h.index_name, h.value, h.threshold, h.imagery_id
+      const alerts = await deps.db.query<{ triggered_at: Date; capture_date: string | null; alert_type: string; index_name: string; value: number; threshold: number; imagery_id: string | null }>(
+        `SELECT h.triggered_at, i.capture_date::text AS capture_date, h.alert_type, h.index_name, h.value, h.threshold, h.imagery_id
            FROM alert_history h LEFT JOIN imagery i ON i.id = h.imagery_id
           WHERE h.account_id = $1 AND h.field_id = $2 AND COALESCE(i.capture_date, h.triggered_at::date) BETWEEN $3::date AND $4::date
-          ORDER BY h.triggered_at, h.id LIMIT 200`,
+          ORDER BY COALESCE(i.capture_date, h.triggered_at::date), h.triggered_at, h.id LIMIT 200`,
         [row.account_id, row.field_id, start, end],
       );
-      const list: HealthContent['alerts'] = alerts.map((a) => ({ triggered_at: a.triggered_at.toISOString(), alert_type: a.alert_type, index: a.index_name, value: a.value, threshold: a.threshold, imagery_id: a.imagery_id }));
+      const list: HealthContent['alerts'] = alerts.map((a) => ({ triggered_at: a.triggered_at.toISOString(), capture_date: a.capture_date, alert_type: a.alert_type, index: a.index_name, value: a.value, threshold: a.threshold, imagery_id: a.imagery_id }));
       return { content: buildHealth(meta, { start, end, granularity }, points, list) };
     }
     case 'prescription': {

@@ -335,6 +335,28 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect((await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${f2.id}`, headers: t.auth(other.key) })).json().total).toBe(0);
   });
 
+  it('health summary lists the alerts triggered by the period\'s captures', async () => {
+    const rule = await t.app.inject({ method: 'POST', url: `/v1/fields/${seeded.fieldId}/alerts`, headers: t.auth(), payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.8 } });
+    expect(rule.statusCode).toBe(201);
+    // Rules are judged on new captures: register the clear capture of 6 June again.
+    const bands = Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11', 'B12'].map((b) => [b, path.join(dir, `2025-06-06_${b}.tif`)]));
+    const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: '2025-06-06', bands, mask: { href: path.join(dir, '2025-06-06_SCL.tif'), kind: 'scl' }, offset: -0.1 } });
+    expect(img.statusCode, img.body).toBe(201);
+    const r = await ready({ type: 'health_summary', format: 'json', options: { start_date: '2025-06-01', end_date: '2025-06-30' } });
+    const h = (await download(r.download_url)).json();
+    expect(schemaErrors('health_summary', h)).toEqual([]);
+    expect(h.alerts).toHaveLength(1);
+    expect(h.alerts[0]).toMatchObject({ capture_date: '2025-06-06', alert_type: 'crop_health', index: 'NDVI', threshold: 0.8, imagery_id: img.json().id });
+    expect(h.alerts[0].value).toBeLessThan(0.8);
+    expect(h.summary).toMatch(/1 alert triggered/);
+    const outside = await ready({ type: 'health_summary', format: 'json', options: { start_date: '2025-07-01', end_date: '2025-07-31' } });
+    expect((await download(outside.download_url)).json().alerts).toEqual([]);
+    const pdf = await ready({ type: 'health_summary', format: 'pdf', options: { start_date: '2025-06-01', end_date: '2025-06-30' } });
+    const { text } = await pdfText((await download(pdf.download_url)).rawPayload);
+    expect(text).toContain('Alert history');
+    expect(text).toContain('6 Jun 2025 crop health NDVI');
+  });
+
   it('serves the JSON Schema of each type', async () => {
     for (const type of TYPES) {
       const res = await t.app.inject({ method: 'GET', url: `/v1/reports/schemas/${type}`, headers: t.auth() });

@@ -166,7 +166,15 @@ export const HealthContent = Type.Object(
     latest: Type.Object({ date: DateStr, mean: Num, change_vs_previous_period: NullNum }, { additionalProperties: false }),
     alerts: Type.Array(
       Type.Object(
-        { triggered_at: Type.String({ format: 'date-time' }), alert_type: Type.String(), index: Type.String(), value: Num, threshold: Num, imagery_id: Type.Union([Type.String(), Type.Null()]) },
+        {
+          triggered_at: Type.String({ format: 'date-time', description: 'When the rule was judged (the capture was registered).' }),
+          capture_date: Type.Union([DateStr, Type.Null()], { description: 'Date of the capture that triggered it.' }),
+          alert_type: Type.String(),
+          index: Type.String(),
+          value: Num,
+          threshold: Num,
+          imagery_id: Type.Union([Type.String(), Type.Null()]),
+        },
         { additionalProperties: false },
       ),
     ),

@@ -176,13 +176,14 @@ function health(doc: Doc, c: HealthContent): void {
     table(
       doc,
       [
-        { header: 'Triggered (UTC)', width: 100 },
+        { header: 'Capture', width: 80 },
         { header: 'Alert', width: 80 },
         { header: 'Index', width: 50 },
         { header: 'Value', width: 50, align: 'right' },
         { header: 'Threshold', width: 55, align: 'right' },
+        { header: 'Judged (UTC)', width: 90, align: 'right' },
       ],
-      c.alerts.map((a) => [a.triggered_at.slice(0, 16).replace('T', ' '), a.alert_type.replace('_', ' '), a.index, a.value.toFixed(3), a.threshold.toFixed(3)]),
+      c.alerts.map((a) => [a.capture_date ? longDate(a.capture_date) : '-', a.alert_type.replace('_', ' '), a.index, a.value.toFixed(3), a.threshold.toFixed(3), a.triggered_at.slice(0, 16).replace('T', ' ')]),
     );
   }
 }
