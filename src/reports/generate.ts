@@ -142,10 +142,10 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       }
       const colour = colourRange(validValues(raster));
       const { content, anomalies } = buildScouting({ meta, capture, raster, previous, colour });
-      const map: MapImage = row.format === 'pdf'
-        ? { png: indexMapPng(raster, colour), gridW: raster.width, gridH: raster.height, pixelSizeM: Math.abs(raster.resX), pins: anomalies.slice(0, 9).map((a) => ({ i: a.at[0], j: a.at[1], label: String(a.content.rank) })) }
-        : { png: Buffer.alloc(0), gridW: 0, gridH: 0, pixelSizeM: 0 };
-      return { content, map };
+      // The map image is drawn only for the PDF; JSON and CSV carry the numbers.
+      if (row.format !== 'pdf') return { content };
+      const pins = anomalies.slice(0, 9).map((a) => ({ i: a.at[0], j: a.at[1], label: String(a.content.rank) }));
+      return { content, map: { png: indexMapPng(raster, colour), gridW: raster.width, gridH: raster.height, pixelSizeM: Math.abs(raster.resX), pins } };
     }
     case 'seasonal': {
       let basis = 'options';
@@ -193,10 +193,8 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       const pick = await pickCapture(deps, row, field, o);
       const { raster, capture } = await readRaster(deps, field, pick.id, o.index);
       const { content, labels } = buildPrescription(meta, capture, raster, field.boundary as unknown as Boundary, o.prescription!);
-      const map: MapImage = row.format === 'pdf'
-        ? { png: zoneMapPng(labels, raster.width, raster.height, content.zones.length), gridW: raster.width, gridH: raster.height, pixelSizeM: Math.abs(raster.resX) }
-        : { png: Buffer.alloc(0), gridW: 0, gridH: 0, pixelSizeM: 0 };
-      return { content, map };
+      if (row.format !== 'pdf') return { content };
+      return { content, map: { png: zoneMapPng(labels, raster.width, raster.height, content.zones.length), gridW: raster.width, gridH: raster.height, pixelSizeM: Math.abs(raster.resX) } };
     }
     default:
       throw new ReportFailure(`unknown report type ${String(row.type)}`);

@@ -241,6 +241,7 @@ function prescription(doc: Doc, c: PrescriptionContent, map: MapImage): void {
 
 export async function renderPdf(type: string, c: ReportContent, map?: MapImage): Promise<Buffer> {
   const doc = newDoc(`${c.meta.title} - ${c.meta.field.name}`, `${type} report for field ${c.meta.field.id}`);
+  if ((type === 'scouting' || type === 'prescription') && !map) throw new Error(`a ${type} PDF needs its map image`);
   if (type === 'scouting') scouting(doc, c as ScoutingContent, map!);
   else if (type === 'seasonal') seasonal(doc, c as SeasonalContent);
   else if (type === 'health_summary') health(doc, c as HealthContent);
