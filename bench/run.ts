@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   http: async () => (await import('./http.js')).default,
   webhooks: async () => (await import('./webhooks.js')).default,
   decode: async () => (await import('./decode.js')).default,
+  reports: async () => (await import('./reports.js')).default,
 };
 
 async function main(): Promise<void> {

@@ -11,6 +11,7 @@ import { webhookRoutes } from './webhooks/routes.js';
 import { indexRoutes } from './indices/routes.js';
 import { imageryRoutes } from './imagery/routes.js';
 import { alertRoutes } from './alerts/routes.js';
+import { reportDownloadRoutes, reportRoutes } from './reports/routes.js';
 import { requireApiKey } from './platform/http/auth.js';
 import type { Api, Services } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
@@ -60,7 +61,10 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl });
     imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
     alertRoutes(v1, s);
+    reportRoutes(v1, s, s.reports);
   }, { prefix: '/v1' });
+  // Pre-signed downloads carry their own authorisation (the link), not an API key.
+  await app.register(async (pub) => reportDownloadRoutes(pub, s.reports), { prefix: '/v1' });
 
   return app;
 }

@@ -50,6 +50,16 @@ export interface Config {
   queueLeaseMs: number;
   /** Namespace of the queues (Redis key prefix `fa:<prefix>`), so that deployments can share a Redis. */
   queuePrefix?: string;
+  reports: {
+    /** Lifetime of a signed download link (REPORT_URL_TTL, default 7d). */
+    urlTtlMs: number;
+    /** A pending/processing report without a heartbeat for this long and no live job is taken again or failed. */
+    stallMs: number;
+    /** Times a worker may take a report before it is failed (a worker that dies counts). */
+    maxAttempts: number;
+    /** Reports generated at once per worker process. */
+    concurrency: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -125,6 +135,12 @@ export function parseDurations(name: string, text: string): number[] {
   });
 }
 
+function duration(env: Env, name: string, def: string): number {
+  const list = parseDurations(name, str(env, name) ?? def);
+  if (list.length !== 1 || list[0]! < 1000) throw new ConfigError(name, 'must be one duration of at least 1s, e.g. 7d, 12h or 90s');
+  return list[0]!;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -173,6 +189,12 @@ export function loadConfig(env: Env = process.env): Config {
       sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 30_000, 1000, 3_600_000),
     },
     queueLeaseMs: int(env, 'QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
+    reports: {
+      urlTtlMs: duration(env, 'REPORT_URL_TTL', '7d'),
+      stallMs: int(env, 'REPORT_STALL_MS', 120_000, 1000, 86_400_000),
+      maxAttempts: int(env, 'REPORT_MAX_ATTEMPTS', 3, 1, 20),
+      concurrency: int(env, 'REPORT_CONCURRENCY', 2, 1, 64),
+    },
     queuePrefix: (() => {
       const v = str(env, 'QUEUE_PREFIX');
       if (v !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(v)) throw new ConfigError('QUEUE_PREFIX', 'must be 1–64 letters, digits, _ or -');

@@ -17,6 +17,8 @@ import { Dispatcher } from '../webhooks/dispatcher.js';
 import { startSeasonScheduler } from '../events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
 import { SecretBox } from '../webhooks/signing.js';
+import { REPORT_QUEUE, type ReportDeps } from '../reports/service.js';
+import { processReportJob, startReportSweeper, type ReportJob } from '../reports/worker.js';
 
 export interface Runtime extends Services {
   signingKey: string;
@@ -37,6 +39,8 @@ export interface RuntimeOverrides {
   /** Shorter polling for tests. */
   pollMs?: number;
   log?: (msg: string, err?: unknown) => void;
+  /** Called at each report generation stage (tests stop a worker there). */
+  reportStage?: ReportDeps['onStage'];
 }
 
 export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
@@ -83,7 +87,22 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     });
     webhooks.wake = dispatcher.wake;
 
+    const reports: ReportDeps = {
+      db,
+      queues,
+      compute,
+      roots: config.imageryRoots,
+      signingKey,
+      publicBaseUrl: config.publicBaseUrl,
+      urlTtlMs: config.reports.urlTtlMs,
+      stallMs: config.reports.stallMs,
+      maxAttempts: config.reports.maxAttempts,
+      onStage: o.reportStage,
+    };
+
     if (config.role !== 'api') {
+      queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), { concurrency: config.reports.concurrency });
+      closers.push(startReportSweeper(reports, (err) => log('report sweep failed', err)));
       queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await attemptDelivery(webhooks, job)), { concurrency: 32 });
       dispatcher.start();
       closers.push(() => dispatcher.stop());
@@ -98,6 +117,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       webhooks,
       dispatcher,
       compute,
+      reports,
       readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
       async close() {
         for (const c of closers.reverse()) await c();

@@ -45,6 +45,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   ca?: string[];
   redisUrl?: string;
+  /** Queue prefix (default: a unique one), for suites that start another process on the same queues. */
+  queuePrefix?: string;
 }
 
 export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}): Promise<TestApp> {
@@ -56,7 +58,7 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl } : {}),
     ...opts.env,
   });
-  const runtime = await openRuntime(config, { db, queuePrefix: uniqueName('q'), webhookCa: opts.ca, pollMs: 50, log: () => {} });
+  const runtime = await openRuntime(config, { db, queuePrefix: opts.queuePrefix ?? uniqueName('q'), webhookCa: opts.ca, pollMs: 50, log: () => {} });
   const app = await buildApp(runtime);
   await app.ready();
   const account = await findOrCreateAccount(db, 'test');

@@ -8,6 +8,8 @@ describe('configuration', () => {
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:3000');
     expect(c.webhooks.retryDelaysMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 86_400_000]);
     expect(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).devBootstrap).toBe(false);
+    expect(c.reports).toEqual({ urlTtlMs: 7 * 86_400_000, stallMs: 120_000, maxAttempts: 3, concurrency: 2 });
+    expect(loadConfig({ REPORT_URL_TTL: '90s' }).reports.urlTtlMs).toBe(90_000);
   });
 
   it.each([
@@ -25,6 +27,10 @@ describe('configuration', () => {
     ['WEBHOOK_RETRY_DELAYS', '1m,soon'],
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
     ['BODY_LIMIT_BYTES', '12kb'],
+    ['REPORT_URL_TTL', 'a week'],
+    ['REPORT_URL_TTL', '1d,2d'],
+    ['REPORT_URL_TTL', '500ms'],
+    ['REPORT_MAX_ATTEMPTS', '0'],
   ])('%s=%s is refused with a one-line message naming it', (name, value) => {
     try {
       loadConfig({ [name]: value });

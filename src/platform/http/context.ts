@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../database.js';
 import type { WebhookDeps } from '../../webhooks/service.js';
 import type { ComputePool } from '../../compute/pool.js';
+import type { ReportDeps } from '../../reports/service.js';
 
 export interface Services {
   config: Config;
@@ -13,6 +14,7 @@ export interface Services {
   readiness: Record<string, () => Promise<void>>;
   webhooks: WebhookDeps;
   compute: ComputePool;
+  reports: ReportDeps;
 }
 
 export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;

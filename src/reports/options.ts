@@ -1,0 +1,108 @@
+/**
+ * Options of a report request, checked per type and completed with their defaults (domain code:
+ * no HTTP, no database). A misplaced option (a prescription input on a scouting report, dates on
+ * a prescription) is an error rather than silently ignored, so a typo surfaces.
+ */
+import { findIndex } from '../compute/catalog.js';
+import { isCalendarDate } from '../platform/dates.js';
+import { AppError, type FieldIssue } from '../platform/errors.js';
+import type { PrescriptionInput, ReportOptions, ReportType } from './schemas.js';
+
+/** Per input: the default unit, base rate, and which way rates follow the index. */
+export const INPUT_DEFAULTS: Record<PrescriptionInput, { unit: string; base_rate: number; direction: 'inverse' | 'proportional'; product: string }> = {
+  // More nitrogen where biomass is low (compensating), the common choice for in-season N.
+  nitrogen: { unit: 'kg/ha', base_rate: 150, direction: 'inverse', product: 'Nitrogen (N)' },
+  // More seed where the soil has shown it can carry more plants (maize/cereal practice).
+  seed_rate: { unit: 'seeds/ha', base_rate: 80_000, direction: 'proportional', product: 'Seed' },
+  phosphorus: { unit: 'kg/ha', base_rate: 60, direction: 'inverse', product: 'Phosphate (P2O5)' },
+  potassium: { unit: 'kg/ha', base_rate: 80, direction: 'inverse', product: 'Potash (K2O)' },
+  lime: { unit: 't/ha', base_rate: 2, direction: 'inverse', product: 'Lime (CaCO3 equivalent)' },
+};
+
+const APPLIES: Record<keyof ReportOptions, ReportType[]> = {
+  start_date: ['seasonal', 'health_summary'],
+  end_date: ['seasonal', 'health_summary'],
+  index: ['scouting', 'seasonal', 'health_summary', 'prescription'],
+  date: ['scouting', 'prescription'],
+  imagery_id: ['scouting', 'prescription'],
+  period: ['health_summary'],
+  prescription_input: ['prescription'],
+  base_rate: ['prescription'],
+  unit: ['prescription'],
+  zones: ['prescription'],
+  zoning: ['prescription'],
+  rate_direction: ['prescription'],
+  rate_spread: ['prescription'],
+  min_zone_ha: ['prescription'],
+};
+
+export interface ResolvedOptions {
+  index: string;
+  start_date?: string;
+  end_date?: string;
+  date?: string;
+  imagery_id?: string;
+  period?: 'weekly' | 'monthly';
+  prescription?: {
+    input: PrescriptionInput;
+    product: string;
+    base_rate: number;
+    unit: string;
+    zones: number;
+    zoning: 'quantiles' | 'kmeans';
+    rate_direction: 'inverse' | 'proportional';
+    rate_spread: number;
+    min_zone_ha: number;
+  };
+}
+
+export function resolveOptions(type: ReportType, o: ReportOptions = {}): ResolvedOptions {
+  const issues: FieldIssue[] = [];
+  const at = (k: string) => `/body/options/${k}`;
+  for (const k of Object.keys(o) as Array<keyof ReportOptions>) {
+    if (o[k] !== undefined && !APPLIES[k].includes(type)) issues.push({ path: at(k), code: 'not_applicable', message: `does not apply to ${type} reports (only ${APPLIES[k].join(', ')})` });
+  }
+  let index = 'NDVI';
+  if (o.index !== undefined) {
+    const e = o.index.toLowerCase() === 'custom' ? undefined : findIndex(o.index);
+    if (!e) issues.push({ path: at('index'), code: 'unknown_index', message: `"${o.index}" is not in the catalogue (GET /v1/indices/catalog); custom formulas are not available in reports` });
+    else index = e.name;
+  }
+  for (const k of ['start_date', 'end_date', 'date'] as const) {
+    if (o[k] !== undefined && !isCalendarDate(o[k]!)) issues.push({ path: at(k), code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' });
+  }
+  if (o.start_date && o.end_date && isCalendarDate(o.start_date) && isCalendarDate(o.end_date) && o.end_date < o.start_date) {
+    issues.push({ path: at('end_date'), code: 'before_start', message: 'must not be before start_date' });
+  }
+  if (o.date !== undefined && o.imagery_id !== undefined) issues.push({ path: at('imagery_id'), code: 'conflict', message: 'give date or imagery_id, not both' });
+  let prescription: ResolvedOptions['prescription'];
+  if (type === 'prescription') {
+    const input = o.prescription_input ?? 'nitrogen';
+    const d = INPUT_DEFAULTS[input];
+    const unit = o.unit ?? d.unit;
+    if (input === 'seed_rate' && unit !== 'seeds/ha') issues.push({ path: at('unit'), code: 'unit_mismatch', message: 'seed_rate is in seeds/ha' });
+    if (input !== 'seed_rate' && unit === 'seeds/ha') issues.push({ path: at('unit'), code: 'unit_mismatch', message: `seeds/ha is for seed_rate, not ${input}` });
+    if (unit !== d.unit && o.base_rate === undefined) issues.push({ path: at('base_rate'), code: 'required', message: `is required when unit is ${unit} (the default ${d.base_rate} is in ${d.unit})` });
+    prescription = {
+      input,
+      product: d.product,
+      base_rate: o.base_rate ?? d.base_rate,
+      unit,
+      zones: o.zones ?? 4,
+      zoning: o.zoning ?? 'quantiles',
+      rate_direction: o.rate_direction ?? d.direction,
+      rate_spread: o.rate_spread ?? 0.2,
+      min_zone_ha: o.min_zone_ha ?? 0.5,
+    };
+  }
+  if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  return {
+    index,
+    ...(o.start_date ? { start_date: o.start_date } : {}),
+    ...(o.end_date ? { end_date: o.end_date } : {}),
+    ...(o.date ? { date: o.date } : {}),
+    ...(o.imagery_id ? { imagery_id: o.imagery_id } : {}),
+    ...(type === 'health_summary' ? { period: o.period ?? 'weekly' } : {}),
+    ...(prescription ? { prescription } : {}),
+  };
+}

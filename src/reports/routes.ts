@@ -1,0 +1,80 @@
+/**
+ * Reports endpoints. Everything needs the API key except the download, which is authorised by its
+ * pre-signed link (HMAC over id and expiry) so that it can be opened from a browser or an email.
+ */
+import { Type } from 'typebox';
+import type { Api, Services } from '../platform/http/context.js';
+import { ProblemResponses } from '../platform/http/openapi.js';
+import { page, setLinkHeader } from '../platform/http/pagination.js';
+import { CONTENT_SCHEMAS } from './content/schema.js';
+import { DownloadQuery, FieldReportParams, Report, ReportCreate, ReportList, ReportListQuery, ReportParams, REPORT_TYPES } from './schemas.js';
+import { createReport, deleteReport, getReport, listReports, openDownload, type ReportDeps } from './service.js';
+
+export function reportRoutes(app: Api, s: Services, deps: ReportDeps): void {
+  const tags = ['reports'];
+
+  app.post('/fields/:id/reports', {
+    schema: {
+      tags,
+      summary: 'Request a report',
+      description:
+        'Generation is asynchronous: 202 with the report `pending`; poll GET /v1/reports/{id} or subscribe to `report.ready`. ' +
+        'An `Idempotency-Key` header makes retries safe: the same key and body within 24 h answer the same report; the same key with another body is a 422.',
+      params: FieldReportParams,
+      body: ReportCreate,
+      headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: '1-255 visible ASCII characters' })) }, { additionalProperties: true }),
+      response: { 202: Report, ...ProblemResponses },
+    },
+  }, async (req, reply) => {
+    const { report, replayed } = await createReport(deps, req.account.id, req.params.id, req.body, req.headers['idempotency-key']);
+    if (replayed) reply.header('Idempotent-Replayed', 'true');
+    return reply.code(202).header('Location', `${s.config.publicBaseUrl}/v1/reports/${report.id}`).send(report);
+  });
+
+  app.get('/reports', {
+    schema: { tags, summary: 'List reports', description: 'Newest first. An expired download_url shows as null here; GET /v1/reports/{id} re-signs it.', querystring: ReportListQuery, response: { 200: ReportList, ...ProblemResponses } },
+  }, async (req, reply) => {
+    const { data, total } = await listReports(deps, req.account.id, req.query);
+    const p = page(data, total, req.query);
+    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    return p;
+  });
+
+  app.get('/reports/schemas/:type', {
+    schema: { tags, summary: 'JSON Schema of a report type\'s content (the json format)', params: Type.Object({ type: Type.Enum([...REPORT_TYPES]) }) },
+  }, async (req) => CONTENT_SCHEMAS[req.params.type]);
+
+  app.get('/reports/:id', {
+    schema: { tags, summary: 'Get a report', description: 'When the download link has expired, a freshly signed one valid for another full lifetime (7 days) is returned.', params: ReportParams, response: { 200: Report, ...ProblemResponses } },
+  }, async (req) => getReport(deps, req.account.id, req.params.id));
+
+  app.delete('/reports/:id', {
+    schema: { tags, summary: 'Delete a report and its file', params: ReportParams, response: { 204: Type.Null(), ...ProblemResponses } },
+  }, async (req, reply) => {
+    await deleteReport(deps, req.account.id, req.params.id);
+    return reply.code(204).send(null);
+  });
+}
+
+/** The download, outside the API-key scope. */
+export function reportDownloadRoutes(app: Api, deps: ReportDeps): void {
+  app.get('/reports/:id/download', {
+    schema: {
+      tags: ['reports'],
+      summary: 'Download a report file (pre-signed link, no API key)',
+      description: 'An expired or altered link is 403; GET /v1/reports/{id} gives a fresh one.',
+      params: ReportParams,
+      querystring: DownloadQuery,
+      security: [],
+    },
+  }, async (req, reply) => {
+    const file = await openDownload(deps, req.params.id, req.query.expires, req.query.signature);
+    return reply
+      .header('Content-Type', file.contentType)
+      .header('Content-Disposition', `attachment; filename="${file.filename}"`)
+      .header('Content-Length', String(file.content.length))
+      .header('Cache-Control', 'private, no-store')
+      .header('X-Content-Type-Options', 'nosniff')
+      .send(file.content);
+  });
+}
