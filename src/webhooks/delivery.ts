@@ -14,6 +14,7 @@
 import type { Database, Sql } from '../platform/database.js';
 import { postJson, type PostResult } from './outbound.js';
 import { enqueueDelivery, jobIdFor, stopPendingDeliveries, type WebhookDeps } from './service.js';
+import { webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
 import { signDelivery } from './signing.js';
 
 export interface DeliveryJob {
@@ -32,6 +33,7 @@ interface Claimed {
   secret_sealed: string;
   webhook_status: string;
   last_success_at: Date | null;
+  created_at: Date;
 }
 
 export type AttemptOutcome = 'succeeded' | 'retry_scheduled' | 'failed' | 'webhook_disabled' | 'skipped';
@@ -44,7 +46,7 @@ async function claim(db: Database, deliveryId: string, leaseMs: number): Promise
       WHERE d.id = $1 AND w.id = d.webhook_id AND d.status = 'pending' AND w.status = 'active'
         AND (d.claimed_until IS NULL OR d.claimed_until < now())
       RETURNING d.id, d.webhook_id, d.event_type, d.body, d.attempt_count, d.cycle_base, d.first_attempt_at,
-                w.url, w.secret_sealed, w.status AS webhook_status, w.last_success_at`,
+                w.url, w.secret_sealed, w.status AS webhook_status, w.last_success_at, d.created_at`,
     [deliveryId, String(leaseMs)],
   );
   return rows[0] ?? null;
@@ -57,6 +59,12 @@ function errorText(r: PostResult): string | null {
 }
 
 export async function attemptDelivery(deps: WebhookDeps, job: DeliveryJob): Promise<AttemptOutcome> {
+  const outcome = await attemptOnce(deps, job);
+  webhookDeliveries.inc({ outcome });
+  return outcome;
+}
+
+async function attemptOnce(deps: WebhookDeps, job: DeliveryJob): Promise<AttemptOutcome> {
   // The claim outlives one attempt (timeout + margin) and no more: a worker that dies mid-send
   // releases the delivery to the sweeper soon after.
   const d = await claim(deps.db, job.delivery_id, deps.timeoutMs + 5_000);
@@ -66,6 +74,8 @@ export async function attemptDelivery(deps: WebhookDeps, job: DeliveryJob): Prom
   const headers = signDelivery({ secret: deps.box.open(d.secret_sealed), event: d.event_type, deliveryId: d.id, rawBody: raw });
   const attemptedAt = new Date();
   const r = await postJson(d.url, raw, { ...headers }, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca });
+  webhookAttemptDuration.observe({ result: r.ok ? 'ok' : 'error' }, r.latencyMs / 1000);
+  if (r.ok) webhookDeliveryLag.observe((Date.now() - new Date(d.created_at).getTime()) / 1000);
   const retryNumber = attempt - d.cycle_base; // 1 = first try of this run, 2 = first retry, ...
   const delays = deps.retryDelaysMs;
 

@@ -1,0 +1,31 @@
+/**
+ * Webhook delivery metrics. Outcome labels are a closed set (AttemptOutcome); never ids in labels.
+ * - webhook_deliveries_total{outcome}: attempts by outcome (succeeded, retry_scheduled, failed,
+ *   webhook_disabled, skipped).
+ * - webhook_delivery_duration_seconds{result}: one HTTP attempt, connect to last byte (result: ok | error).
+ * - webhook_delivery_lag_seconds: from the event's creation to its successful delivery.
+ */
+import { Counter, Histogram } from 'prom-client';
+import { registry } from '../platform/metrics.js';
+
+export const webhookDeliveries = new Counter({
+  name: 'webhook_deliveries_total',
+  help: 'Webhook delivery attempts by outcome',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const webhookAttemptDuration = new Histogram({
+  name: 'webhook_delivery_duration_seconds',
+  help: 'Duration of one webhook HTTP attempt, connect to last byte, by result',
+  labelNames: ['result'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const webhookDeliveryLag = new Histogram({
+  name: 'webhook_delivery_lag_seconds',
+  help: 'Time from an event being emitted to its successful delivery',
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+  registers: [registry],
+});
