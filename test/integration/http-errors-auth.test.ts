@@ -157,5 +157,5 @@ describe('unexpected errors', () => {
       await app.close();
       await t.close();
     }
-  });
+  }, 120_000); // builds a whole service (PGlite, compute pool) inside the test
 });
