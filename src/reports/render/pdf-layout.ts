@@ -122,11 +122,18 @@ export interface Column {
 }
 
 /** A table whose header repeats on each new page; `swatch` draws a colour square in column 0. */
-export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swatches?: string[] } = {}): void {
+/**
+ * A table with a grey header row, zebra rows and page breaks that repeat the header. With
+ * `minRowHeight`, rows shrink (down to it) when that keeps the whole table on the current page:
+ * a handful of rows spilling onto an otherwise empty page helps nobody.
+ */
+export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swatches?: string[]; minRowHeight?: number } = {}): void {
   const total = columns.reduce((s, c) => s + c.width, 0);
   const scale = CONTENT_W / total;
   const widths = columns.map((c) => c.width * scale);
-  const rowH = 15;
+  const room = (BOTTOM - doc.y - 17 - 8) / Math.max(1, rows.length);
+  const rowH = opts.minRowHeight && room < 15 && room >= opts.minRowHeight ? room : 15;
+  const textDy = (rowH - 7) / 2;
   const head = () => {
     const y = doc.y;
     doc.save().rect(PAGE.margin, y, CONTENT_W, rowH + 2).fill('#e4e7eb').restore();
@@ -153,10 +160,10 @@ export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swa
     row.forEach((cell, k) => {
       let pad = 4;
       if (k === 0 && opts.swatches?.[r]) {
-        doc.save().rect(x + 4, y + 3.5, 8, 8).fill(opts.swatches[r]!).restore();
+        doc.save().rect(x + 4, y + textDy - 0.5, 8, 8).fill(opts.swatches[r]!).restore();
         pad = 16;
       }
-      doc.fillColor(INK).text(cell, x + pad, y + 4, { width: widths[k]! - pad - 4, align: columns[k]!.align ?? 'left', lineBreak: false, height: 10 });
+      doc.fillColor(INK).text(cell, x + pad, y + textDy, { width: widths[k]! - pad - 4, align: columns[k]!.align ?? 'left', lineBreak: false, height: 10 });
       x += widths[k]!;
     });
     doc.y = y + rowH;

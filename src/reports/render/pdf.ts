@@ -127,6 +127,7 @@ function seasonal(doc: Doc, c: SeasonalContent): void {
       { header: 'Usable %', width: 55, align: 'right' },
     ],
     c.series.map((p) => [longDate(p.date), p.mean.toFixed(3), fixed(p.min), fixed(p.max), fixed(p.std), p.valid_fraction === null ? '-' : (p.valid_fraction * 100).toFixed(0)]),
+    { minRowHeight: 11 },
   );
 }
 
