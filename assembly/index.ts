@@ -34,6 +34,10 @@ const SLOTS: i32 = 16;
 const PROG: usize = (__heap_base + 63) & ~63;
 const BANDS: usize = PROG + <usize>(MAX_INSTR * 16);
 const STATS: usize = BANDS + <usize>(SLOTS * 32);
+// Vector constants of the running loop (12 slots of 16 bytes after the statistics): V8 would
+// otherwise re-broadcast a splat of a runtime scalar on every iteration; a load from here is one
+// instruction, often folded into its use.
+const VC: usize = STATS + 64;
 const REGS: usize = (STATS + 256 + 63) & ~63;
 const DATA: usize = REGS + <usize>(MAX_REGS * BLOCK * 4);
 
@@ -75,6 +79,24 @@ const OP_MAXC: i32 = 23;
 // a * c + b (two roundings, as MULC then ADD): the scaled sums of EVI-like formulas in one pass.
 const OP_MULCADD: i32 = 24;
 
+const VC_SCALE: i32 = 0; // f32x4
+const VC_OFFSET: i32 = 1; // f32x4
+const VC_NODATA: i32 = 2; // f32x4 or i16x8
+const VC_SCALE_B: i32 = 3;
+const VC_OFFSET_B: i32 = 4;
+const VC_NODATA_B: i32 = 5;
+const VC_K: i32 = 6; // f32x4 K
+const VC_DK: i32 = 7; // f64x2 K
+const VC_C: i32 = 8; // f32x4 an instruction's constant
+
+// @ts-ignore: decorator
+@inline function vc(slot: i32): v128 { return v128.load(VC + <usize>(slot << 4)); }
+// @ts-ignore: decorator
+@inline function setVc(slot: i32, v: v128): void { v128.store(VC + <usize>(slot << 4), v); }
+/** A finite lane: x − x is 0 (NaN for NaN and ±Inf); no mask constant to materialise. */
+// @ts-ignore: decorator
+@inline function finite(x: v128): v128 { return f32x4.eq(f32x4.sub(x, x), f32x4.splat(0)); }
+
 // @ts-ignore: decorator
 @inline function reg(r: i32): usize { return REGS + <usize>(r * BLOCK * 4); }
 
@@ -91,26 +113,28 @@ export function fillConst(r: i32, value: f32): void {
   const nan = NaN as f32;
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    const vs = f32x4.splat(scale);
-    const vo = f32x4.splat(offset);
+    setVc(VC_SCALE, f32x4.splat(scale));
+    setVc(VC_OFFSET, f32x4.splat(offset));
     const vn = f32x4.splat(nan);
     if (dtype == 1 || dtype == 2) {
       const z16 = i16x8.splat(0);
-      const vnd = i16x8.splat(<i16>nd);
+      setVc(VC_NODATA, i16x8.splat(<i16>nd));
       for (; i + 8 <= len; i += 8) {
         const raw = v128.load(src + (<usize>i << 1));
-        const bad = v128.or(i16x8.eq(raw, z16), i16x8.eq(raw, vnd));
+        const bad = v128.or(i16x8.eq(raw, z16), i16x8.eq(raw, vc(VC_NODATA)));
+        const vs = vc(VC_SCALE);
+        const vo = vc(VC_OFFSET);
         const lo = dtype == 2 ? i32x4.extend_low_i16x8_s(raw) : i32x4.extend_low_i16x8_u(raw);
         const hi = dtype == 2 ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_high_i16x8_u(raw);
         v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), i32x4.extend_low_i16x8_s(bad)));
         v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
       }
     } else if (dtype == 0) {
-      const vnd = f32x4.splat(hasNodata ? nodata : nan);
+      setVc(VC_NODATA, f32x4.splat(hasNodata ? nodata : nan));
       for (; i + 4 <= len; i += 4) {
         const x = v128.load(src + (<usize>i << 2));
-        const r = f32x4.add(f32x4.mul(x, vs), vo);
-        v128.store(dst + (<usize>i << 2), v128.bitselect(vn, r, f32x4.eq(x, vnd)));
+        const r = f32x4.add(f32x4.mul(x, vc(VC_SCALE)), vc(VC_OFFSET));
+        v128.store(dst + (<usize>i << 2), v128.bitselect(vn, r, f32x4.eq(x, vc(VC_NODATA))));
       }
     }
   }
@@ -173,15 +197,17 @@ function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
   return f32x4.max(x, y);
 }
 
-// d = a op b, two vectors per step, scalar tail.
+// d = a op b, four vectors per step (fewer loop checks), scalar tail.
 // @ts-ignore: decorator
 @inline function binLoop(op: i32, d: usize, a: usize, b: usize, len: i32): void {
   let i = 0;
   if (ASC_FEATURE_SIMD && op != OP_POW) {
-    for (; i + 8 <= len; i += 8) {
+    for (; i + 16 <= len; i += 16) {
       const o = <usize>i << 2;
       v128.store(d + o, opV(op, v128.load(a + o), v128.load(b + o)));
       v128.store(d + o, opV(op, v128.load(a + o, 16), v128.load(b + o, 16)), 16);
+      v128.store(d + o, opV(op, v128.load(a + o, 32), v128.load(b + o, 32)), 32);
+      v128.store(d + o, opV(op, v128.load(a + o, 48), v128.load(b + o, 48)), 48);
     }
   }
   for (; i < len; i++) {
@@ -195,13 +221,18 @@ function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
 @inline function constLoop(op: i32, rev: bool, d: usize, a: usize, c: f32, len: i32): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    const vc = f32x4.splat(c);
-    for (; i + 8 <= len; i += 8) {
+    setVc(VC_C, f32x4.splat(c));
+    for (; i + 16 <= len; i += 16) {
       const o = <usize>i << 2;
+      const vk = vc(VC_C);
       const x0 = v128.load(a + o);
       const x1 = v128.load(a + o, 16);
-      v128.store(d + o, rev ? opV(op, vc, x0) : opV(op, x0, vc));
-      v128.store(d + o, rev ? opV(op, vc, x1) : opV(op, x1, vc), 16);
+      const x2 = v128.load(a + o, 32);
+      const x3 = v128.load(a + o, 48);
+      v128.store(d + o, rev ? opV(op, vk, x0) : opV(op, x0, vk));
+      v128.store(d + o, rev ? opV(op, vk, x1) : opV(op, x1, vk), 16);
+      v128.store(d + o, rev ? opV(op, vk, x2) : opV(op, x2, vk), 32);
+      v128.store(d + o, rev ? opV(op, vk, x3) : opV(op, x3, vk), 48);
     }
   }
   for (; i < len; i++) {
@@ -237,11 +268,13 @@ function withConst(op: i32, d: usize, a: usize, c: f32, len: i32): void {
 function mulAdd(d: usize, a: usize, c: f32, b: usize, len: i32): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    const vc = f32x4.splat(c);
-    for (; i + 8 <= len; i += 8) {
+    setVc(VC_C, f32x4.splat(c));
+    for (; i + 16 <= len; i += 16) {
       const o = <usize>i << 2;
-      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o), vc), v128.load(b + o)));
-      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 16), vc), v128.load(b + o, 16)), 16);
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o), vc(VC_C)), v128.load(b + o)));
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 16), vc(VC_C)), v128.load(b + o, 16)), 16);
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 32), vc(VC_C)), v128.load(b + o, 32)), 32);
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 48), vc(VC_C)), v128.load(b + o, 48)), 48);
     }
   }
   for (; i < len; i++) {
@@ -364,8 +397,8 @@ function flushAcc(vCount: v128, vMin: v128, vMax: v128, vS: v128, vQ: v128): voi
     const vn = f32x4.splat(nan);
     const inf = f32x4.splat(Infinity as f32);
     const vz = i32x4.splat(0);
-    const vk = f32x4.splat(sK);
-    const dk = f64x2.splat(<f64>sK);
+    setVc(VC_K, f32x4.splat(sK));
+    setVc(VC_DK, f64x2.splat(<f64>sK));
     let vCount = i32x4.splat(0);
     let vMin = inf;
     let vMax = f32x4.splat(-Infinity as f32);
@@ -374,14 +407,15 @@ function flushAcc(vCount: v128, vMin: v128, vMax: v128, vS: v128, vQ: v128): voi
     for (; i + 4 <= len; i += 4) {
       const o = <usize>i << 2;
       const x = v128.load(r + o);
-      let ok = f32x4.lt(f32x4.abs(x), inf); // false for NaN and ±Inf
+      let ok = finite(x);
       if (hasMask) {
         const m = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(maskPtr + <usize>(start + i))));
         ok = v128.andnot(ok, i32x4.eq(m, vz));
       }
       v128.store(dst + o, v128.bitselect(x, vn, ok));
       if (withStats) {
-        const xk = v128.bitselect(x, vk, ok);
+        const dk = vc(VC_DK);
+        const xk = v128.bitselect(x, vc(VC_K), ok);
         vCount = i32x4.sub(vCount, ok);
         vMin = f32x4.pmin(vMin, xk);
         vMax = f32x4.pmax(vMax, xk);
@@ -458,6 +492,11 @@ function ndMode(slotA: i32, slotB: i32): i32 {
  * raw 16-bit lanes (DN 0, the declared nodata, the mask), the normalised difference, non-finite
  * results (a zero sum) → NaN, the store (when dst), the statistics (when withStats).
  * dst points at the value of pixel `start`.
+ *
+ * With integer math an invalid pixel's two DNs are zeroed, so that it comes out as 0/0 = NaN with
+ * no masking of the results. The statistics take NaN as "no value": pmin/pmax keep the
+ * accumulator when the new lane is NaN, and the sums see 0 instead (x AND (x == x)), i.e. a
+ * deviation of −K, which the flush takes back out (S += nInvalid·K, Q −= nInvalid·K²).
  */
 // @ts-ignore: decorator
 @inline function ndLoop(intMath: bool, hasMask: bool, hasOut: bool, withStats: bool, slotA: i32, slotB: i32, start: i32, end: i32, maskPtr: usize, dst: usize): void {
@@ -465,75 +504,84 @@ function ndMode(slotA: i32, slotB: i32): i32 {
   const tb = BANDS + <usize>(slotB * 32);
   const pa = <usize>load<i32>(ta);
   const pb = <usize>load<i32>(tb);
-  const sa = f32x4.splat(load<f32>(ta, 8));
-  const oa = f32x4.splat(load<f32>(ta, 12));
-  const sb = f32x4.splat(load<f32>(tb, 8));
-  const ob = f32x4.splat(load<f32>(tb, 12));
-  const nda = i16x8.splat(<i16>(load<i32>(ta, 20) ? <i32>load<f32>(ta, 16) : 0));
-  const ndb = i16x8.splat(<i16>(load<i32>(tb, 20) ? <i32>load<f32>(tb, 16) : 0));
+  setVc(VC_SCALE, f32x4.splat(load<f32>(ta, 8)));
+  setVc(VC_OFFSET, f32x4.splat(load<f32>(ta, 12)));
+  setVc(VC_SCALE_B, f32x4.splat(load<f32>(tb, 8)));
+  setVc(VC_OFFSET_B, f32x4.splat(load<f32>(tb, 12)));
+  setVc(VC_NODATA, i16x8.splat(<i16>(load<i32>(ta, 20) ? <i32>load<f32>(ta, 16) : 0)));
+  setVc(VC_NODATA_B, i16x8.splat(<i16>(load<i32>(tb, 20) ? <i32>load<f32>(tb, 16) : 0)));
+  setVc(VC_DK, f64x2.splat(<f64>sK));
   const z16 = i16x8.splat(0);
   const vn = f32x4.splat(NaN as f32);
   const inf = f32x4.splat(Infinity as f32);
-  const vk = f32x4.splat(sK);
-  const dk = f64x2.splat(<f64>sK);
   let i = start;
   while (i < end) {
     const stop = min(end, i + CHUNK);
+    const first = i;
     let vCount = i32x4.splat(0);
     let vMin = inf;
     let vMax = f32x4.splat(-Infinity as f32);
     let vS = f64x2.splat(0);
     let vQ = f64x2.splat(0);
     for (; i < stop; i += 8) {
-      const ra = v128.load(pa + (<usize>i << 1));
-      const rb = v128.load(pb + (<usize>i << 1));
-      let bad = v128.or(v128.or(i16x8.eq(ra, z16), i16x8.eq(ra, nda)), v128.or(i16x8.eq(rb, z16), i16x8.eq(rb, ndb)));
+      let ra = v128.load(pa + (<usize>i << 1));
+      let rb = v128.load(pb + (<usize>i << 1));
+      // DN 0 in either band: min_u of the two is 0
+      let bad = v128.or(i16x8.eq(i16x8.min_u(ra, rb), z16), v128.or(i16x8.eq(ra, vc(VC_NODATA)), i16x8.eq(rb, vc(VC_NODATA_B))));
       if (hasMask) bad = v128.or(bad, i16x8.eq(i16x8.extend_low_i8x16_u(v128.load64_zero(maskPtr + <usize>i)), z16));
       let lo = vn;
       let hi = vn;
       if (intMath) {
+        ra = v128.andnot(ra, bad);
+        rb = v128.andnot(rb, bad);
         const alo = i32x4.extend_low_i16x8_u(ra);
         const ahi = i32x4.extend_high_i16x8_u(ra);
         const blo = i32x4.extend_low_i16x8_u(rb);
         const bhi = i32x4.extend_high_i16x8_u(rb);
+        // valid DNs are ≥ 1, so the sum is never 0 and the result always finite
         lo = f32x4.div(f32x4.convert_i32x4_s(i32x4.sub(alo, blo)), f32x4.convert_i32x4_s(i32x4.add(alo, blo)));
         hi = f32x4.div(f32x4.convert_i32x4_s(i32x4.sub(ahi, bhi)), f32x4.convert_i32x4_s(i32x4.add(ahi, bhi)));
       } else {
-        const xlo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(ra)), sa), oa);
-        const xhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(ra)), sa), oa);
-        const ylo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(rb)), sb), ob);
-        const yhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(rb)), sb), ob);
+        const xlo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(ra)), vc(VC_SCALE)), vc(VC_OFFSET));
+        const xhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(ra)), vc(VC_SCALE)), vc(VC_OFFSET));
+        const ylo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(rb)), vc(VC_SCALE_B)), vc(VC_OFFSET_B));
+        const yhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(rb)), vc(VC_SCALE_B)), vc(VC_OFFSET_B));
         lo = f32x4.div(f32x4.sub(xlo, ylo), f32x4.add(xlo, ylo));
         hi = f32x4.div(f32x4.sub(xhi, yhi), f32x4.add(xhi, yhi));
-      }
-      // A value: valid inputs and a finite result (a zero sum gives ±Inf or NaN). With integer
-      // math the sum of two valid (non-zero) DNs is never 0.
-      let okLo = v128.not(i32x4.extend_low_i16x8_s(bad));
-      let okHi = v128.not(i32x4.extend_high_i16x8_s(bad));
-      if (!intMath) {
-        okLo = v128.and(okLo, f32x4.lt(f32x4.abs(lo), inf));
-        okHi = v128.and(okHi, f32x4.lt(f32x4.abs(hi), inf));
+        // a value: valid inputs and a finite result (a zero sum gives ±Inf or NaN)
+        lo = v128.bitselect(lo, vn, v128.andnot(finite(lo), i32x4.extend_low_i16x8_s(bad)));
+        hi = v128.bitselect(hi, vn, v128.andnot(finite(hi), i32x4.extend_high_i16x8_s(bad)));
       }
       if (hasOut) {
         const o = <usize>(i - start) << 2;
-        v128.store(dst + o, v128.bitselect(lo, vn, okLo));
-        v128.store(dst + o, v128.bitselect(hi, vn, okHi), 16);
+        v128.store(dst + o, lo);
+        v128.store(dst + o, hi, 16);
       }
       if (withStats) {
-        const klo = v128.bitselect(lo, vk, okLo);
-        const khi = v128.bitselect(hi, vk, okHi);
-        vCount = i32x4.add(vCount, i32x4.add(okLo, okHi)); // -1 per value, negated at the flush
-        vMin = f32x4.pmin(vMin, f32x4.pmin(klo, khi));
-        vMax = f32x4.pmax(vMax, f32x4.pmax(klo, khi));
-        const d0 = f64x2.sub(f64x2.promote_low_f32x4(klo), dk);
-        const d1 = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(klo, klo, 2, 3, 0, 1)), dk);
-        const d2 = f64x2.sub(f64x2.promote_low_f32x4(khi), dk);
-        const d3 = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(khi, khi, 2, 3, 0, 1)), dk);
+        const okLo = f32x4.eq(lo, lo);
+        const okHi = f32x4.eq(hi, hi);
+        const zlo = v128.and(lo, okLo);
+        const zhi = v128.and(hi, okHi);
+        vCount = i32x4.add(vCount, i32x4.add(okLo, okHi)); // −1 per value
+        vMin = f32x4.pmin(f32x4.pmin(vMin, lo), hi);
+        vMax = f32x4.pmax(f32x4.pmax(vMax, lo), hi);
+        const dk = vc(VC_DK);
+        const d0 = f64x2.sub(f64x2.promote_low_f32x4(zlo), dk);
+        const d1 = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(zlo, zlo, 2, 3, 0, 1)), dk);
+        const d2 = f64x2.sub(f64x2.promote_low_f32x4(zhi), dk);
+        const d3 = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(zhi, zhi, 2, 3, 0, 1)), dk);
         vS = f64x2.add(vS, f64x2.add(f64x2.add(d0, d1), f64x2.add(d2, d3)));
         vQ = f64x2.add(vQ, f64x2.add(f64x2.add(f64x2.mul(d0, d0), f64x2.mul(d1, d1)), f64x2.add(f64x2.mul(d2, d2), f64x2.mul(d3, d3))));
       }
     }
-    if (withStats) flushAcc(i32x4.neg(vCount), vMin, vMax, vS, vQ);
+    if (withStats) {
+      const valid = -(i32x4.extract_lane(vCount, 0) + i32x4.extract_lane(vCount, 1) + i32x4.extract_lane(vCount, 2) + i32x4.extract_lane(vCount, 3));
+      const invalid = <f64>(stop - first - valid);
+      const k = <f64>sK;
+      // the invalid lanes added (0 − K) and (0 − K)²: take them back out
+      flushAcc(i32x4.splat(0), vMin, vMax, f64x2.replace_lane(vS, 0, f64x2.extract_lane(vS, 0) + invalid * k), f64x2.replace_lane(vQ, 0, f64x2.extract_lane(vQ, 0) - invalid * (k * k)));
+      sCount += <f64>valid;
+    }
   }
 }
 
