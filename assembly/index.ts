@@ -23,7 +23,7 @@
 // Nothing here allocates: the host grows memory and lays out buffers.
 
 // @ts-ignore: decorator
-@inline const BLOCK: i32 = 256;
+@inline const BLOCK: i32 = 512;
 const MAX_INSTR: i32 = 4096;
 const MAX_REGS: i32 = 256;
 const SLOTS: i32 = 16;
@@ -126,15 +126,15 @@ export function fillConst(r: i32, value: f32): void {
         const vo = vc(VC_OFFSET);
         const lo = dtype == 2 ? i32x4.extend_low_i16x8_s(raw) : i32x4.extend_low_i16x8_u(raw);
         const hi = dtype == 2 ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_high_i16x8_u(raw);
-        v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), i32x4.extend_low_i16x8_s(bad)));
-        v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
+        v128.store(dst + (<usize>i << 2), v128.or(f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), i32x4.extend_low_i16x8_s(bad)));
+        v128.store(dst + (<usize>i << 2), v128.or(f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
       }
     } else if (dtype == 0) {
       setVc(VC_NODATA, f32x4.splat(hasNodata ? nodata : nan));
       for (; i + 4 <= len; i += 4) {
         const x = v128.load(src + (<usize>i << 2));
         const r = f32x4.add(f32x4.mul(x, vc(VC_SCALE)), vc(VC_OFFSET));
-        v128.store(dst + (<usize>i << 2), v128.bitselect(vn, r, f32x4.eq(x, vc(VC_NODATA))));
+        v128.store(dst + (<usize>i << 2), v128.or(r, f32x4.eq(x, vc(VC_NODATA))));
       }
     }
   }
@@ -167,6 +167,8 @@ function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
 // ---------- arithmetic over a block ----------
 
 // The operation is a constant of each inlined copy of these, so each loop holds one operation.
+// "No value" lanes are set by OR-ing an all-ones mask into the result: all bits set is a NaN, and
+// one OR is cheaper than a select.
 // @ts-ignore: decorator
 @inline function opS(op: i32, x: f32, y: f32): f32 {
   if (op == OP_ADD) return x + y;
@@ -187,10 +189,10 @@ function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
   if (op == OP_ADD) return f32x4.add(x, y);
   if (op == OP_SUB) return f32x4.sub(x, y);
   if (op == OP_MUL) return f32x4.mul(x, y);
-  if (op == OP_DIV) return v128.bitselect(f32x4.splat(NaN as f32), f32x4.div(x, y), f32x4.eq(y, f32x4.splat(0)));
+  if (op == OP_DIV) return v128.or(f32x4.div(x, y), f32x4.eq(y, f32x4.splat(0)));
   if (op == OP_ND) {
     const s = f32x4.add(x, y);
-    return v128.bitselect(f32x4.splat(NaN as f32), f32x4.div(f32x4.sub(x, y), s), f32x4.eq(s, f32x4.splat(0)));
+    return v128.or(f32x4.div(f32x4.sub(x, y), s), f32x4.eq(s, f32x4.splat(0)));
   }
   // f32x4.min/max propagate NaN, as the formula language promises
   if (op == OP_MIN) return f32x4.min(x, y);
@@ -412,7 +414,7 @@ function flushAcc(vCount: v128, vMin: v128, vMax: v128, vS: v128, vQ: v128): voi
         const m = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(maskPtr + <usize>(start + i))));
         ok = v128.andnot(ok, i32x4.eq(m, vz));
       }
-      v128.store(dst + o, v128.bitselect(x, vn, ok));
+      v128.store(dst + o, v128.or(x, v128.not(ok)));
       if (withStats) {
         const dk = vc(VC_DK);
         const xk = v128.bitselect(x, vc(VC_K), ok);
@@ -549,8 +551,8 @@ function ndMode(slotA: i32, slotB: i32): i32 {
         lo = f32x4.div(f32x4.sub(xlo, ylo), f32x4.add(xlo, ylo));
         hi = f32x4.div(f32x4.sub(xhi, yhi), f32x4.add(xhi, yhi));
         // a value: valid inputs and a finite result (a zero sum gives ±Inf or NaN)
-        lo = v128.bitselect(lo, vn, v128.andnot(finite(lo), i32x4.extend_low_i16x8_s(bad)));
-        hi = v128.bitselect(hi, vn, v128.andnot(finite(hi), i32x4.extend_high_i16x8_s(bad)));
+        lo = v128.or(lo, v128.or(f32x4.ne(f32x4.sub(lo, lo), f32x4.splat(0)), i32x4.extend_low_i16x8_s(bad)));
+        hi = v128.or(hi, v128.or(f32x4.ne(f32x4.sub(hi, hi), f32x4.splat(0)), i32x4.extend_high_i16x8_s(bad)));
       }
       if (hasOut) {
         const o = <usize>(i - start) << 2;

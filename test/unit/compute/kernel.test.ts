@@ -260,17 +260,22 @@ describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('one
     return { red, nir, mask };
   };
 
+  /** Runs NDVI on fresh random bands (scale 0.0001, nodata 65535, the given offset). */
+  const runNdvi = (n: number, seed: number, invalidLead: number, withMask: boolean, offset: number) => {
+    const { red, nir, mask } = fill(n, seed, invalidLead, withMask);
+    const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }, { dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }];
+    const prep = kernel.prepare(n, specs, { mask: !!mask });
+    prep.bands[0]!.set(red);
+    prep.bands[1]!.set(nir);
+    if (mask) prep.mask!.set(mask);
+    const stats = kernel.run(ndvi);
+    return { red, nir, mask, specs, stats, got: kernel.copyValues() };
+  };
+
   it('NDVI with an offset (reflectance math): values equal the float32 reference exactly, statistics the float64 ones to 1e-9', () => {
     fc.assert(
       fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
-        const { red, nir, mask } = fill(n, seed, invalidLead, withMask);
-        const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001, offset: -0.1, nodata: 65535 }, { dtype: 'u16', scale: 0.0001, offset: -0.1, nodata: 65535 }];
-        const prep = kernel.prepare(n, specs, { mask: !!mask });
-        prep.bands[0]!.set(red);
-        prep.bands[1]!.set(nir);
-        if (mask) prep.mask!.set(mask);
-        const stats = kernel.run(ndvi);
-        const got = kernel.copyValues();
+        const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, -0.1);
         const statsOnly = kernel.run(ndvi, { writeValues: false });
         const inputs = { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } };
         const want = referenceValues('(B08 - B04) / (B08 + B04)', inputs, n, mask, Math.fround);
@@ -292,14 +297,7 @@ describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('one
   it('NDVI with equal scales and no offset (integer math on the DNs in the SIMD build): within 2.5e-7 of float64', () => {
     fc.assert(
       fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
-        const { red, nir, mask } = fill(n, seed, invalidLead, withMask);
-        const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001, nodata: 65535 }, { dtype: 'u16', scale: 0.0001, nodata: 65535 }];
-        const prep = kernel.prepare(n, specs, { mask: !!mask });
-        prep.bands[0]!.set(red);
-        prep.bands[1]!.set(nir);
-        if (mask) prep.mask!.set(mask);
-        const stats = kernel.run(ndvi);
-        const got = kernel.copyValues();
+        const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, 0);
         const want = referenceValues('(B08 - B04) / (B08 + B04)', { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } }, n, mask);
         for (let i = 0; i < n; i++) if (!close(got[i]!, want[i]!, 0, 2.5e-7)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
         const ref = referenceStats(got); // the kernel's own values, in float64
