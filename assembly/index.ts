@@ -8,7 +8,7 @@
 //   scale f32, offset f32, nodata f32, hasNodata i32. LOAD turns a block of a slot into f32
 //   reflectance = DN*scale + offset; DN 0 (Sentinel-2's no-data) and DN == nodata become NaN
 //   (for f32 inputs only NaN and the declared nodata).
-// - Registers: BLOCK f32 each at regBase() + r*BLOCK*4 (BLOCK = 256: 1 KB a register, so a
+// - Registers: BLOCK f32 each at regBase() + r*BLOCK*4 (BLOCK = 512: 2 KB a register, so a
 //   program's working set stays in L1). Constant registers are filled once per run.
 // - Results: NaN marks "no value" (masked, nodata, x/0, NaN input). Non-finite results (±Inf from
 //   overflow or log(0)) become NaN on output, so statistics and JSON never see infinities.
