@@ -2,27 +2,42 @@
 // of pixels in this module's memory, and reductions over the results.
 //
 // ABI (the host owns the memory layout above dataBase()):
-// - Program: `nInstr` instructions of 4 i32 [op, dst, a, b] at progBase().
+// - Program: `nInstr` instructions of 4 i32 [op, dst, a, b] at progBase(). For the *C ops
+//   (operation with a constant) b holds the constant's f32 bits.
 // - Band slots (16): at bandBase() + slot*32: ptr i32, dtype i32 (0 f32, 1 u16, 2 i16, 3 u8),
 //   scale f32, offset f32, nodata f32, hasNodata i32. LOAD turns a block of a slot into f32
 //   reflectance = DN*scale + offset; DN 0 (Sentinel-2's no-data) and DN == nodata become NaN
 //   (for f32 inputs only NaN and the declared nodata).
-// - Registers: BLOCK f32 each at regBase() + r*BLOCK*4. Constants are filled once per run.
+// - Registers: BLOCK f32 each at regBase() + r*BLOCK*4 (BLOCK = 512: 2 KB a register, so a
+//   program's working set stays in L1). Constant registers are filled once per run.
 // - Results: NaN marks "no value" (masked, nodata, x/0, NaN input). Non-finite results (±Inf from
 //   overflow or log(0)) become NaN on output, so statistics and JSON never see infinities.
-// - Statistics (f64) at statsBase(): count, min, max, mean, m2 (sum of squared deviations), merged
-//   per block with Chan et al.'s parallel formula after an exact two-pass inside each block.
+// - Statistics (f64) at statsBase(): count, min, max, mean, m2 (sum of squared deviations).
+//   One pass: the values are shifted by K, one of the values of the first block that has any
+//   (the one closest to that block's mean), and Σ(x − K) and Σ(x − K)² are accumulated in f64
+//   lanes, summed per block (a two-level sum) into the run's totals; mean = K + S/n,
+//   m2 = Q − S²/n. Invalid lanes are replaced by K: they add exactly 0 and, K being one of the
+//   values, leave min and max alone, so the loops need no per-lane masking of the sums.
+// - A program that is one NDB instruction (NDVI-shaped, two u16 bands) runs as one fused loop over
+//   all pixels: load, mask, normalised difference, store and statistics with nothing in between.
 // Nothing here allocates: the host grows memory and lays out buffers.
 
 // @ts-ignore: decorator
-@inline const BLOCK: i32 = 1024;
+@inline const BLOCK: i32 = 512;
 const MAX_INSTR: i32 = 4096;
 const MAX_REGS: i32 = 256;
 const SLOTS: i32 = 16;
+// Pixels per partial sum in the fused NDB loop (a multiple of 8).
+// @ts-ignore: decorator
+@inline const CHUNK: i32 = 2048;
 
 const PROG: usize = (__heap_base + 63) & ~63;
 const BANDS: usize = PROG + <usize>(MAX_INSTR * 16);
 const STATS: usize = BANDS + <usize>(SLOTS * 32);
+// Vector constants of the running loop (12 slots of 16 bytes after the statistics): V8 would
+// otherwise re-broadcast a splat of a runtime scalar on every iteration; a load from here is one
+// instruction, often folded into its use.
+const VC: usize = STATS + 64;
 const REGS: usize = (STATS + 256 + 63) & ~63;
 const DATA: usize = REGS + <usize>(MAX_REGS * BLOCK * 4);
 
@@ -35,7 +50,7 @@ export function blockSize(): i32 { return BLOCK; }
 export function maxRegisters(): i32 { return MAX_REGS; }
 export function simdEnabled(): i32 { return ASC_FEATURE_SIMD ? 1 : 0; }
 
-// Op codes (keep in step with src/compute/bytecode.ts).
+// Op codes (keep in step with OP in src/compute/formula.ts).
 const OP_LOAD: i32 = 1;
 const OP_ADD: i32 = 2;
 const OP_SUB: i32 = 3;
@@ -51,6 +66,36 @@ const OP_MAX: i32 = 12;
 const OP_POW: i32 = 13;
 const OP_ND: i32 = 14; // (a - b) / (a + b): normalised difference, the commonest index shape
 const OP_NDB: i32 = 15; // normalised difference of two band slots, loaded and computed in one pass
+// An operation with a constant c (its f32 bits in the instruction's b field): no constant
+// register is read. a op c for ADD/SUB/MUL/DIV/MIN/MAX; c op a for the reversed RSUB/RDIV.
+const OP_ADDC: i32 = 16;
+const OP_SUBC: i32 = 17;
+const OP_RSUBC: i32 = 18;
+const OP_MULC: i32 = 19;
+const OP_DIVC: i32 = 20;
+const OP_RDIVC: i32 = 21;
+const OP_MINC: i32 = 22;
+const OP_MAXC: i32 = 23;
+// a * c + b (two roundings, as MULC then ADD): the scaled sums of EVI-like formulas in one pass.
+const OP_MULCADD: i32 = 24;
+
+const VC_SCALE: i32 = 0; // f32x4
+const VC_OFFSET: i32 = 1; // f32x4
+const VC_NODATA: i32 = 2; // f32x4 or i16x8
+const VC_SCALE_B: i32 = 3;
+const VC_OFFSET_B: i32 = 4;
+const VC_NODATA_B: i32 = 5;
+const VC_K: i32 = 6; // f32x4 K
+const VC_DK: i32 = 7; // f64x2 K
+const VC_C: i32 = 8; // f32x4 an instruction's constant
+
+// @ts-ignore: decorator
+@inline function vc(slot: i32): v128 { return v128.load(VC + <usize>(slot << 4)); }
+// @ts-ignore: decorator
+@inline function setVc(slot: i32, v: v128): void { v128.store(VC + <usize>(slot << 4), v); }
+/** A finite lane: x − x is 0 (NaN for NaN and ±Inf); no mask constant to materialise. */
+// @ts-ignore: decorator
+@inline function finite(x: v128): v128 { return f32x4.eq(f32x4.sub(x, x), f32x4.splat(0)); }
 
 // @ts-ignore: decorator
 @inline function reg(r: i32): usize { return REGS + <usize>(r * BLOCK * 4); }
@@ -62,24 +107,46 @@ export function fillConst(r: i32, value: f32): void {
 
 // ---------- LOAD: digital numbers or f32 → reflectance, invalid → NaN ----------
 
-// The signedness choice is a constant of each call: V8 hoists it, and the loop stays branch-free.
+// The dtype is a constant of each inlined copy, so every loop is branch-free.
 // @ts-ignore: decorator
-@inline function load16(dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: i32, signed: bool): i32 {
-  const vs = f32x4.splat(scale);
-  const vo = f32x4.splat(offset);
-  const vn = f32x4.splat(NaN as f32);
-  const z16 = i16x8.splat(0);
-  const vnd = i16x8.splat(<i16>nd);
+@inline function loadLoop(dtype: i32, dst: usize, src: usize, len: i32, scale: f32, offset: f32, nd: i32, nodata: f32, hasNodata: bool): void {
+  const nan = NaN as f32;
   let i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const raw = v128.load(src + (<usize>i << 1));
-    const bad = v128.or(i16x8.eq(raw, z16), i16x8.eq(raw, vnd));
-    const lo = signed ? i32x4.extend_low_i16x8_s(raw) : i32x4.extend_low_i16x8_u(raw);
-    const hi = signed ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_high_i16x8_u(raw);
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), i32x4.extend_low_i16x8_s(bad)));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
+  if (ASC_FEATURE_SIMD) {
+    setVc(VC_SCALE, f32x4.splat(scale));
+    setVc(VC_OFFSET, f32x4.splat(offset));
+    const vn = f32x4.splat(nan);
+    if (dtype == 1 || dtype == 2) {
+      const z16 = i16x8.splat(0);
+      setVc(VC_NODATA, i16x8.splat(<i16>nd));
+      for (; i + 8 <= len; i += 8) {
+        const raw = v128.load(src + (<usize>i << 1));
+        const bad = v128.or(i16x8.eq(raw, z16), i16x8.eq(raw, vc(VC_NODATA)));
+        const vs = vc(VC_SCALE);
+        const vo = vc(VC_OFFSET);
+        const lo = dtype == 2 ? i32x4.extend_low_i16x8_s(raw) : i32x4.extend_low_i16x8_u(raw);
+        const hi = dtype == 2 ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_high_i16x8_u(raw);
+        v128.store(dst + (<usize>i << 2), v128.or(f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), vs), vo), i32x4.extend_low_i16x8_s(bad)));
+        v128.store(dst + (<usize>i << 2), v128.or(f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), vs), vo), i32x4.extend_high_i16x8_s(bad)), 16);
+      }
+    } else if (dtype == 0) {
+      setVc(VC_NODATA, f32x4.splat(hasNodata ? nodata : nan));
+      for (; i + 4 <= len; i += 4) {
+        const x = v128.load(src + (<usize>i << 2));
+        const r = f32x4.add(f32x4.mul(x, vc(VC_SCALE)), vc(VC_OFFSET));
+        v128.store(dst + (<usize>i << 2), v128.or(r, f32x4.eq(x, vc(VC_NODATA))));
+      }
+    }
   }
-  return i;
+  for (; i < len; i++) {
+    if (dtype == 0) {
+      const x = load<f32>(src + (<usize>i << 2));
+      store<f32>(dst + (<usize>i << 2), hasNodata && x == nodata ? nan : x * scale + offset);
+    } else {
+      const dn: i32 = dtype == 1 ? <i32>load<u16>(src + (<usize>i << 1)) : dtype == 2 ? <i32>load<i16>(src + (<usize>i << 1)) : <i32>load<u8>(src + <usize>i);
+      store<f32>(dst + (<usize>i << 2), dn == 0 || dn == nd ? nan : <f32>dn * scale + offset);
+    }
+  }
 }
 
 function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
@@ -90,109 +157,142 @@ function loadBand(dst: usize, slot: i32, start: i32, len: i32): void {
   const offset = load<f32>(t, 12);
   const nodata = load<f32>(t, 16);
   const hasNodata = load<i32>(t, 20) != 0;
-  const nan = NaN as f32;
-  let i = 0;
-  if (dtype == 1 || dtype == 2) {
-    const src = ptr + (<usize>start << 1);
-    const nd = hasNodata ? <i32>nodata : 0; // DN 0 is always invalid; nodata 0 changes nothing
-    if (ASC_FEATURE_SIMD) {
-      if (dtype == 1) i = load16(dst, src, len, scale, offset, nd, false);
-      else i = load16(dst, src, len, scale, offset, nd, true);
-    }
-    for (; i < len; i++) {
-      const dn: i32 = dtype == 1 ? <i32>load<u16>(src + (<usize>i << 1)) : <i32>load<i16>(src + (<usize>i << 1));
-      store<f32>(dst + (<usize>i << 2), dn == 0 || dn == nd ? nan : <f32>dn * scale + offset);
-    }
-  } else if (dtype == 3) {
-    const src = ptr + <usize>start;
-    const nd = hasNodata ? <i32>nodata : 0;
-    for (; i < len; i++) {
-      const dn = <i32>load<u8>(src + <usize>i);
-      store<f32>(dst + (<usize>i << 2), dn == 0 || dn == nd ? nan : <f32>dn * scale + offset);
-    }
-  } else {
-    const src = ptr + (<usize>start << 2);
-    if (ASC_FEATURE_SIMD) {
-      const vs = f32x4.splat(scale);
-      const vo = f32x4.splat(offset);
-      const vn = f32x4.splat(nan);
-      const vnd = f32x4.splat(hasNodata ? nodata : nan);
-      for (; i + 4 <= len; i += 4) {
-        const x = v128.load(src + (<usize>i << 2));
-        const r = f32x4.add(f32x4.mul(x, vs), vo);
-        v128.store(dst + (<usize>i << 2), v128.bitselect(vn, r, f32x4.eq(x, vnd)));
-      }
-    }
-    for (; i < len; i++) {
-      const x = load<f32>(src + (<usize>i << 2));
-      store<f32>(dst + (<usize>i << 2), hasNodata && x == nodata ? nan : x * scale + offset);
-    }
-  }
+  const nd = hasNodata ? <i32>nodata : 0; // DN 0 is always invalid; nodata 0 changes nothing
+  if (dtype == 1) loadLoop(1, dst, ptr + (<usize>start << 1), len, scale, offset, nd, nodata, hasNodata);
+  else if (dtype == 2) loadLoop(2, dst, ptr + (<usize>start << 1), len, scale, offset, nd, nodata, hasNodata);
+  else if (dtype == 3) loadLoop(3, dst, ptr + <usize>start, len, scale, offset, nd, nodata, hasNodata);
+  else loadLoop(0, dst, ptr + (<usize>start << 2), len, scale, offset, nd, nodata, hasNodata);
 }
 
 // ---------- arithmetic over a block ----------
 
-// One loop per operation (the branch is outside the loop), SIMD body plus scalar tail.
-function binary(op: i32, d: usize, a: usize, b: usize, len: i32): void {
+// The operation is a constant of each inlined copy of these, so each loop holds one operation.
+// "No value" lanes are set by OR-ing an all-ones mask into the result: all bits set is a NaN, and
+// one OR is cheaper than a select.
+// @ts-ignore: decorator
+@inline function opS(op: i32, x: f32, y: f32): f32 {
+  if (op == OP_ADD) return x + y;
+  if (op == OP_SUB) return x - y;
+  if (op == OP_MUL) return x * y;
+  if (op == OP_DIV) return y == 0 ? <f32>NaN : x / y;
+  if (op == OP_ND) {
+    const s = x + y;
+    return s == 0 ? <f32>NaN : (x - y) / s;
+  }
+  if (op == OP_MIN) return x != x || y != y ? <f32>NaN : Mathf.min(x, y);
+  if (op == OP_MAX) return x != x || y != y ? <f32>NaN : Mathf.max(x, y);
+  return Mathf.pow(x, y);
+}
+
+// @ts-ignore: decorator
+@inline function opV(op: i32, x: v128, y: v128): v128 {
+  if (op == OP_ADD) return f32x4.add(x, y);
+  if (op == OP_SUB) return f32x4.sub(x, y);
+  if (op == OP_MUL) return f32x4.mul(x, y);
+  if (op == OP_DIV) return v128.or(f32x4.div(x, y), f32x4.eq(y, f32x4.splat(0)));
+  if (op == OP_ND) {
+    const s = f32x4.add(x, y);
+    return v128.or(f32x4.div(f32x4.sub(x, y), s), f32x4.eq(s, f32x4.splat(0)));
+  }
+  // f32x4.min/max propagate NaN, as the formula language promises
+  if (op == OP_MIN) return f32x4.min(x, y);
+  return f32x4.max(x, y);
+}
+
+// d = a op b, four vectors per step (fewer loop checks), scalar tail.
+// @ts-ignore: decorator
+@inline function binLoop(op: i32, d: usize, a: usize, b: usize, len: i32): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD && op != OP_POW) {
+    for (; i + 16 <= len; i += 16) {
+      const o = <usize>i << 2;
+      v128.store(d + o, opV(op, v128.load(a + o), v128.load(b + o)));
+      v128.store(d + o, opV(op, v128.load(a + o, 16), v128.load(b + o, 16)), 16);
+      v128.store(d + o, opV(op, v128.load(a + o, 32), v128.load(b + o, 32)), 32);
+      v128.store(d + o, opV(op, v128.load(a + o, 48), v128.load(b + o, 48)), 48);
+    }
+  }
+  for (; i < len; i++) {
+    const o = <usize>i << 2;
+    store<f32>(d + o, opS(op, load<f32>(a + o), load<f32>(b + o)));
+  }
+}
+
+// d = a op c, or c op a when `rev`.
+// @ts-ignore: decorator
+@inline function constLoop(op: i32, rev: bool, d: usize, a: usize, c: f32, len: i32): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    const vn = f32x4.splat(NaN as f32);
-    const vz = f32x4.splat(0);
-    if (op == OP_ADD) {
-      for (; i + 4 <= len; i += 4) { const o = <usize>i << 2; v128.store(d + o, f32x4.add(v128.load(a + o), v128.load(b + o))); }
-    } else if (op == OP_SUB) {
-      for (; i + 4 <= len; i += 4) { const o = <usize>i << 2; v128.store(d + o, f32x4.sub(v128.load(a + o), v128.load(b + o))); }
-    } else if (op == OP_MUL) {
-      for (; i + 4 <= len; i += 4) { const o = <usize>i << 2; v128.store(d + o, f32x4.mul(v128.load(a + o), v128.load(b + o))); }
-    } else if (op == OP_DIV) {
-      for (; i + 4 <= len; i += 4) {
-        const o = <usize>i << 2;
-        const y = v128.load(b + o);
-        v128.store(d + o, v128.bitselect(vn, f32x4.div(v128.load(a + o), y), f32x4.eq(y, vz)));
-      }
-    } else if (op == OP_ND) {
-      for (; i + 4 <= len; i += 4) {
-        const o = <usize>i << 2;
-        const x = v128.load(a + o);
-        const y = v128.load(b + o);
-        const s = f32x4.add(x, y);
-        v128.store(d + o, v128.bitselect(vn, f32x4.div(f32x4.sub(x, y), s), f32x4.eq(s, vz)));
-      }
-    } else if (op == OP_MIN) {
-      // f32x4.min propagates NaN, as the formula language promises
-      for (; i + 4 <= len; i += 4) { const o = <usize>i << 2; v128.store(d + o, f32x4.min(v128.load(a + o), v128.load(b + o))); }
-    } else if (op == OP_MAX) {
-      for (; i + 4 <= len; i += 4) { const o = <usize>i << 2; v128.store(d + o, f32x4.max(v128.load(a + o), v128.load(b + o))); }
+    setVc(VC_C, f32x4.splat(c));
+    for (; i + 16 <= len; i += 16) {
+      const o = <usize>i << 2;
+      const vk = vc(VC_C);
+      const x0 = v128.load(a + o);
+      const x1 = v128.load(a + o, 16);
+      const x2 = v128.load(a + o, 32);
+      const x3 = v128.load(a + o, 48);
+      v128.store(d + o, rev ? opV(op, vk, x0) : opV(op, x0, vk));
+      v128.store(d + o, rev ? opV(op, vk, x1) : opV(op, x1, vk), 16);
+      v128.store(d + o, rev ? opV(op, vk, x2) : opV(op, x2, vk), 32);
+      v128.store(d + o, rev ? opV(op, vk, x3) : opV(op, x3, vk), 48);
     }
   }
   for (; i < len; i++) {
     const o = <usize>i << 2;
     const x = load<f32>(a + o);
-    const y = load<f32>(b + o);
-    let r: f32;
-    if (op == OP_ADD) r = x + y;
-    else if (op == OP_SUB) r = x - y;
-    else if (op == OP_MUL) r = x * y;
-    else if (op == OP_DIV) r = y == 0 ? <f32>NaN : x / y;
-    else if (op == OP_ND) {
-      const s = x + y;
-      r = s == 0 ? <f32>NaN : (x - y) / s;
-    } else if (op == OP_MIN) r = x != x || y != y ? <f32>NaN : Mathf.min(x, y);
-    else if (op == OP_MAX) r = x != x || y != y ? <f32>NaN : Mathf.max(x, y);
-    else r = Mathf.pow(x, y);
-    store<f32>(d + o, r);
+    store<f32>(d + o, rev ? opS(op, c, x) : opS(op, x, c));
   }
 }
 
-function unary(op: i32, d: usize, a: usize, len: i32): void {
+function binary(op: i32, d: usize, a: usize, b: usize, len: i32): void {
+  if (op == OP_ADD) binLoop(OP_ADD, d, a, b, len);
+  else if (op == OP_SUB) binLoop(OP_SUB, d, a, b, len);
+  else if (op == OP_MUL) binLoop(OP_MUL, d, a, b, len);
+  else if (op == OP_DIV) binLoop(OP_DIV, d, a, b, len);
+  else if (op == OP_ND) binLoop(OP_ND, d, a, b, len);
+  else if (op == OP_MIN) binLoop(OP_MIN, d, a, b, len);
+  else if (op == OP_MAX) binLoop(OP_MAX, d, a, b, len);
+  else binLoop(OP_POW, d, a, b, len);
+}
+
+function withConst(op: i32, d: usize, a: usize, c: f32, len: i32): void {
+  if (op == OP_ADDC) constLoop(OP_ADD, false, d, a, c, len);
+  else if (op == OP_SUBC) constLoop(OP_SUB, false, d, a, c, len);
+  else if (op == OP_RSUBC) constLoop(OP_SUB, true, d, a, c, len);
+  else if (op == OP_MULC) constLoop(OP_MUL, false, d, a, c, len);
+  else if (op == OP_DIVC) constLoop(OP_DIV, false, d, a, c, len);
+  else if (op == OP_RDIVC) constLoop(OP_DIV, true, d, a, c, len);
+  else if (op == OP_MINC) constLoop(OP_MIN, false, d, a, c, len);
+  else constLoop(OP_MAX, false, d, a, c, len);
+}
+
+/** d = a*c + b, rounded after the product and after the sum (exactly MULC then ADD). */
+function mulAdd(d: usize, a: usize, c: f32, b: usize, len: i32): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    if (op == OP_NEG || op == OP_SQRT || op == OP_ABS) {
-      for (; i + 4 <= len; i += 4) {
-        const o = <usize>i << 2;
-        const x = v128.load(a + o);
-        v128.store(d + o, op == OP_NEG ? f32x4.neg(x) : op == OP_SQRT ? f32x4.sqrt(x) : f32x4.abs(x));
-      }
+    setVc(VC_C, f32x4.splat(c));
+    for (; i + 16 <= len; i += 16) {
+      const o = <usize>i << 2;
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o), vc(VC_C)), v128.load(b + o)));
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 16), vc(VC_C)), v128.load(b + o, 16)), 16);
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 32), vc(VC_C)), v128.load(b + o, 32)), 32);
+      v128.store(d + o, f32x4.add(f32x4.mul(v128.load(a + o, 48), vc(VC_C)), v128.load(b + o, 48)), 48);
+    }
+  }
+  for (; i < len; i++) {
+    const o = <usize>i << 2;
+    store<f32>(d + o, load<f32>(a + o) * c + load<f32>(b + o));
+  }
+}
+
+// @ts-ignore: decorator
+@inline function unaryLoop(op: i32, d: usize, a: usize, len: i32): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD && (op == OP_NEG || op == OP_SQRT || op == OP_ABS)) {
+    for (; i + 4 <= len; i += 4) {
+      const o = <usize>i << 2;
+      const x = v128.load(a + o);
+      v128.store(d + o, op == OP_NEG ? f32x4.neg(x) : op == OP_SQRT ? f32x4.sqrt(x) : f32x4.abs(x));
     }
   }
   for (; i < len; i++) {
@@ -208,52 +308,321 @@ function unary(op: i32, d: usize, a: usize, len: i32): void {
   }
 }
 
-// NDVI-shaped formulas on two u16 bands with equal scaling (the usual case) run in one pass: no
-// intermediate registers. Other inputs go through the general LOAD + ND path.
-function ndBands(dst: usize, slotA: i32, slotB: i32, start: i32, len: i32): void {
-  const ta = BANDS + <usize>(slotA * 32);
-  const tb = BANDS + <usize>(slotB * 32);
-  const fast = ASC_FEATURE_SIMD && load<i32>(ta, 4) == 1 && load<i32>(tb, 4) == 1;
-  if (!fast) {
-    const rb = reg(MAX_REGS - 1);
-    loadBand(dst, slotA, start, len);
-    loadBand(rb, slotB, start, len);
-    binary(OP_ND, dst, dst, rb, len);
-    return;
+function unary(op: i32, d: usize, a: usize, len: i32): void {
+  if (op == OP_NEG) unaryLoop(OP_NEG, d, a, len);
+  else if (op == OP_SQRT) unaryLoop(OP_SQRT, d, a, len);
+  else if (op == OP_ABS) unaryLoop(OP_ABS, d, a, len);
+  else if (op == OP_EXP) unaryLoop(OP_EXP, d, a, len);
+  else unaryLoop(OP_LOG, d, a, len);
+}
+
+// ---------- statistics state ----------
+
+// Running statistics (f64) of the current run: count, min, max, and the sums of the values
+// shifted by K (see the header).
+let sCount: f64 = 0;
+let sMin: f64 = Infinity;
+let sMax: f64 = -Infinity;
+let sS: f64 = 0;
+let sQ: f64 = 0;
+let sK: f32 = 0;
+let haveK = false;
+
+export function resetStats(): void {
+  sCount = 0;
+  sMin = Infinity;
+  sMax = -Infinity;
+  sS = 0;
+  sQ = 0;
+  sK = 0;
+  haveK = false;
+}
+
+function writeStats(): void {
+  store<f64>(STATS, sCount);
+  store<f64>(STATS, sMin, 8);
+  store<f64>(STATS, sMax, 16);
+  const mean = sCount > 0 ? <f64>sK + sS / sCount : 0;
+  const m2 = sCount > 0 ? Math.max(0, sQ - sS * (sS / sCount)) : 0;
+  store<f64>(STATS, mean, 24);
+  store<f64>(STATS, m2, 32);
+}
+
+/** Picks K from a finished block (NaN = no value): the value closest to the block's mean. */
+function pickK(p: usize, len: i32): void {
+  let n = 0;
+  let sum: f64 = 0;
+  for (let i = 0; i < len; i++) {
+    const x = load<f32>(p + (<usize>i << 2));
+    if (x == x) {
+      n++;
+      sum += <f64>x;
+    }
   }
-  const pa = <usize>load<i32>(ta) + (<usize>start << 1);
-  const pb = <usize>load<i32>(tb) + (<usize>start << 1);
-  const sa = f32x4.splat(load<f32>(ta, 8));
-  const oa = f32x4.splat(load<f32>(ta, 12));
-  const sb = f32x4.splat(load<f32>(tb, 8));
-  const ob = f32x4.splat(load<f32>(tb, 12));
-  // Validity is decided on the raw 16-bit lanes (8 pixels per compare): DN 0 or the declared
-  // nodata. A zero sum is not checked here: x/0 gives ±Inf or NaN, which finishBlock turns into
-  // NaN (NDB is always the whole formula, so no infinity can reach another operation).
-  const nda = i16x8.splat(<i16>(load<i32>(ta, 20) ? <i32>load<f32>(ta, 16) : 0));
-  const ndb = i16x8.splat(<i16>(load<i32>(tb, 20) ? <i32>load<f32>(tb, 16) : 0));
-  const z16 = i16x8.splat(0);
-  const vn = f32x4.splat(NaN as f32);
+  if (n == 0) return;
+  const mean = sum / <f64>n;
+  let best: f64 = Infinity;
+  for (let i = 0; i < len; i++) {
+    const x = load<f32>(p + (<usize>i << 2));
+    if (x == x && Math.abs(<f64>x - mean) < best) {
+      best = Math.abs(<f64>x - mean);
+      sK = x;
+    }
+  }
+  haveK = true;
+}
+
+/** Folds a chunk's vector accumulators into the run's totals (a two-level sum). */
+function flushAcc(vCount: v128, vMin: v128, vMax: v128, vS: v128, vQ: v128): void {
+  sCount += <f64>(i32x4.extract_lane(vCount, 0) + i32x4.extract_lane(vCount, 1) + i32x4.extract_lane(vCount, 2) + i32x4.extract_lane(vCount, 3));
+  sS += f64x2.extract_lane(vS, 0) + f64x2.extract_lane(vS, 1);
+  sQ += f64x2.extract_lane(vQ, 0) + f64x2.extract_lane(vQ, 1);
+  const mn = Mathf.min(Mathf.min(f32x4.extract_lane(vMin, 0), f32x4.extract_lane(vMin, 1)), Mathf.min(f32x4.extract_lane(vMin, 2), f32x4.extract_lane(vMin, 3)));
+  const mx = Mathf.max(Mathf.max(f32x4.extract_lane(vMax, 0), f32x4.extract_lane(vMax, 1)), Mathf.max(f32x4.extract_lane(vMax, 2), f32x4.extract_lane(vMax, 3)));
+  if (<f64>mn < sMin) sMin = <f64>mn;
+  if (<f64>mx > sMax) sMax = <f64>mx;
+}
+
+// The accumulation of 4 values x (ok: all-ones lanes are values) is written out in each loop
+// below, on locals (V8 keeps wasm globals in memory): invalid lanes are replaced by K, which adds
+// 0 to the sums and cannot move min or max:
+//   xk = bitselect(x, K, ok); count -= ok; min = pmin(min, xk); max = pmax(max, xk);
+//   d = f64(xk) − K (two f64x2 halves); S += d; Q += d².
+
+// ---------- finishing a block: mask, non-finite → NaN, store, statistics ----------
+
+// @ts-ignore: decorator
+@inline function finishLoop(r: usize, maskPtr: usize, start: i32, len: i32, dst: usize, withStats: bool, hasMask: bool): void {
   let i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const ra = v128.load(pa + (<usize>i << 1));
-    const rb = v128.load(pb + (<usize>i << 1));
-    const bad = v128.or(v128.or(i16x8.eq(ra, z16), i16x8.eq(ra, nda)), v128.or(i16x8.eq(rb, z16), i16x8.eq(rb, ndb)));
-    const xlo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(ra)), sa), oa);
-    const xhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(ra)), sa), oa);
-    const ylo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(rb)), sb), ob);
-    const yhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(rb)), sb), ob);
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.div(f32x4.sub(xlo, ylo), f32x4.add(xlo, ylo)), i32x4.extend_low_i16x8_s(bad)));
-    v128.store(dst + (<usize>i << 2), v128.bitselect(vn, f32x4.div(f32x4.sub(xhi, yhi), f32x4.add(xhi, yhi)), i32x4.extend_high_i16x8_s(bad)), 16);
+  const nan = NaN as f32;
+  if (ASC_FEATURE_SIMD) {
+    const vn = f32x4.splat(nan);
+    const inf = f32x4.splat(Infinity as f32);
+    const vz = i32x4.splat(0);
+    setVc(VC_K, f32x4.splat(sK));
+    setVc(VC_DK, f64x2.splat(<f64>sK));
+    let vCount = i32x4.splat(0);
+    let vMin = inf;
+    let vMax = f32x4.splat(-Infinity as f32);
+    let vS = f64x2.splat(0);
+    let vQ = f64x2.splat(0);
+    for (; i + 4 <= len; i += 4) {
+      const o = <usize>i << 2;
+      const x = v128.load(r + o);
+      let ok = finite(x);
+      if (hasMask) {
+        const m = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(maskPtr + <usize>(start + i))));
+        ok = v128.andnot(ok, i32x4.eq(m, vz));
+      }
+      v128.store(dst + o, v128.or(x, v128.not(ok)));
+      if (withStats) {
+        const dk = vc(VC_DK);
+        const xk = v128.bitselect(x, vc(VC_K), ok);
+        vCount = i32x4.sub(vCount, ok);
+        vMin = f32x4.pmin(vMin, xk);
+        vMax = f32x4.pmax(vMax, xk);
+        const dlo = f64x2.sub(f64x2.promote_low_f32x4(xk), dk);
+        const dhi = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(xk, xk, 2, 3, 0, 1)), dk);
+        vS = f64x2.add(vS, f64x2.add(dlo, dhi));
+        vQ = f64x2.add(vQ, f64x2.add(f64x2.mul(dlo, dlo), f64x2.mul(dhi, dhi)));
+      }
+    }
+    if (withStats) flushAcc(vCount, vMin, vMax, vS, vQ);
   }
-  if (i < len) {
-    // scalar tail through the general path on the remaining pixels
-    const rb = reg(MAX_REGS - 1);
-    loadBand(dst + (<usize>i << 2), slotA, start + i, len - i);
-    loadBand(rb, slotB, start + i, len - i);
-    binary(OP_ND, dst + (<usize>i << 2), dst + (<usize>i << 2), rb, len - i);
+  for (; i < len; i++) {
+    const o = <usize>i << 2;
+    let x = load<f32>(r + o);
+    const masked = hasMask && load<u8>(maskPtr + <usize>(start + i)) == 0;
+    if (masked || !(Mathf.abs(x) < Infinity)) x = nan;
+    store<f32>(dst + o, x);
+    if (withStats && x == x) {
+      sCount += 1;
+      const d = <f64>x - <f64>sK;
+      sS += d;
+      sQ += d * d;
+      if (<f64>x < sMin) sMin = <f64>x;
+      if (<f64>x > sMax) sMax = <f64>x;
+    }
   }
 }
+
+/**
+ * Finishes a block: masked-out pixels and non-finite values become NaN in `dst` (the output, or
+ * the register itself), and with withStats the block's values are accumulated in the same pass.
+ * Until K is known (the first block with a value) the block is finished first, K picked from it,
+ * and then accumulated.
+ */
+function finishBlock(r: usize, maskPtr: usize, start: i32, len: i32, out: usize, withStats: bool): void {
+  const dst = out ? out : r;
+  if (withStats && !haveK) {
+    if (maskPtr) finishLoop(r, maskPtr, start, len, dst, false, true);
+    else finishLoop(r, 0, start, len, dst, false, false);
+    pickK(dst, len);
+    if (haveK) finishLoop(dst, 0, 0, len, dst, true, false);
+    return;
+  }
+  if (maskPtr) {
+    if (withStats) finishLoop(r, maskPtr, start, len, dst, true, true);
+    else finishLoop(r, maskPtr, start, len, dst, false, true);
+  } else {
+    if (withStats) finishLoop(r, 0, start, len, dst, true, false);
+    else finishLoop(r, 0, start, len, dst, false, false);
+  }
+}
+
+// ---------- NDB: the normalised difference of two u16 bands, fused ----------
+
+/**
+ * Whether slots a and b can take the fused u16 path, and how: 0 no, 1 reflectance math
+ * (DN × scale + offset in f32, then (x − y)/(x + y): the same roundings as LOAD + ND), 2 integer
+ * math on the digital numbers when both bands have the same non-zero scale and no offset:
+ * (a − b)/(a + b) exactly in i32, one rounding in the division (scale cancels out; the result is
+ * the correctly rounded ratio, within 2⁻²³ of the reflectance path).
+ */
+function ndMode(slotA: i32, slotB: i32): i32 {
+  if (!ASC_FEATURE_SIMD) return 0;
+  const ta = BANDS + <usize>(slotA * 32);
+  const tb = BANDS + <usize>(slotB * 32);
+  if (load<i32>(ta, 4) != 1 || load<i32>(tb, 4) != 1) return 0;
+  const sa = load<f32>(ta, 8);
+  if (sa == load<f32>(tb, 8) && sa != 0 && Mathf.abs(sa) < Infinity && load<f32>(ta, 12) == 0 && load<f32>(tb, 12) == 0) return 2;
+  return 1;
+}
+
+/**
+ * One pass over pixels [start, end) (end − start a multiple of 8) of slots a and b: validity on the
+ * raw 16-bit lanes (DN 0, the declared nodata, the mask), the normalised difference, non-finite
+ * results (a zero sum) → NaN, the store (when dst), the statistics (when withStats).
+ * dst points at the value of pixel `start`.
+ *
+ * With integer math an invalid pixel's two DNs are zeroed, so that it comes out as 0/0 = NaN with
+ * no masking of the results. The statistics take NaN as "no value": pmin/pmax keep the
+ * accumulator when the new lane is NaN, and the sums see 0 instead (x AND (x == x)), i.e. a
+ * deviation of −K, which the flush takes back out (S += nInvalid·K, Q −= nInvalid·K²).
+ */
+// @ts-ignore: decorator
+@inline function ndLoop(intMath: bool, hasMask: bool, hasOut: bool, withStats: bool, slotA: i32, slotB: i32, start: i32, end: i32, maskPtr: usize, dst: usize): void {
+  const ta = BANDS + <usize>(slotA * 32);
+  const tb = BANDS + <usize>(slotB * 32);
+  const pa = <usize>load<i32>(ta);
+  const pb = <usize>load<i32>(tb);
+  setVc(VC_SCALE, f32x4.splat(load<f32>(ta, 8)));
+  setVc(VC_OFFSET, f32x4.splat(load<f32>(ta, 12)));
+  setVc(VC_SCALE_B, f32x4.splat(load<f32>(tb, 8)));
+  setVc(VC_OFFSET_B, f32x4.splat(load<f32>(tb, 12)));
+  setVc(VC_NODATA, i16x8.splat(<i16>(load<i32>(ta, 20) ? <i32>load<f32>(ta, 16) : 0)));
+  setVc(VC_NODATA_B, i16x8.splat(<i16>(load<i32>(tb, 20) ? <i32>load<f32>(tb, 16) : 0)));
+  setVc(VC_DK, f64x2.splat(<f64>sK));
+  const z16 = i16x8.splat(0);
+  const vn = f32x4.splat(NaN as f32);
+  const inf = f32x4.splat(Infinity as f32);
+  let i = start;
+  while (i < end) {
+    const stop = min(end, i + CHUNK);
+    const first = i;
+    let vCount = i32x4.splat(0);
+    let vMin = inf;
+    let vMax = f32x4.splat(-Infinity as f32);
+    let vS = f64x2.splat(0);
+    let vQ = f64x2.splat(0);
+    for (; i < stop; i += 8) {
+      let ra = v128.load(pa + (<usize>i << 1));
+      let rb = v128.load(pb + (<usize>i << 1));
+      // DN 0 in either band: min_u of the two is 0
+      let bad = v128.or(i16x8.eq(i16x8.min_u(ra, rb), z16), v128.or(i16x8.eq(ra, vc(VC_NODATA)), i16x8.eq(rb, vc(VC_NODATA_B))));
+      if (hasMask) bad = v128.or(bad, i16x8.eq(i16x8.extend_low_i8x16_u(v128.load64_zero(maskPtr + <usize>i)), z16));
+      let lo = vn;
+      let hi = vn;
+      if (intMath) {
+        ra = v128.andnot(ra, bad);
+        rb = v128.andnot(rb, bad);
+        const alo = i32x4.extend_low_i16x8_u(ra);
+        const ahi = i32x4.extend_high_i16x8_u(ra);
+        const blo = i32x4.extend_low_i16x8_u(rb);
+        const bhi = i32x4.extend_high_i16x8_u(rb);
+        // valid DNs are ≥ 1, so the sum is never 0 and the result always finite
+        lo = f32x4.div(f32x4.convert_i32x4_s(i32x4.sub(alo, blo)), f32x4.convert_i32x4_s(i32x4.add(alo, blo)));
+        hi = f32x4.div(f32x4.convert_i32x4_s(i32x4.sub(ahi, bhi)), f32x4.convert_i32x4_s(i32x4.add(ahi, bhi)));
+      } else {
+        const xlo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(ra)), vc(VC_SCALE)), vc(VC_OFFSET));
+        const xhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(ra)), vc(VC_SCALE)), vc(VC_OFFSET));
+        const ylo = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(rb)), vc(VC_SCALE_B)), vc(VC_OFFSET_B));
+        const yhi = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(rb)), vc(VC_SCALE_B)), vc(VC_OFFSET_B));
+        lo = f32x4.div(f32x4.sub(xlo, ylo), f32x4.add(xlo, ylo));
+        hi = f32x4.div(f32x4.sub(xhi, yhi), f32x4.add(xhi, yhi));
+        // a value: valid inputs and a finite result (a zero sum gives ±Inf or NaN)
+        lo = v128.or(lo, v128.or(f32x4.ne(f32x4.sub(lo, lo), f32x4.splat(0)), i32x4.extend_low_i16x8_s(bad)));
+        hi = v128.or(hi, v128.or(f32x4.ne(f32x4.sub(hi, hi), f32x4.splat(0)), i32x4.extend_high_i16x8_s(bad)));
+      }
+      if (hasOut) {
+        const o = <usize>(i - start) << 2;
+        v128.store(dst + o, lo);
+        v128.store(dst + o, hi, 16);
+      }
+      if (withStats) {
+        const okLo = f32x4.eq(lo, lo);
+        const okHi = f32x4.eq(hi, hi);
+        const zlo = v128.and(lo, okLo);
+        const zhi = v128.and(hi, okHi);
+        vCount = i32x4.add(vCount, i32x4.add(okLo, okHi)); // −1 per value
+        vMin = f32x4.pmin(f32x4.pmin(vMin, lo), hi);
+        vMax = f32x4.pmax(f32x4.pmax(vMax, lo), hi);
+        const dk = vc(VC_DK);
+        const d0 = f64x2.sub(f64x2.promote_low_f32x4(zlo), dk);
+        const d1 = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(zlo, zlo, 2, 3, 0, 1)), dk);
+        const d2 = f64x2.sub(f64x2.promote_low_f32x4(zhi), dk);
+        const d3 = f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(zhi, zhi, 2, 3, 0, 1)), dk);
+        vS = f64x2.add(vS, f64x2.add(f64x2.add(d0, d1), f64x2.add(d2, d3)));
+        vQ = f64x2.add(vQ, f64x2.add(f64x2.add(f64x2.mul(d0, d0), f64x2.mul(d1, d1)), f64x2.add(f64x2.mul(d2, d2), f64x2.mul(d3, d3))));
+      }
+    }
+    if (withStats) {
+      const valid = -(i32x4.extract_lane(vCount, 0) + i32x4.extract_lane(vCount, 1) + i32x4.extract_lane(vCount, 2) + i32x4.extract_lane(vCount, 3));
+      const invalid = <f64>(stop - first - valid);
+      const k = <f64>sK;
+      // the invalid lanes added (0 − K) and (0 − K)²: take them back out
+      flushAcc(i32x4.splat(0), vMin, vMax, f64x2.replace_lane(vS, 0, f64x2.extract_lane(vS, 0) + invalid * k), f64x2.replace_lane(vQ, 0, f64x2.extract_lane(vQ, 0) - invalid * (k * k)));
+      sCount += <f64>valid;
+    }
+  }
+}
+
+// @ts-ignore: decorator
+@inline function ndLoopOut(intMath: bool, hasMask: bool, slotA: i32, slotB: i32, start: i32, end: i32, maskPtr: usize, dst: usize, withStats: bool): void {
+  if (dst) {
+    if (withStats) ndLoop(intMath, hasMask, true, true, slotA, slotB, start, end, maskPtr, dst);
+    else ndLoop(intMath, hasMask, true, false, slotA, slotB, start, end, maskPtr, dst);
+  } else if (withStats) ndLoop(intMath, hasMask, false, true, slotA, slotB, start, end, maskPtr, dst);
+}
+
+/** The fused loop, specialised on its mode, mask, output and statistics (8 copies). */
+function ndFused(mode: i32, slotA: i32, slotB: i32, start: i32, end: i32, maskPtr: usize, dst: usize, withStats: bool): void {
+  if (ASC_FEATURE_SIMD) {
+    if (mode == 2) {
+      if (maskPtr) ndLoopOut(true, true, slotA, slotB, start, end, maskPtr, dst, withStats);
+      else ndLoopOut(true, false, slotA, slotB, start, end, maskPtr, dst, withStats);
+    } else {
+      if (maskPtr) ndLoopOut(false, true, slotA, slotB, start, end, maskPtr, dst, withStats);
+      else ndLoopOut(false, false, slotA, slotB, start, end, maskPtr, dst, withStats);
+    }
+  }
+}
+
+/** NDB inside the block interpreter: the fused loop into a register, scalar tail via LOAD + ND. */
+function ndBands(dst: usize, slotA: i32, slotB: i32, start: i32, len: i32): void {
+  const mode = ndMode(slotA, slotB);
+  const len8 = mode ? len & ~7 : 0;
+  if (len8) ndFused(mode, slotA, slotB, start, start + len8, 0, dst, false);
+  if (len8 < len) {
+    const rb = reg(MAX_REGS - 1);
+    const d = dst + (<usize>len8 << 2);
+    loadBand(d, slotA, start + len8, len - len8);
+    loadBand(rb, slotB, start + len8, len - len8);
+    binary(OP_ND, d, d, rb, len - len8);
+  }
+}
+
+// ---------- the interpreter ----------
 
 function execBlock(nInstr: i32, start: i32, len: i32): void {
   for (let k = 0; k < nInstr; k++) {
@@ -262,144 +631,12 @@ function execBlock(nInstr: i32, start: i32, len: i32): void {
     const d = reg(load<i32>(ip, 4));
     const a = load<i32>(ip, 8);
     if (op == OP_LOAD) loadBand(d, a, start, len);
+    else if (op >= OP_ADDC && op <= OP_MAXC) withConst(op, d, reg(a), load<f32>(ip, 12), len);
+    else if (op == OP_MULCADD) mulAdd(d, reg(a & 0xffff), load<f32>(ip, 12), reg(a >>> 16), len);
     else if (op == OP_NDB) ndBands(d, a, load<i32>(ip, 12), start, len);
     else if (op >= OP_NEG && op <= OP_LOG) unary(op, d, reg(a), len);
     else binary(op, d, reg(a), reg(load<i32>(ip, 12)), len);
   }
-}
-
-// ---------- finishing a block: mask, non-finite → NaN, store, statistics ----------
-
-// Running statistics (f64) of the current run.
-let sCount: f64 = 0;
-let sMin: f64 = Infinity;
-let sMax: f64 = -Infinity;
-let sMean: f64 = 0;
-let sM2: f64 = 0;
-
-export function resetStats(): void {
-  sCount = 0;
-  sMin = Infinity;
-  sMax = -Infinity;
-  sMean = 0;
-  sM2 = 0;
-}
-
-/**
- * One pass over a finished block: masked-out pixels and non-finite values become NaN (in the
- * register, and in `out` when given), while count, sum, min and max are gathered; a second pass
- * over the block (still in cache) sums squared deviations from the block mean. Returns nothing:
- * the block's figures are merged into the running statistics.
- */
-function finishBlock(r: usize, maskPtr: usize, start: i32, len: i32, out: usize, withStats: bool): void {
-  let n: i32 = 0;
-  let sum: f64 = 0;
-  let mn: f32 = Infinity;
-  let mx: f32 = -Infinity;
-  let i = 0;
-  const nan = NaN as f32;
-  if (ASC_FEATURE_SIMD) {
-    const vn = f32x4.splat(nan);
-    const inf = f32x4.splat(Infinity as f32);
-    const ninf = f32x4.splat(-Infinity as f32);
-    const vz = i32x4.splat(0);
-    let vcount = i32x4.splat(0);
-    let vsumLo = f64x2.splat(0);
-    let vsumHi = f64x2.splat(0);
-    let vmin = inf;
-    let vmax = ninf;
-    for (; i + 4 <= len; i += 4) {
-      const o = <usize>i << 2;
-      let x = v128.load(r + o);
-      let ok = f32x4.lt(f32x4.abs(x), inf); // false for NaN and ±Inf
-      if (maskPtr) {
-        const m = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(maskPtr + <usize>(start + i))));
-        ok = v128.andnot(ok, i32x4.eq(m, vz));
-      }
-      x = v128.bitselect(x, vn, ok);
-      v128.store(r + o, x);
-      if (out) v128.store(out + o, x);
-      if (withStats) {
-        vcount = i32x4.sub(vcount, ok);
-        const z = v128.and(x, ok);
-        vsumLo = f64x2.add(vsumLo, f64x2.promote_low_f32x4(z));
-        vsumHi = f64x2.add(vsumHi, f64x2.promote_low_f32x4(i32x4.shuffle(z, z, 2, 3, 0, 1)));
-        vmin = f32x4.pmin(vmin, v128.bitselect(x, inf, ok));
-        vmax = f32x4.pmax(vmax, v128.bitselect(x, ninf, ok));
-      }
-    }
-    if (withStats) {
-      n = i32x4.extract_lane(vcount, 0) + i32x4.extract_lane(vcount, 1) + i32x4.extract_lane(vcount, 2) + i32x4.extract_lane(vcount, 3);
-      const s2 = f64x2.add(vsumLo, vsumHi);
-      sum = f64x2.extract_lane(s2, 0) + f64x2.extract_lane(s2, 1);
-      mn = Mathf.min(Mathf.min(f32x4.extract_lane(vmin, 0), f32x4.extract_lane(vmin, 1)), Mathf.min(f32x4.extract_lane(vmin, 2), f32x4.extract_lane(vmin, 3)));
-      mx = Mathf.max(Mathf.max(f32x4.extract_lane(vmax, 0), f32x4.extract_lane(vmax, 1)), Mathf.max(f32x4.extract_lane(vmax, 2), f32x4.extract_lane(vmax, 3)));
-    }
-  }
-  for (; i < len; i++) {
-    const o = <usize>i << 2;
-    let x = load<f32>(r + o);
-    const masked = maskPtr != 0 && load<u8>(maskPtr + <usize>(start + i)) == 0;
-    if (masked || !(Mathf.abs(x) < Infinity)) x = nan;
-    store<f32>(r + o, x);
-    if (out) store<f32>(out + o, x);
-    if (withStats && x == x) {
-      n++;
-      sum += <f64>x;
-      if (x < mn) mn = x;
-      if (x > mx) mx = x;
-    }
-  }
-  if (withStats && n > 0) mergeBlock(r, len, n, sum, mn, mx);
-}
-
-function writeStats(): void {
-  store<f64>(STATS, sCount);
-  store<f64>(STATS, sMin, 8);
-  store<f64>(STATS, sMax, 16);
-  store<f64>(STATS, sMean, 24);
-  store<f64>(STATS, sM2, 32);
-}
-
-/** Second pass (squared deviations from the block mean) and the merge into the totals. */
-function mergeBlock(r: usize, len: i32, n: i32, sum: f64, mn: f32, mx: f32): void {
-  let i = 0;
-  const mean = sum / <f64>n;
-  let m2: f64 = 0;
-  if (ASC_FEATURE_SIMD) {
-    const vm = f64x2.splat(mean);
-    let acc = f64x2.splat(0);
-    for (; i + 4 <= len; i += 4) {
-      const x = v128.load(r + (<usize>i << 2));
-      const ok = f32x4.eq(x, x);
-      // invalid lanes contribute (mean - mean)² = 0: replace them by the mean
-      const lo = f64x2.promote_low_f32x4(v128.and(x, ok));
-      const hi = f64x2.promote_low_f32x4(i32x4.shuffle(v128.and(x, ok), v128.and(x, ok), 2, 3, 0, 1));
-      const okLo = i64x2.extend_low_i32x4_s(ok);
-      const okHi = i64x2.extend_high_i32x4_s(ok);
-      const dlo = v128.and(f64x2.sub(lo, vm), okLo);
-      const dhi = v128.and(f64x2.sub(hi, vm), okHi);
-      acc = f64x2.add(acc, f64x2.add(f64x2.mul(dlo, dlo), f64x2.mul(dhi, dhi)));
-    }
-    m2 = f64x2.extract_lane(acc, 0) + f64x2.extract_lane(acc, 1);
-  }
-  for (; i < len; i++) {
-    const x = load<f32>(r + (<usize>i << 2));
-    if (x == x) {
-      const dx = <f64>x - mean;
-      m2 += dx * dx;
-    }
-  }
-  // Chan, Golub & LeVeque: merge (n, mean, m2) of this block into the totals.
-  const nb = <f64>n;
-  const na = sCount;
-  const nt = na + nb;
-  const delta = mean - sMean;
-  sMean = sMean + delta * (nb / nt);
-  sM2 = sM2 + m2 + delta * delta * (na * nb / nt);
-  sCount = nt;
-  if (<f64>mn < sMin) sMin = <f64>mn;
-  if (<f64>mx > sMax) sMax = <f64>mx;
 }
 
 /**
@@ -409,10 +646,25 @@ function mergeBlock(r: usize, len: i32, n: i32, sum: f64, mn: f32, mx: f32): voi
  */
 export function run(nInstr: i32, nPixels: i32, resultReg: i32, maskPtr: usize, outPtr: usize, withStats: i32): void {
   const r = reg(resultReg);
-  for (let start = 0; start < nPixels; start += BLOCK) {
+  const stats = withStats != 0;
+  let start = 0;
+  const mode = nInstr == 1 && load<i32>(PROG) == OP_NDB ? ndMode(load<i32>(PROG, 8), load<i32>(PROG, 12)) : 0;
+  if (mode) {
+    // Blocks through the interpreter until K is known, then everything else in one fused loop.
+    while (start < nPixels && stats && !haveK) {
+      const len = min(BLOCK, nPixels - start);
+      execBlock(nInstr, start, len);
+      finishBlock(r, maskPtr, start, len, outPtr ? outPtr + (<usize>start << 2) : 0, stats);
+      start += len;
+    }
+    const end = start + ((nPixels - start) & ~7);
+    if (end > start) ndFused(mode, load<i32>(PROG, 8), load<i32>(PROG, 12), start, end, maskPtr, outPtr ? outPtr + (<usize>start << 2) : 0, stats);
+    start = end;
+  }
+  for (; start < nPixels; start += BLOCK) {
     const len = min(BLOCK, nPixels - start);
     execBlock(nInstr, start, len);
-    finishBlock(r, maskPtr, start, len, outPtr ? outPtr + (<usize>start << 2) : 0, withStats != 0);
+    finishBlock(r, maskPtr, start, len, outPtr ? outPtr + (<usize>start << 2) : 0, stats);
   }
   writeStats();
 }

@@ -1,8 +1,14 @@
 /**
- * Kernel throughput in megapixels per second for NDVI, EVI and a 12-operation custom formula on
- * 10,000 (one 100 ha field) and 10,000,000 pixels: the WASM SIMD kernel through the compiled-
- * formula path the service uses, the same kernel built without SIMD, and a straightforward
- * TypeScript loop; ratios against the TypeScript loop and, for NDVI, a C -O3 loop run here.
+ * Kernel throughput in megapixels per second for NDVI, EVI and a custom formula of 15 operations
+ * on 10,000 (one 100 ha field) and 10,000,000 pixels: the WASM SIMD kernel through the compiled-
+ * formula path the service uses (values and statistics, values only, statistics only), the same
+ * kernel built without SIMD, and a straightforward TypeScript loop; for NDVI also three C -O3
+ * loops run here (checked, plain, fused with statistics). Then every target of issue 3 with
+ * PASS or MISS.
+ *
+ * The machine is shared: every variant of a row is measured in interleaved rounds (one tinybench
+ * run of all variants per round) and each keeps its best round's median, as the C program keeps
+ * its best repetition. Read the ratios, which come from one run.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -15,11 +21,12 @@ import { packageRoot } from '../src/platform/paths.js';
 const FORMULAS = {
   NDVI: '(B08 - B04) / (B08 + B04)',
   EVI: '2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)',
-  custom12: 'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25',
+  custom: 'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25',
 } as const;
+type Name = keyof typeof FORMULAS;
 
 // Straightforward TypeScript loops over the same inputs and semantics (DN 0 no-data, x/0 NaN).
-const tsLoops: Record<keyof typeof FORMULAS, (b: Record<string, Uint16Array>, out: Float32Array) => void> = {
+const tsLoops: Record<Name, (b: Record<string, Uint16Array>, out: Float32Array) => void> = {
   NDVI: ({ B04, B08 }, out) => {
     for (let i = 0; i < out.length; i++) {
       const r = B04![i]!, n = B08![i]!;
@@ -34,7 +41,7 @@ const tsLoops: Record<keyof typeof FORMULAS, (b: Record<string, Uint16Array>, ou
       out[i] = b === 0 || r === 0 || n === 0 || d === 0 ? NaN : (2.5 * (n * 0.0001 - r * 0.0001)) / d;
     }
   },
-  custom12: ({ B02, B03, B04, B08, B11 }, out) => {
+  custom: ({ B02, B03, B04, B08, B11 }, out) => {
     for (let i = 0; i < out.length; i++) {
       const b2 = B02![i]! * 0.0001, b3 = B03![i]! * 0.0001, b4 = B04![i]! * 0.0001, b8 = B08![i]! * 0.0001, b11 = B11![i]! * 0.0001;
       if (b2 === 0 || b3 === 0 || b4 === 0 || b8 === 0 || b11 === 0) {
@@ -53,64 +60,130 @@ function synthetic(n: number, band: string): Uint16Array {
   return a;
 }
 
-function cReference(n: number): { checked: number; plain: number } | null {
+interface CFigures {
+  checked: number;
+  plain: number;
+  fused: number;
+}
+
+function cReference(n: number): CFigures | null {
   const exe = path.join(packageRoot, 'dist', 'bench', 'ndvi');
   try {
     if (!existsSync(exe) || statSync(exe).mtimeMs < statSync(path.join(packageRoot, 'bench', 'c', 'ndvi.c')).mtimeMs) {
       mkdirSync(path.dirname(exe), { recursive: true });
       execFileSync('gcc', ['-O3', '-march=native', '-o', exe, path.join(packageRoot, 'bench', 'c', 'ndvi.c'), '-lm'], { stdio: 'ignore' });
     }
-    const [, checked, plain] = execFileSync(exe, [String(n)], { encoding: 'utf8' }).trim().split(' ');
-    return { checked: n / Number(checked) / 1000, plain: n / Number(plain) / 1000 };
+    const [, checked, plain, fused] = execFileSync(exe, [String(n)], { encoding: 'utf8' }).trim().split(' ');
+    return { checked: n / Number(checked) / 1000, plain: n / Number(plain) / 1000, fused: n / Number(fused) / 1000 };
   } catch {
     return null;
   }
 }
 
-async function mpxs(n: number, fn: () => void): Promise<number> {
-  const bench = new Bench({ time: n > 1e6 ? 1500 : 400, warmupTime: 200 });
-  bench.add('x', fn);
-  await bench.run();
-  const r = bench.tasks[0]!.result as unknown as { latency: { mean: number } };
-  return n / r.latency.mean / 1000;
+/**
+ * Mpx/s of each variant: interleaved rounds, the best round's median per variant. `perRound` runs
+ * once a round too (the C program, so that it sees the same load as the kernel).
+ */
+async function measure(n: number, variants: Record<string, () => void>, perRound?: () => void): Promise<Record<string, number>> {
+  const big = n > 1e6;
+  const reps = big ? 1 : Math.max(1, Math.round(200_000 / n)); // calls per sample, so a sample is ≥ ~0.1 ms
+  const rounds = big ? 4 : 6;
+  const best: Record<string, number> = {};
+  for (let r = 0; r < rounds; r++) {
+    const bench = new Bench({ time: big ? 150 : 60, warmupTime: r === 0 ? (big ? 100 : 60) : 0, warmupIterations: r === 0 ? 5 : 0, iterations: big ? 3 : 10 });
+    for (const [label, fn] of Object.entries(variants)) {
+      bench.add(label, () => {
+        for (let i = 0; i < reps; i++) fn();
+      });
+    }
+    await bench.run();
+    perRound?.();
+    for (const t of bench.tasks) {
+      const res = t.result as unknown as { latency: { p50: number } };
+      const mpxs = (n * reps) / res.latency.p50 / 1000;
+      best[t.name] = Math.max(best[t.name] ?? 0, mpxs);
+    }
+  }
+  return best;
 }
+
+const f0 = (x: number | undefined) => (x === undefined ? '' : x.toFixed(0));
+const f2 = (x: number) => x.toFixed(2);
 
 export default async function kernelBench(): Promise<void> {
   const simd = new Kernel({ simd: true });
   const scalar = new Kernel({ simd: false });
+  const sizes = [10_000, 10_000_000];
   const rows: Array<Record<string, string>> = [];
-  for (const n of [10_000, 10_000_000]) {
-    const c = cReference(n);
-    for (const [name, src] of Object.entries(FORMULAS) as Array<[keyof typeof FORMULAS, string]>) {
+  const targets: Array<Record<string, string>> = [];
+  for (const n of sizes) {
+    let c: CFigures | null = null;
+    const cRound = () => {
+      const r = cReference(n);
+      if (r) c = c ? { checked: Math.max(c.checked, r.checked), plain: Math.max(c.plain, r.plain), fused: Math.max(c.fused, r.fused) } : r;
+    };
+    const px = n.toLocaleString('en');
+    for (const [name, src] of Object.entries(FORMULAS) as Array<[Name, string]>) {
       const program = compileFormula(src);
       const inputs = Object.fromEntries(program.bands.map((b) => [b, synthetic(n, b)]));
       const out = new Float32Array(n);
-      const ts = await mpxs(n, () => tsLoops[name](inputs, out));
-      const results: Record<string, number> = { ts };
-      for (const [label, k] of [['simd', simd], ['scalar', scalar]] as const) {
-        const prep = k.prepare(n, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001 })));
+      // Sentinel-2 L2A: DN × 0.0001 (offset 0 before processing baseline 04.00, −0.1 since).
+      const prepare = (k: Kernel, offset: number) => {
+        const prep = k.prepare(n, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })));
         program.bands.forEach((b, j) => prep.bands[j]!.set(inputs[b]!));
-        results[label] = await mpxs(n, () => k.run(program, { stats: true, writeValues: true }));
-        if (label === 'simd') results.simdStatsOnly = await mpxs(n, () => k.run(program, { stats: true, writeValues: false }));
+      };
+      // Each kernel holds the inputs of its current row; the scalar build is slow, so it is measured
+      // in a round of its own (it does not compete with the others).
+      const offsets = name === 'NDVI' ? [0, -0.1] : [0];
+      for (const offset of offsets) {
+        prepare(simd, offset);
+        const variants: Record<string, () => void> = {
+          ts: () => tsLoops[name](inputs, out),
+          simd: () => simd.run(program, { stats: true, writeValues: true }),
+          simdValues: () => simd.run(program, { stats: false, writeValues: true }),
+          simdStats: () => simd.run(program, { stats: true, writeValues: false }),
+        };
+        const m = await measure(n, variants, name === 'NDVI' ? cRound : undefined);
+        prepare(scalar, offset);
+        const s = await measure(n, { scalar: () => scalar.run(program, { stats: true, writeValues: true }) });
+        const label = name === 'NDVI' ? `NDVI (${program.ops} ops), offset ${offset}` : `${name} (${program.ops} ops)`;
+        const isC = name === 'NDVI' && c !== null;
+        const cf = c as CFigures | null;
+        rows.push({
+          formula: label,
+          pixels: px,
+          'SIMD values+stats': f0(m.simd),
+          'SIMD values only': f0(m.simdValues),
+          'SIMD stats only (fused)': f0(m.simdStats),
+          'no-SIMD values+stats': f0(s.scalar),
+          'TS loop': f0(m.ts),
+          'SIMD ÷ TS': f2(m.simd! / m.ts!),
+          'no-SIMD ÷ TS': f2(s.scalar! / m.ts!),
+          'C checked': isC ? f0(cf!.checked) : '',
+          'C plain': isC ? f0(cf!.plain) : '',
+          'C fused': isC ? f0(cf!.fused) : '',
+        });
+        const mark = (ratio: number, goal: number) => `${f2(ratio)} ${ratio >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
+        const t = (target: string, value: string) => targets.push({ pixels: px, formula: label, target, ratio: value });
+        if (name === 'NDVI') {
+          t('compiled path (values+stats) ÷ TS loop', mark(m.simd! / m.ts!, 5));
+          if (cf) {
+            t('compiled path, values only ÷ C plain', mark(m.simdValues! / cf.plain, 0.6));
+            t('compiled path, values+stats ÷ C plain', mark(m.simd! / cf.plain, 0.6));
+            t('fused with stats (one pass) ÷ C plain', mark(m.simdStats! / cf.plain, 0.5));
+            t('fused with stats (one pass) ÷ C fused', mark(m.simdStats! / cf.fused, 0.5));
+          }
+        } else if (name === 'custom') {
+          t(`${program.ops}-operation formula (values+stats) ÷ TS loop`, mark(m.simd! / m.ts!, 3));
+        }
       }
-      rows.push({
-        formula: `${name} (${program.ops} ops)`,
-        pixels: n.toLocaleString('en'),
-        'WASM SIMD values+stats': results.simd!.toFixed(0),
-        'SIMD fused stats only': results.simdStatsOnly!.toFixed(0),
-        'WASM no SIMD': results.scalar!.toFixed(0),
-        'TS loop': ts.toFixed(0),
-        'SIMD ÷ TS': (results.simd! / ts).toFixed(2),
-        'no-SIMD ÷ TS': (results.scalar! / ts).toFixed(2),
-        'C -O3 checked': name === 'NDVI' && c ? c.checked.toFixed(0) : '',
-        'C -O3 plain': name === 'NDVI' && c ? c.plain.toFixed(0) : '',
-        'SIMD ÷ C checked': name === 'NDVI' && c ? (results.simd! / c.checked).toFixed(2) : '',
-        'SIMD ÷ C plain': name === 'NDVI' && c ? (results.simd! / c.plain).toFixed(2) : '',
-        'fused ÷ C plain': name === 'NDVI' && c ? (results.simdStatsOnly! / c.plain).toFixed(2) : '',
-      });
     }
+    if (c === null) console.log('gcc not found: no C reference (bash scripts/install-bench-tools.sh installs it)');
   }
-  console.log('Mpx/s (higher is better); "values+stats" writes every value and computes count/min/max/mean/std in the same pass;');
-  console.log('"fused stats only" computes the statistics without writing values out. C "checked" has the service semantics, C "plain" none.');
-  for (const n of ['10,000', '10,000,000']) console.table(rows.filter((r) => r.pixels === n));
+  console.log('Mpx/s (higher is better). "values+stats" is what the service runs: every value written and count/min/max/mean/std');
+  console.log('in the same pass; "values only" skips the statistics, "stats only" is NDVI fused with its statistics, nothing stored.');
+  console.log('C: "checked" has the service semantics, "plain" none (vectorised by gcc), "fused" = checked + statistics in double, one pass.');
+  for (const n of sizes) console.table(rows.filter((r) => r.pixels === n.toLocaleString('en')));
+  console.log('Targets of issue 3 (its C figure is for 10 M pixels):');
+  console.table(targets);
 }

@@ -307,67 +307,93 @@ export function sameTree(a: Node, b: Node): boolean {
 
 export const OP = {
   LOAD: 1, ADD: 2, SUB: 3, MUL: 4, DIV: 5, NEG: 6, SQRT: 7, ABS: 8, EXP: 9, LOG: 10, MIN: 11, MAX: 12, POW: 13, ND: 14, NDB: 15,
+  // with a constant operand (its f32 bits in the b field): a op c, or c op a for RSUBC / RDIVC
+  ADDC: 16, SUBC: 17, RSUBC: 18, MULC: 19, DIVC: 20, RDIVC: 21, MINC: 22, MAXC: 23,
+  // a × c + b: [MULCADD, dst, a | b << 16, bits(c)]
+  MULCADD: 24,
 } as const;
 
 const CALL_OP: Record<FuncName, number> = { sqrt: OP.SQRT, abs: OP.ABS, exp: OP.EXP, log: OP.LOG, pow: OP.POW, min: OP.MIN, max: OP.MAX };
 const BIN_OP = { '+': OP.ADD, '-': OP.SUB, '*': OP.MUL, '/': OP.DIV } as const;
+/** x op c and c op x as one instruction with the constant inside it. */
+const CONST_RIGHT = { '+': OP.ADDC, '-': OP.SUBC, '*': OP.MULC, '/': OP.DIVC } as const;
+const CONST_LEFT = { '+': OP.ADDC, '-': OP.RSUBC, '*': OP.MULC, '/': OP.RDIVC } as const;
+const CONST_OPS = new Set<number>([OP.ADDC, OP.SUBC, OP.RSUBC, OP.MULC, OP.DIVC, OP.RDIVC, OP.MINC, OP.MAXC, OP.MULCADD]);
+
+const f32bits = new Int32Array(1);
+const f32view = new Float32Array(f32bits.buffer);
+/** The bits of a float32 constant as the kernel reads them from an instruction. */
+function bitsOf(v: number): number {
+  f32view[0] = v;
+  return f32bits[0]!;
+}
 
 /** A compiled formula: plain data, so it crosses threads by structured clone cheaply. */
 export interface Program {
   /** 4 × i32 per instruction: op, dst, a, b. Band loads come first (slot i = bands[i]). */
   code: Int32Array;
-  /** Constant registers and their values, filled once per run. */
+  /** Constant registers and their values, filled once per run (constants an instruction cannot hold). */
   consts: Array<[number, number]>;
   bands: BandId[];
   resultReg: number;
   registers: number;
-  /** Number of non-load instructions (a rough cost measure). */
+  /** Arithmetic operations in the folded formula (+ − × ÷, negation, functions), however fused. */
   ops: number;
 }
 
 // The kernel has 256 registers; the last one is its own scratch.
 export const MAX_REGISTERS = 255;
 
+/** Arithmetic operations of a (folded) tree: min/max of k arguments count k − 1. */
+export function countOps(n: Node): number {
+  switch (n.k) {
+    case 'num':
+    case 'band':
+      return 0;
+    case 'neg':
+      return 1 + countOps(n.a);
+    case 'bin':
+      return 1 + countOps(n.a) + countOps(n.b);
+    case 'call':
+      return Math.max(1, n.args.length - 1) + n.args.reduce((s, a) => s + countOps(a), 0);
+  }
+}
+
+/** Every constant a program uses, in registers or inside instructions (for tests and debugging). */
+export function constantsOf(p: Program): number[] {
+  const out = p.consts.map(([, v]) => v);
+  for (let i = 0; i < p.code.length; i += 4) {
+    if (CONST_OPS.has(p.code[i]!)) {
+      f32bits[0] = p.code[i + 3]!;
+      out.push(f32view[0]!);
+    }
+  }
+  return out;
+}
+
+const isNdShape = (n: Node): n is { k: 'bin'; op: '/'; a: { k: 'bin'; op: '-'; a: Node; b: Node }; b: { k: 'bin'; op: '+'; a: Node; b: Node } } =>
+  n.k === 'bin' && n.op === '/' && n.a.k === 'bin' && n.a.op === '-' && n.b.k === 'bin' && n.b.op === '+' && sameTree(n.a.a, n.b.a) && sameTree(n.a.b, n.b.b);
+
 export function compile(tree: Node): Program {
   const folded = fold(tree);
+  const ops = countOps(folded);
   const bands = [...bandsOf(folded)].sort((a, b) => BANDS.indexOf(a) - BANDS.indexOf(b));
   // (Bx - By) / (Bx + By): the whole formula is one fused pass over the two bands.
-  if (folded.k === 'bin' && folded.op === '/' && folded.a.k === 'bin' && folded.a.op === '-' && folded.b.k === 'bin' && folded.b.op === '+' &&
-      folded.a.a.k === 'band' && folded.a.b.k === 'band' && sameTree(folded.a.a, folded.b.a) && sameTree(folded.a.b, folded.b.b) && folded.a.a.b !== folded.a.b.b) {
+  if (isNdShape(folded) && folded.a.a.k === 'band' && folded.a.b.k === 'band' && folded.a.a.b !== folded.a.b.b) {
     const slotA = bands.indexOf(folded.a.a.b);
     const slotB = bands.indexOf(folded.a.b.b);
-    return { code: Int32Array.from([OP.NDB, 0, slotA, slotB]), consts: [], bands, resultReg: 0, registers: 1, ops: 1 };
+    return { code: Int32Array.from([OP.NDB, 0, slotA, slotB]), consts: [], bands, resultReg: 0, registers: 1, ops };
   }
   const code: number[] = [];
   const bandReg = new Map<BandId, number>();
+  // Band and constant registers stay for the whole program; temporaries are recycled.
+  const pinned = new Set<number>();
   bands.forEach((b, i) => {
     bandReg.set(b, i);
+    pinned.add(i);
     code.push(OP.LOAD, i, i, 0);
   });
   let next = bands.length;
-  const constReg = new Map<number, number>();
-  const consts: Array<[number, number]> = [];
-  const constant = (v: number): number => {
-    const key = Object.is(v, -0) ? 0 : v;
-    let r = constReg.get(key);
-    if (r === undefined) {
-      r = next++;
-      constReg.set(key, r);
-      consts.push([r, key]);
-    }
-    return r;
-  };
-  // Constants first, so that temporaries can be recycled above them.
-  const collect = (n: Node): void => {
-    if (n.k === 'num') constant(n.v);
-    else if (n.k === 'neg') collect(n.a);
-    else if (n.k === 'bin') {
-      collect(n.a);
-      collect(n.b);
-    } else if (n.k === 'call') n.args.forEach(collect);
-  };
-  collect(folded);
-  const firstTemp = next;
   const free: number[] = [];
   const alloc = (): number => {
     const r = free.pop() ?? next++;
@@ -375,64 +401,100 @@ export function compile(tree: Node): Program {
     return r;
   };
   const release = (r: number) => {
-    if (r >= firstTemp && !free.includes(r)) free.push(r);
+    if (!pinned.has(r) && !free.includes(r)) free.push(r);
   };
-  let ops = 0;
+  const constReg = new Map<number, number>();
+  const consts: Array<[number, number]> = [];
+  // A constant an instruction cannot hold (pow's operands, a constant result) gets a register.
+  const constant = (v: number): number => {
+    const key = Object.is(v, -0) ? 0 : v;
+    let r = constReg.get(key);
+    if (r === undefined) {
+      // a register no temporary has used: it is filled before the program runs
+      r = next++;
+      if (r >= MAX_REGISTERS) throw new FormulaError('too_complex', 'the formula needs more registers than the kernel has; simplify it', 0);
+      pinned.add(r);
+      constReg.set(key, r);
+      consts.push([r, key]);
+    }
+    return r;
+  };
+  const unaryOp = (op: number, a: number): number => {
+    release(a);
+    const d = alloc();
+    code.push(op, d, a, 0);
+    return d;
+  };
+  const withConst = (op: number, a: number, c: number): number => {
+    release(a);
+    const d = alloc();
+    code.push(op, d, a, bitsOf(c));
+    return d;
+  };
+  const binOp = (op: number, a: number, b: number): number => {
+    release(a);
+    release(b);
+    const d = alloc();
+    code.push(op, d, a, b);
+    return d;
+  };
+  /** x × c as [x, c] when n is such a product with a constant factor. */
+  const scaled = (n: Node): [Node, number] | null => {
+    if (n.k !== 'bin' || n.op !== '*') return null;
+    if (n.b.k === 'num' && n.a.k !== 'num') return [n.a, n.b.v];
+    if (n.a.k === 'num' && n.b.k !== 'num') return [n.b, n.a.v];
+    return null;
+  };
   const emit = (n: Node): number => {
     switch (n.k) {
       case 'num':
         return constant(n.v);
       case 'band':
         return bandReg.get(n.b)!;
-      case 'neg': {
-        const a = emit(n.a);
-        release(a);
-        const d = alloc();
-        code.push(OP.NEG, d, a, 0);
-        ops++;
-        return d;
-      }
+      case 'neg':
+        return unaryOp(OP.NEG, emit(n.a));
       case 'bin': {
         // (x - y) / (x + y): one fused normalised-difference pass instead of three.
-        if (n.op === '/' && n.a.k === 'bin' && n.a.op === '-' && n.b.k === 'bin' && n.b.op === '+' && sameTree(n.a.a, n.b.a) && sameTree(n.a.b, n.b.b)) {
-          const x = emit(n.a.a);
-          const y = emit(n.a.b);
-          release(x);
-          release(y);
-          const d = alloc();
-          code.push(OP.ND, d, x, y);
-          ops++;
-          return d;
+        if (isNdShape(n)) return binOp(OP.ND, emit(n.a.a), emit(n.a.b));
+        if (n.b.k === 'num' && n.a.k !== 'num') return withConst(CONST_RIGHT[n.op], emit(n.a), n.b.v);
+        if (n.a.k === 'num' && n.b.k !== 'num') return withConst(CONST_LEFT[n.op], emit(n.b), n.a.v);
+        // x × c + y, y + x × c and y − x × c (= y + x × (−c), exactly): one pass.
+        if (n.op === '+' || n.op === '-') {
+          const right = scaled(n.b);
+          const left = n.op === '+' ? scaled(n.a) : null;
+          if (right || left) {
+            const [x, c] = right ?? left!;
+            const yNode = right ? n.a : n.b;
+            const y = emit(yNode);
+            const xr = emit(x);
+            release(xr);
+            release(y);
+            const d = alloc();
+            code.push(OP.MULCADD, d, xr | (y << 16), bitsOf(n.op === '-' ? -c : c));
+            return d;
+          }
         }
-        const a = emit(n.a);
-        const b = emit(n.b);
-        release(a);
-        release(b);
-        const d = alloc();
-        code.push(BIN_OP[n.op], d, a, b);
-        ops++;
-        return d;
+        return binOp(BIN_OP[n.op], emit(n.a), emit(n.b));
       }
       case 'call': {
-        const regs = n.args.map(emit);
-        regs.forEach(release);
-        const d = alloc();
-        const op = CALL_OP[n.f];
-        if (regs.length === 1) code.push(op, d, regs[0]!, 0);
-        else {
-          code.push(op, d, regs[0]!, regs[1]!);
-          for (let i = 2; i < regs.length; i++) code.push(op, d, d, regs[i]!);
+        if ((n.f === 'min' || n.f === 'max') && n.args.length === 2 && (n.args[0]!.k === 'num') !== (n.args[1]!.k === 'num')) {
+          const [x, c] = n.args[0]!.k === 'num' ? [n.args[1]!, n.args[0]!.v] : [n.args[0]!, (n.args[1] as { v: number }).v];
+          return withConst(n.f === 'min' ? OP.MINC : OP.MAXC, emit(x), c);
         }
-        ops += Math.max(1, regs.length - 1);
+        const regs = n.args.map(emit);
+        const op = CALL_OP[n.f];
+        if (regs.length === 1) return unaryOp(op, regs[0]!);
+        let d = binOp(op, regs[0]!, regs[1]!);
+        for (let i = 2; i < regs.length; i++) d = binOp(op, d, regs[i]!);
         return d;
       }
     }
   };
   let result = emit(folded);
-  if (result < firstTemp) {
-    // The whole formula is a band or a constant: give the result a register of its own.
+  if (pinned.has(result)) {
+    // The whole formula is a band or a constant: give the result a register of its own (x × 1 is x).
     const d = alloc();
-    code.push(OP.ADD, d, result, constant(0));
+    code.push(OP.MULC, d, result, bitsOf(1));
     result = d;
   }
   if (code.length / 4 > 4096) throw new FormulaError('too_complex', 'the formula compiles to too many instructions; simplify it', 0);

@@ -236,6 +236,108 @@ describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('ker
   });
 });
 
+describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('one-pass statistics and the fused NDVI loop (%s build)', (_name, kernel) => {
+  const ndvi = compile(parseFormula('(B08 - B04) / (B08 + B04)'));
+  /** Random DNs with DN 0, nodata 65535 and a mask, over sizes that cross blocks, chunks and tails. */
+  const ndviCase = fc.record({
+    n: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 250, max: 9000 })),
+    seed: fc.integer({ min: 1, max: 2 ** 30 }),
+    invalidLead: fc.integer({ min: 0, max: 1200 }),
+    withMask: fc.boolean(),
+  });
+  const fill = (n: number, seed: number, invalidLead: number, withMask: boolean) => {
+    let s = seed;
+    const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const red = new Uint16Array(n);
+    const nir = new Uint16Array(n);
+    const mask = withMask ? new Uint8Array(n) : undefined;
+    for (let i = 0; i < n; i++) {
+      const u = rnd();
+      red[i] = i < invalidLead ? 0 : u < 0.03 ? 0 : u < 0.05 ? 65535 : 1 + Math.floor(rnd() * 9000);
+      nir[i] = u > 0.98 ? 0 : 1 + Math.floor(rnd() * 9000);
+      if (mask) mask[i] = rnd() < 0.8 ? 1 : 0;
+    }
+    return { red, nir, mask };
+  };
+
+  /** Runs NDVI on fresh random bands (scale 0.0001, nodata 65535, the given offset). */
+  const runNdvi = (n: number, seed: number, invalidLead: number, withMask: boolean, offset: number) => {
+    const { red, nir, mask } = fill(n, seed, invalidLead, withMask);
+    const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }, { dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }];
+    const prep = kernel.prepare(n, specs, { mask: !!mask });
+    prep.bands[0]!.set(red);
+    prep.bands[1]!.set(nir);
+    if (mask) prep.mask!.set(mask);
+    const stats = kernel.run(ndvi);
+    return { red, nir, mask, specs, stats, got: kernel.copyValues() };
+  };
+
+  it('NDVI with an offset (reflectance math): values equal the float32 reference exactly, statistics the float64 ones to 1e-9', () => {
+    fc.assert(
+      fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
+        const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, -0.1);
+        const statsOnly = kernel.run(ndvi, { writeValues: false });
+        const inputs = { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } };
+        const want = referenceValues('(B08 - B04) / (B08 + B04)', inputs, n, mask, Math.fround);
+        for (let i = 0; i < n; i++) if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
+        const ref = referenceStats(want);
+        for (const s of [stats, statsOnly]) {
+          expect(s.count).toBe(ref.count);
+          if (!ref.count) continue;
+          expect(s.min).toBe(ref.min);
+          expect(s.max).toBe(ref.max);
+          expect(close(s.mean, ref.mean, 1e-9, 1e-12), `mean ${s.mean} vs ${ref.mean}`).toBe(true);
+          expect(close(s.std, ref.std, 1e-9, 1e-12), `std ${s.std} vs ${ref.std}`).toBe(true);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('NDVI with equal scales and no offset (integer math on the DNs in the SIMD build): within 2.5e-7 of float64', () => {
+    fc.assert(
+      fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
+        const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, 0);
+        const want = referenceValues('(B08 - B04) / (B08 + B04)', { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } }, n, mask);
+        for (let i = 0; i < n; i++) if (!close(got[i]!, want[i]!, 0, 2.5e-7)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
+        const ref = referenceStats(got); // the kernel's own values, in float64
+        expect(stats.count).toBe(ref.count);
+        if (ref.count) {
+          expect(stats.min).toBe(ref.min);
+          expect(stats.max).toBe(ref.max);
+          expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
+          expect(close(stats.std, ref.std, 1e-9, 1e-12)).toBe(true);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a formula through the interpreter over many blocks, the first ones without a value: statistics to 1e-9', () => {
+    const n = 5000;
+    const program = compile(parseFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'));
+    const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 }));
+    const prep = kernel.prepare(n, specs);
+    const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
+    program.bands.forEach((b, j) => {
+      const data = Uint16Array.from({ length: n }, (_, i) => (i < 1100 ? 0 : 1 + ((i * (37 + j * 11)) % 9000)));
+      prep.bands[j]!.set(data);
+      inputs[b] = { data, spec: specs[j]! };
+    });
+    const stats = kernel.run(program);
+    const ref = referenceStats(referenceValues(parseFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'), inputs, n, undefined, Math.fround));
+    expect(stats.count).toBe(ref.count);
+    expect(stats.min).toBe(ref.min);
+    expect(stats.max).toBe(ref.max);
+    expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
+    expect(close(stats.std, ref.std, 1e-9, 1e-12)).toBe(true);
+    const none = kernel.prepare(700, [{ dtype: 'u16' }, { dtype: 'u16' }]);
+    none.bands[0]!.fill(0);
+    none.bands[1]!.fill(5);
+    expect(kernel.run(ndvi).count).toBe(0);
+  });
+});
+
 describe('statistics on 10 million values', () => {
   it('agree with a float64 two-pass reference to 1e-9 relative', () => {
     const kernel = kernels[0]!;
