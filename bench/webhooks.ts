@@ -9,9 +9,10 @@
  *     deliveries per second from the first emit until all EVENTS × 10 were received.
  * (b) latency: BENCH_RATE (150) events/s, one transaction each, for BENCH_SECONDS (20) s; p50/p99
  *     from emit (the event's timestamp) to receipt, and the delivery rate achieved.
- * Targets: ≥ 2,000 deliveries/s and p99 < 250 ms on 2 cores. Beside the figures: the worker's CPU
- * time per delivery and the PostgreSQL transactions per delivery (pg_stat_database), which vary
- * less with the machine's load than the rates. BENCH_COMPARE=1 runs the same with
+ * Targets: ≥ 2,000 deliveries/s and p99 < 250 ms on 2 cores. Beside the figures: the CPU time
+ * per delivery of the worker process and of this process (the receivers' TLS and HTTP, the emits),
+ * and the PostgreSQL transactions per delivery (pg_stat_database), which vary less with the
+ * machine's load than the rates. BENCH_COMPARE=1 runs the same with
  * WEBHOOK_BATCH_SIZE=1 (a queue job per delivery) as a baseline in the same run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -54,6 +55,7 @@ interface Row {
   'p50 ms': number;
   'p99 ms': number;
   'worker CPU ms/delivery': string;
+  'bench+receivers CPU ms/delivery': string;
   'PG xacts/delivery': string;
   target: string;
 }
@@ -114,12 +116,14 @@ async function run(label: string, extraEnv: Record<string, string>, pki: TestPki
       for (const rx of receivers) rx.received.length = 0;
       const x0 = await xacts();
       const c0 = cpuMs(worker.pid!);
+      const b0 = process.cpuUsage();
       const t0 = Date.now();
       await emitAll();
       const total = events * RECEIVERS;
       const deadline = Date.now() + 20 * 60_000;
       while (count() < total && Date.now() < deadline) await sleep(50);
       const c1 = cpuMs(worker.pid!);
+      const b1 = process.cpuUsage(b0);
       await sleep(1200); // pg_stat counters are flushed about once a second
       const x1 = await xacts();
       const got = receivers.flatMap((r) => r.received);
@@ -136,6 +140,7 @@ async function run(label: string, extraEnv: Record<string, string>, pki: TestPki
         'p50 ms': quantile(lat, 0.5),
         'p99 ms': quantile(lat, 0.99),
         'worker CPU ms/delivery': ((c1 - c0) / got.length).toFixed(3),
+        'bench+receivers CPU ms/delivery': ((b1.user + b1.system) / 1000 / got.length).toFixed(3),
         'PG xacts/delivery': ((x1 - x0) / got.length).toFixed(3),
         target: target(rate, quantile(lat, 0.99)),
       };
