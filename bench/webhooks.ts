@@ -218,10 +218,22 @@ export default async function webhookBench(): Promise<void> {
   // Node's default keep-alive (5 s), as a real receiver would have.
   const receivers = await Promise.all(Array.from({ length: RECEIVERS }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })));
   try {
-    const rows = await run('PostgreSQL + Redis', {}, pki, caFile, receivers);
-    if (process.env.BENCH_COMPARE === '1') rows.push(...(await run('same, a job per delivery', { WEBHOOK_BATCH_SIZE: '1' }, pki, caFile, receivers)));
-    console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-    console.table(rows);
+    const setups: Array<[string, Record<string, string>]> = [['PostgreSQL + Redis', {}]];
+    if (process.env.BENCH_COMPARE === '1') setups.push(['same, a job per delivery', { WEBHOOK_BATCH_SIZE: '1' }]);
+    const rows: Row[] = [];
+    for (const [label, extra] of setups) {
+      const mine = await run(label, extra, pki, caFile, receivers);
+      rows.push(...mine);
+      console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.table(mine);
+    }
+    if (rows.length > 2) {
+      const ratio = (k: 'deliveries/s' | 'worker CPU ms/delivery', i: number) => (Number(rows[i]![k]) / Number(rows[i + 2]![k])).toFixed(2);
+      console.log(
+        `batched ÷ a job per delivery: burst deliveries/s ×${ratio('deliveries/s', 0)}, worker CPU per delivery ×${ratio('worker CPU ms/delivery', 0)}; ` +
+          `steady p99 ${rows[1]!['p99 ms']} ms vs ${rows[3]!['p99 ms']} ms`,
+      );
+    }
   } finally {
     for (const rx of receivers) await rx.close();
     rmSync(scratch, { recursive: true, force: true });
