@@ -1,62 +1,99 @@
 /**
- * Webhook fan-out: 10,000 events to 10 subscribed HTTPS receivers on loopback (100,000
- * deliveries) through a worker process on PostgreSQL + Redis (BENCH_DATABASE_URL / BENCH_REDIS_URL,
- * default the local services). Prints deliveries per second and p50/p99 from emit (the event's
- * outbox time) to receipt. Events are written straight into the outbox, in batches, as the
- * service's own emit does.
+ * Webhook delivery throughput and latency on PostgreSQL + Redis (BENCH_DATABASE_URL /
+ * BENCH_REDIS_URL, default the local services): an api process (registers the webhooks, each
+ * with its webhook.test) and a worker process (ROLE=worker: dispatcher + delivery queue), ten
+ * HTTPS receivers on 127.0.0.1 subscribed to `*`. Events are written with the service's own
+ * `emit` (the outbox insert and its NOTIFY) from this process, as the api would.
+ *
+ * (a) throughput: BENCH_EVENTS (10,000) events emitted as a burst (transactions of 500 emits);
+ *     deliveries per second from the first emit until all EVENTS × 10 were received.
+ * (b) latency: BENCH_RATE (150) events/s, one transaction each, for BENCH_SECONDS (20) s; p50/p99
+ *     from emit (the event's timestamp) to receipt, and the delivery rate achieved.
+ * Targets: ≥ 2,000 deliveries/s and p99 < 250 ms on 2 cores. Beside the figures: the CPU time
+ * per delivery of the worker process and of this process (the receivers' TLS and HTTP, the emits),
+ * and the PostgreSQL transactions per delivery (pg_stat_database), which vary less with the
+ * machine's load than the rates. BENCH_COMPARE=1 runs the same with
+ * WEBHOOK_BATCH_SIZE=1 (a queue job per delivery) as a baseline in the same run.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { createApiKey, findOrCreateAccount } from '../src/accounts/api-keys.js';
-import { migrate, openDatabase } from '../src/platform/database.js';
-import { newId } from '../src/platform/ids.js';
+import { emit } from '../src/events/outbox.js';
+import { migrate, openDatabase, type Database } from '../src/platform/database.js';
 import { packageRoot } from '../src/platform/paths.js';
-import { makePki, startReceiver } from '../test/helpers/tls.js';
+import { makePki, startReceiver, type Receiver, type TestPki } from '../test/helpers/tls.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
+const RATE = Number(process.env.BENCH_RATE ?? 150);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const RECEIVERS = 10;
+const TARGET_RATE = 2000;
+const TARGET_P99_MS = 250;
 
-export default async function webhookBench(): Promise<void> {
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function cpuMs(pid: number): number {
+  // utime + stime in clock ticks (100 Hz on Linux).
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]! : NaN;
+}
+
+interface Row {
+  setup: string;
+  phase: string;
+  events: number;
+  deliveries: number;
+  distinct: number;
+  'deliveries/s': number;
+  'p50 ms': number;
+  'p99 ms': number;
+  'worker CPU ms/delivery': string;
+  'bench+receivers CPU ms/delivery': string;
+  'PG xacts/delivery': string;
+  target: string;
+}
+
+async function run(label: string, extraEnv: Record<string, string>, pki: TestPki, caFile: string, receivers: Receiver[]): Promise<Row[]> {
   const pgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const dbName = `fa_bench_${Date.now()}`;
   const admin = postgres(pgUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`CREATE DATABASE ${dbName}`);
-  } catch (err) {
-    console.log(`webhooks bench skipped: PostgreSQL at ${pgUrl} is not available (${(err as Error).message})`);
-    await admin.end();
-    return;
-  }
+  await admin.unsafe(`CREATE DATABASE ${dbName}`);
   const url = new URL(pgUrl);
   url.pathname = `/${dbName}`;
-  const scratch = mkdtempSync(path.join(os.tmpdir(), 'whbench-'));
-  const pki = makePki();
-  const caFile = path.join(scratch, 'ca.pem');
-  writeFileSync(caFile, pki.ca);
-  const receivers = await Promise.all(Array.from({ length: RECEIVERS }, () => startReceiver(pki)));
-  const db = await openDatabase({ url: url.toString(), maxConnections: 4 });
-  await migrate(db);
-  const account = await findOrCreateAccount(db, 'bench');
-  const { key } = await createApiKey(db, account.id);
-  const port = 30_000 + Math.floor(Math.random() * 5000);
-  const env = {
-    ...process.env,
-    DATABASE_URL: url.toString(),
-    REDIS_URL: redisUrl,
-    NODE_EXTRA_CA_CERTS: caFile,
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    SIGNING_KEY: 'webhook-bench-signing-key-0123456789abcdef',
-    LOG_LEVEL: 'warn',
-    COMPUTE_THREADS: '1',
-    QUEUE_PREFIX: dbName,
-  };
-  const api = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, ROLE: 'api', PORT: String(port) }, stdio: 'inherit' });
-  const worker = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, ROLE: 'worker', PORT: '0' }, stdio: 'inherit' });
+  let db: Database | null = null;
+  const procs: ChildProcess[] = [];
   try {
+    db = await openDatabase({ url: url.toString(), maxConnections: 8 });
+    await migrate(db);
+    const account = await findOrCreateAccount(db, 'bench');
+    const { key } = await createApiKey(db, account.id);
+    const port = 30_000 + Math.floor(Math.random() * 5000);
+    const env = {
+      ...process.env,
+      DATABASE_URL: url.toString(),
+      REDIS_URL: redisUrl,
+      NODE_EXTRA_CA_CERTS: caFile,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      SIGNING_KEY: 'webhook-bench-signing-key-0123456789abcdef',
+      LOG_LEVEL: 'warn',
+      COMPUTE_THREADS: '1',
+      QUEUE_PREFIX: dbName,
+      DEMO: 'false',
+      ...extraEnv,
+    };
+    const main = path.join(packageRoot, 'dist/src/main.js');
+    const api = spawn(process.execPath, [main], { env: { ...env, ROLE: 'api', PORT: String(port) }, stdio: 'inherit' });
+    const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
+    const worker = spawn(process.execPath, [...nodeArgs, main], { env: { ...env, ROLE: 'worker', PORT: '0' }, stdio: 'inherit' });
+    procs.push(api, worker);
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 300; i++) {
       try {
@@ -64,50 +101,141 @@ export default async function webhookBench(): Promise<void> {
       } catch {
         /* starting */
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     for (const rx of receivers) {
       const r = await fetch(`${base}/v1/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: rx.url, events: ['*'] }) });
       if (r.status !== 201) throw new Error(`webhook registration failed: ${r.status} ${await r.text()}`);
     }
-    for (const rx of receivers) rx.received.length = 0;
-    const t0 = Date.now();
-    const BATCH = 500;
-    for (let i = 0; i < EVENTS; i += BATCH) {
-      const n = Math.min(BATCH, EVENTS - i);
-      const ids = Array.from({ length: n }, () => newId('evt'));
-      const data = Array.from({ length: n }, (_, k) => JSON.stringify({ field_id: `fld_bench${i + k}`, crop_type: 'wheat', harvest_date: '2025-08-01' }));
-      await db.query(
-        `INSERT INTO outbox (id, account_id, type, data) SELECT u.id, $1, 'season.ended', u.data::jsonb FROM unnest($2::text[], $3::text[]) AS u(id, data)`,
-        [account.id, ids, data],
-      );
-    }
-    const total = EVENTS * RECEIVERS;
+    await sleep(1000); // the worker is up and listening
+    const xacts = async () => (await admin.unsafe(`SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = '${dbName}'`))[0]!.n as number;
     const count = () => receivers.reduce((a, r) => a + r.received.length, 0);
-    const deadline = Date.now() + 20 * 60_000;
-    while (count() < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-    const elapsed = (Math.max(...receivers.flatMap((r) => r.received.map((x) => x.at))) - t0) / 1000;
-    const lat = receivers.flatMap((r) => r.received.map((x) => x.at - Date.parse(x.body.timestamp))).sort((a, b) => a - b);
-    const distinct = new Set(receivers.flatMap((r) => r.received.map((x) => x.headers['x-service-delivery']))).size;
-    console.table([
-      {
-        events: EVENTS,
-        receivers: RECEIVERS,
-        deliveries: count(),
-        distinct: distinct,
-        'deliveries/s': (count() / elapsed).toFixed(0),
-        'p50 emit→receipt ms': lat[Math.floor(lat.length * 0.5)],
-        'p99 emit→receipt ms': lat[Math.floor(lat.length * 0.99)],
-      },
-    ]);
+    const data = (i: number) => ({ field_id: `fld_bench${i}`, crop_type: 'wheat', harvest_date: '2025-08-01' });
+
+    const measure = async (phase: string, events: number, emitAll: () => Promise<void>, target: (rate: number, p99: number) => string): Promise<Row> => {
+      for (const rx of receivers) rx.received.length = 0;
+      const x0 = await xacts();
+      const c0 = cpuMs(worker.pid!);
+      const b0 = process.cpuUsage();
+      const t0 = Date.now();
+      await emitAll();
+      const total = events * RECEIVERS;
+      const deadline = Date.now() + 20 * 60_000;
+      while (count() < total && Date.now() < deadline) await sleep(50);
+      const c1 = cpuMs(worker.pid!);
+      const b1 = process.cpuUsage(b0);
+      await sleep(1200); // pg_stat counters are flushed about once a second
+      const x1 = await xacts();
+      const got = receivers.flatMap((r) => r.received);
+      const elapsed = (Math.max(...got.map((x) => x.at)) - t0) / 1000;
+      const lat = got.map((x) => x.at - Date.parse(x.body.timestamp)).sort((a, b) => a - b);
+      const rate = Math.round(got.length / elapsed);
+      return {
+        setup: label,
+        phase,
+        events,
+        deliveries: got.length,
+        distinct: new Set(got.map((x) => x.headers['x-service-delivery'])).size,
+        'deliveries/s': rate,
+        'p50 ms': quantile(lat, 0.5),
+        'p99 ms': quantile(lat, 0.99),
+        'worker CPU ms/delivery': ((c1 - c0) / got.length).toFixed(3),
+        'bench+receivers CPU ms/delivery': ((b1.user + b1.system) / 1000 / got.length).toFixed(3),
+        'PG xacts/delivery': ((x1 - x0) / got.length).toFixed(3),
+        target: target(rate, quantile(lat, 0.99)),
+      };
+    };
+
+    const rows: Row[] = [];
+    rows.push(
+      await measure(
+        'burst',
+        EVENTS,
+        async () => {
+          for (let i = 0; i < EVENTS; i += 500) {
+            const n = Math.min(500, EVENTS - i);
+            await db!.transaction(async (tx) => {
+              for (let k = 0; k < n; k++) await emit(tx, account.id, 'season.ended', data(i + k));
+            });
+          }
+        },
+        (rate) => `≥ ${TARGET_RATE}/s: ${rate >= TARGET_RATE ? 'PASS' : 'MISS'}`,
+      ),
+    );
+    const steady = Math.round(RATE * SECONDS);
+    rows.push(
+      await measure(
+        `${RATE} events/s for ${SECONDS} s`,
+        steady,
+        async () => {
+          const start = Date.now();
+          const inflight: Promise<unknown>[] = [];
+          for (let i = 0; i < steady; ) {
+            const due = Math.min(steady, Math.floor(((Date.now() - start) / 1000) * RATE) + 1);
+            for (; i < due; i++) inflight.push(db!.transaction((tx) => emit(tx, account.id, 'season.ended', data(i))));
+            await sleep(5);
+          }
+          await Promise.all(inflight);
+        },
+        (_rate, p99) => `p99 < ${TARGET_P99_MS} ms: ${p99 < TARGET_P99_MS ? 'PASS' : 'MISS'}`,
+      ),
+    );
+    return rows;
   } finally {
-    api.kill('SIGTERM');
-    worker.kill('SIGTERM');
-    await Promise.all([new Promise((r) => api.once('exit', r)), new Promise((r) => worker.once('exit', r))]);
-    for (const rx of receivers) await rx.close();
-    await db.close();
+    for (const p of procs) p.kill('SIGTERM');
+    await Promise.all(procs.map((p) => (p.exitCode === null ? new Promise((r) => p.once('exit', r)) : null)));
+    await db?.close();
     await admin.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.end();
+    // The queue keys of this run (its own prefix) go too.
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379');
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `fa:${dbName}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+    await redis.quit();
+  }
+}
+
+export default async function webhookBench(): Promise<void> {
+  const pgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const probe = postgres(pgUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    await probe.unsafe('SELECT 1');
+  } catch (err) {
+    console.log(`webhooks bench skipped: PostgreSQL at ${pgUrl} is not available (${(err as Error).message})`);
+    return;
+  } finally {
+    await probe.end();
+  }
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'whbench-'));
+  const pki = makePki();
+  const caFile = path.join(scratch, 'ca.pem');
+  writeFileSync(caFile, pki.ca);
+  // Node's default keep-alive (5 s), as a real receiver would have.
+  const receivers = await Promise.all(Array.from({ length: RECEIVERS }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })));
+  try {
+    const setups: Array<[string, Record<string, string>]> = [['PostgreSQL + Redis', {}]];
+    if (process.env.BENCH_COMPARE === '1') setups.push(['same, a job per delivery', { WEBHOOK_BATCH_SIZE: '1' }]);
+    const rows: Row[] = [];
+    for (const [label, extra] of setups) {
+      const mine = await run(label, extra, pki, caFile, receivers);
+      rows.push(...mine);
+      console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.table(mine);
+    }
+    if (rows.length > 2) {
+      const ratio = (k: 'deliveries/s' | 'worker CPU ms/delivery', i: number) => (Number(rows[i]![k]) / Number(rows[i + 2]![k])).toFixed(2);
+      console.log(
+        `batched ÷ a job per delivery: burst deliveries/s ×${ratio('deliveries/s', 0)}, worker CPU per delivery ×${ratio('worker CPU ms/delivery', 0)}; ` +
+          `steady p99 ${rows[1]!['p99 ms']} ms vs ${rows[3]!['p99 ms']} ms`,
+      );
+    }
+  } finally {
+    for (const rx of receivers) await rx.close();
     rmSync(scratch, { recursive: true, force: true });
   }
 }

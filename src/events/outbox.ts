@@ -38,10 +38,21 @@ function notify(): void {
   for (const l of listeners) l();
 }
 
+/**
+ * The PostgreSQL NOTIFY channel of a schema's outbox: every emit notifies it on commit, so that a
+ * dispatcher in another process wakes at once instead of at its next poll. Channel names are
+ * identifiers (at most 63 bytes).
+ */
+export function outboxChannel(schema: string): string {
+  return `fa_outbox.${schema}`.slice(0, 63);
+}
+
 export async function emit<D extends Record<string, unknown>>(tx: Sql, accountId: string, type: EventType, data: D): Promise<OutboxEvent<D>> {
   const id = newId('evt');
+  // One statement: the insert and its notification (delivered at commit, once per transaction).
   const rows = await tx.query<{ created_at: Date }>(
-    'INSERT INTO outbox (id, account_id, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING created_at',
+    `WITH e AS (INSERT INTO outbox (id, account_id, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING created_at)
+     SELECT e.created_at FROM e, (SELECT pg_notify(left('fa_outbox.' || current_schema(), 63), '')) AS n`,
     [id, accountId, type, JSON.stringify(data)],
   );
   tx.afterCommit?.(notify);

@@ -45,6 +45,10 @@ export interface Config {
     maxPerAccount: number;
     /** Pending deliveries overdue by more than this are queued again (their job was lost). */
     sweepGraceMs: number;
+    /** HTTP requests in flight per worker process (WEBHOOK_CONCURRENCY). */
+    concurrency: number;
+    /** First attempts fanned out into one queue job (WEBHOOK_BATCH_SIZE). */
+    batchSize: number;
   };
   /** How long a claimed job stays owned without a heartbeat before another worker may take it. */
   queueLeaseMs: number;
@@ -187,6 +191,8 @@ export function loadConfig(env: Env = process.env): Config {
       allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
       maxPerAccount: int(env, 'WEBHOOK_MAX_PER_ACCOUNT', 50, 1, 10_000),
       sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 30_000, 1000, 3_600_000),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 128, 1, 4096),
+      batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 50, 1, 1000),
     },
     queueLeaseMs: int(env, 'QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
     reports: {

@@ -22,6 +22,11 @@ export interface Database extends Sql {
   readonly schema: string;
   /** Runs `fn` in one transaction: commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  /**
+   * LISTEN on a channel (PostgreSQL only: the embedded database has one process, which notifies
+   * itself in memory). Resolves once listening, to a function that stops it.
+   */
+  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -103,6 +108,11 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
     query: root.query,
     transaction: (fn) => withAfterCommit((hooks) => sql.begin((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) })) as Promise<never>),
     afterCommit: (f) => setImmediate(f),
+    // postgres.js keeps one dedicated connection for LISTEN and re-listens after a reconnect.
+    listen: async (channel, onNotify) => {
+      const l = await sql.listen(channel, () => onNotify());
+      return () => l.unlisten();
+    },
     close: () => sql.end({ timeout: 5 }),
   };
 }

@@ -12,7 +12,7 @@ import type { Services } from './http/context.js';
 import { createJobQueues, type JobQueues } from './queue/job-queues.js';
 import { resolveSigningKey } from './settings.js';
 import { ComputePool } from '../compute/pool.js';
-import { attemptDelivery, type DeliveryJob } from '../webhooks/delivery.js';
+import { processDeliveryJob, type DeliveryJob } from '../webhooks/delivery.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { startSeasonScheduler } from '../events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
@@ -78,8 +78,10 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
       maxPerAccount: config.webhooks.maxPerAccount,
       ca: o.webhookCa,
+      concurrency: config.webhooks.concurrency,
     };
     const dispatcher = new Dispatcher(db, queues, {
+      batchSize: config.webhooks.batchSize,
       pollMs: o.pollMs,
       sweepMs: Math.min(30_000, config.webhooks.sweepGraceMs),
       sweepGraceMs: config.webhooks.sweepGraceMs,
@@ -103,7 +105,10 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     if (config.role !== 'api') {
       queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), { concurrency: config.reports.concurrency });
       closers.push(startReportSweeper(reports, (err) => log('report sweep failed', err)));
-      queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await attemptDelivery(webhooks, job)), { concurrency: 32 });
+      // Jobs in hand: a batch job holds up to WEBHOOK_BATCH_SIZE deliveries, a retry job one; the
+      // HTTP requests themselves are limited by the delivery worker's WEBHOOK_CONCURRENCY slots.
+      const jobConcurrency = Math.max(8, Math.ceil(config.webhooks.concurrency / 4));
+      queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await processDeliveryJob(webhooks, job)), { concurrency: jobConcurrency });
       dispatcher.start();
       closers.push(() => dispatcher.stop());
       closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));

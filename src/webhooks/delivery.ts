@@ -1,8 +1,12 @@
 /**
- * The delivery worker, as a pipeline of small steps: claim → load → sign → send → record →
- * schedule. One job = one attempt of one delivery. The claim (a short lease on the delivery row)
- * keeps two workers from sending the same attempt; the delivery id in X-Service-Delivery lets
- * receivers drop the duplicates at-least-once delivery can still produce.
+ * The delivery worker, as a pipeline of small steps: claim → sign → send → record → schedule.
+ * A job attempts one delivery (a retry, a replay, a manual re-send) or a batch of first attempts
+ * (the dispatcher's fan-out). The claim (a short lease on the delivery rows, one statement for the
+ * batch) keeps two workers from sending the same attempt; the delivery id in X-Service-Delivery
+ * lets receivers drop the duplicates at-least-once delivery can still produce. Claims, and the
+ * successes and scheduled retries, of the deliveries at the same stage at about the same time in
+ * this process are written together (Batcher: one statement for many); the rare outcomes that may
+ * disable a webhook (410, the last retry failed) keep a transaction of their own.
  *
  * Reading of "5 consecutive failed delivery attempts" (README): a delivery is tried once and then
  * retried after each delay of WEBHOOK_RETRY_DELAYS (five by default). When the last retry of one
@@ -13,12 +17,15 @@
  */
 import type { Database, Sql } from '../platform/database.js';
 import { postJson, type PostResult } from './outbound.js';
-import { enqueueDelivery, jobIdFor, stopPendingDeliveries, type WebhookDeps } from './service.js';
+import { jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
 import { webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
-import { signDelivery } from './signing.js';
+import { signDelivery, type SecretBox } from './signing.js';
 
 export interface DeliveryJob {
-  delivery_id: string;
+  /** One delivery (retries, replays, manual re-sends, the sweeper). */
+  delivery_id?: string;
+  /** First attempts of a batch of deliveries (the dispatcher's fan-out). */
+  delivery_ids?: string[];
 }
 
 interface Claimed {
@@ -38,18 +45,17 @@ interface Claimed {
 
 export type AttemptOutcome = 'succeeded' | 'retry_scheduled' | 'failed' | 'webhook_disabled' | 'skipped';
 
-/** Claims the next attempt of a pending delivery of an active webhook; null when there is nothing to do. */
-async function claim(db: Database, deliveryId: string, leaseMs: number): Promise<Claimed | null> {
-  const rows = await db.query<Claimed>(
+/** Claims the next attempt of the pending deliveries (of active webhooks) among `ids`. */
+async function claim(db: Database, ids: string[], leaseMs: number): Promise<Claimed[]> {
+  return db.query<Claimed>(
     `UPDATE deliveries d SET claimed_until = now() + ($2 || ' milliseconds')::interval
        FROM webhooks w
-      WHERE d.id = $1 AND w.id = d.webhook_id AND d.status = 'pending' AND w.status = 'active'
+      WHERE d.id = ANY($1) AND w.id = d.webhook_id AND d.status = 'pending' AND w.status = 'active'
         AND (d.claimed_until IS NULL OR d.claimed_until < now())
       RETURNING d.id, d.webhook_id, d.event_type, d.body, d.attempt_count, d.cycle_base, d.first_attempt_at,
                 w.url, w.secret_sealed, w.status AS webhook_status, w.last_success_at, d.created_at`,
-    [deliveryId, String(leaseMs)],
+    [ids, String(leaseMs)],
   );
-  return rows[0] ?? null;
 }
 
 function errorText(r: PostResult): string | null {
@@ -58,70 +64,237 @@ function errorText(r: PostResult): string | null {
   return null;
 }
 
-export async function attemptDelivery(deps: WebhookDeps, job: DeliveryJob): Promise<AttemptOutcome> {
-  const outcome = await attemptOnce(deps, job);
-  webhookDeliveries.inc({ outcome });
-  return outcome;
+/**
+ * Runs one queue job: attempts each of its deliveries; resolves when all are recorded. Each
+ * delivery is claimed once it has a sending slot (claims of deliveries that get a slot together
+ * are one statement), so that the claim's lease (the timeout + 5 s) covers the send itself and not
+ * the wait for a slot: a worker that dies mid-send releases the delivery to the sweeper soon after.
+ */
+export async function processDeliveryJob(deps: WebhookDeps, job: DeliveryJob): Promise<AttemptOutcome[]> {
+  const ids = job.delivery_ids ?? (job.delivery_id ? [job.delivery_id] : []);
+  const w = workerOf(deps);
+  return Promise.all(
+    ids.map(async (id) => {
+      const sent = await w.slots.run(async () => {
+        const d = await w.claims.add(id);
+        return d ? await send(deps, d) : null;
+      });
+      const outcome = sent ? await settle(deps, w, sent.d, sent.r, sent.attemptedAt) : 'skipped';
+      webhookDeliveries.inc({ outcome });
+      return outcome;
+    }),
+  );
 }
 
-async function attemptOnce(deps: WebhookDeps, job: DeliveryJob): Promise<AttemptOutcome> {
-  // The claim outlives one attempt (timeout + margin) and no more: a worker that dies mid-send
-  // releases the delivery to the sweeper soon after.
-  const d = await claim(deps.db, job.delivery_id, deps.timeoutMs + 5_000);
-  if (!d) return 'skipped';
-  const attempt = d.attempt_count + 1;
+/** One attempt of one delivery (the job of a retry), with its outcome. */
+export async function attemptDelivery(deps: WebhookDeps, job: { delivery_id: string }): Promise<AttemptOutcome> {
+  return (await processDeliveryJob(deps, { delivery_id: job.delivery_id }))[0]!;
+}
+
+/** Limits the HTTP requests in flight per process; a waiting attempt's timeout has not started. */
+class Slots {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+  constructor(n: number) {
+    this.free = n;
+  }
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((r) => this.waiting.push(r));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+/**
+ * Group commit: the first item is written at once (next turn of the event loop); the items that
+ * arrive while that write runs are written together by the next one, in one statement.
+ */
+export class Batcher<I, R> {
+  private queue: Array<{ item: I; resolve: (r: R) => void; reject: (e: unknown) => void }> = [];
+  private writing = false;
+  constructor(private readonly write: (items: I[]) => Promise<R[]>, private readonly maxBatch = 500) {}
+
+  add(item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.writing) {
+        this.writing = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        const results = await this.write(batch.map((b) => b.item));
+        batch.forEach((b, i) => b.resolve(results[i]!));
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+    this.writing = false;
+  }
+}
+
+interface Worker {
+  slots: Slots;
+  claims: Batcher<string, Claimed | null>;
+  records: Batcher<AttemptRow, null>;
+}
+
+const workers = new WeakMap<WebhookDeps, Worker>();
+function workerOf(deps: WebhookDeps): Worker {
+  let w = workers.get(deps);
+  if (!w) {
+    const leaseMs = deps.timeoutMs + 5_000;
+    w = {
+      slots: new Slots(deps.concurrency ?? 128),
+      claims: new Batcher(async (ids) => {
+        const rows = new Map((await claim(deps.db, ids, leaseMs)).map((d) => [d.id, d]));
+        return ids.map((id) => rows.get(id) ?? null);
+      }),
+      records: new Batcher(async (rows) => {
+        await recordAttempts(deps.db, rows);
+        return rows.map(() => null);
+      }),
+    };
+    workers.set(deps, w);
+  }
+  return w!;
+}
+
+const opened = new Map<string, string>();
+function openSecret(box: SecretBox, sealed: string): string {
+  let s = opened.get(sealed);
+  if (s === undefined) {
+    s = box.open(sealed);
+    if (opened.size >= 1000) opened.clear();
+    opened.set(sealed, s);
+  }
+  return s;
+}
+
+async function send(deps: WebhookDeps, d: Claimed): Promise<{ d: Claimed; r: PostResult; attemptedAt: Date }> {
   const raw = Buffer.from(d.body, 'utf8');
-  const headers = signDelivery({ secret: deps.box.open(d.secret_sealed), event: d.event_type, deliveryId: d.id, rawBody: raw });
+  const headers = signDelivery({ secret: openSecret(deps.box, d.secret_sealed), event: d.event_type, deliveryId: d.id, rawBody: raw });
   const attemptedAt = new Date();
-  const r = await postJson(d.url, raw, { ...headers }, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca });
+  const r = await postJson(d.url, raw, { ...headers }, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca, cacheResolution: true });
+  return { d, r, attemptedAt };
+}
+
+async function settle(deps: WebhookDeps, w: Worker, d: Claimed, r: PostResult, attemptedAt: Date): Promise<AttemptOutcome> {
+  const attempt = d.attempt_count + 1;
   webhookAttemptDuration.observe({ result: r.ok ? 'ok' : 'error' }, r.latencyMs / 1000);
   if (r.ok) webhookDeliveryLag.observe((Date.now() - new Date(d.created_at).getTime()) / 1000);
   const retryNumber = attempt - d.cycle_base; // 1 = first try of this run, 2 = first retry, ...
   const delays = deps.retryDelaysMs;
-
-  const outcome = await deps.db.transaction(async (tx): Promise<AttemptOutcome> => {
-    await tx.query(
-      `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, latency_ms)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-      [d.id, attempt, attemptedAt, r.status ?? null, errorText(r), r.latencyMs],
-    );
-    const firstAttemptAt = d.first_attempt_at ?? attemptedAt;
-    if (r.ok) {
-      await tx.query(
-        `UPDATE deliveries SET status = 'succeeded', attempt_count = $2, first_attempt_at = $3, next_attempt_at = NULL,
-                claimed_until = NULL, last_error = NULL, updated_at = now() WHERE id = $1`,
-        [d.id, attempt, firstAttemptAt],
-      );
-      await tx.query('UPDATE webhooks SET last_success_at = GREATEST(COALESCE(last_success_at, $2), $2) WHERE id = $1', [d.webhook_id, attemptedAt]);
-      return 'succeeded';
-    }
+  const firstAttemptAt = d.first_attempt_at ?? attemptedAt;
+  const row: AttemptRow = { id: d.id, webhook_id: d.webhook_id, attempt, attempted_at: attemptedAt, status_code: r.status ?? null, error: errorText(r), latency_ms: r.latencyMs, first_attempt_at: firstAttemptAt, next_attempt_at: null, job_id: null };
+  if (r.ok) {
+    await w.records.add(row);
+    return 'succeeded';
+  }
+  if (r.status !== 410 && retryNumber <= delays.length) {
+    const delay = delays[retryNumber - 1]!;
+    const jobId = jobIdFor(d.id, attempt + 1);
+    await w.records.add({ ...row, next_attempt_at: new Date(Date.now() + delay), job_id: jobId });
+    // Recorded first, queued second: a crash in between leaves a pending delivery whose job does
+    // not exist, which the sweeper queues again.
+    await deps.queues.enqueue(WEBHOOK_QUEUE, { delivery_id: d.id }, { jobId, delayMs: delay });
+    return 'retry_scheduled';
+  }
+  return deps.db.transaction(async (tx): Promise<AttemptOutcome> => {
+    await insertAttempt(tx, row);
+    await finishFailed(tx, d.id, attempt, firstAttemptAt, row.error);
     if (r.status === 410) {
-      await finishFailed(tx, d.id, attempt, firstAttemptAt, errorText(r));
       await disable(tx, d.webhook_id, 'the endpoint answered 410 Gone');
       return 'webhook_disabled';
     }
-    if (retryNumber <= delays.length) {
-      const delay = delays[retryNumber - 1]!;
-      await tx.query(
-        `UPDATE deliveries SET attempt_count = $2, first_attempt_at = $3, next_attempt_at = $4, claimed_until = NULL,
-                last_error = $5, updated_at = now() WHERE id = $1`,
-        [d.id, attempt, firstAttemptAt, new Date(Date.now() + delay), errorText(r)],
-      );
-      return 'retry_scheduled';
-    }
-    await finishFailed(tx, d.id, attempt, firstAttemptAt, errorText(r));
     const [wh] = await tx.query<{ last_success_at: Date | null }>('SELECT last_success_at FROM webhooks WHERE id = $1 FOR UPDATE', [d.webhook_id]);
     if (!wh?.last_success_at || wh.last_success_at < firstAttemptAt) {
-      await disable(tx, d.webhook_id, `every retry of delivery ${d.id} failed (last: ${errorText(r)})`);
+      await disable(tx, d.webhook_id, `every retry of delivery ${d.id} failed (last: ${row.error})`);
       return 'webhook_disabled';
     }
     return 'failed';
   });
+}
 
-  if (outcome === 'retry_scheduled') {
-    await enqueueDelivery(deps.db, deps.queues, d.id, jobIdFor(d.id, attempt + 1), delays[retryNumber - 1]!);
+interface AttemptRow {
+  id: string;
+  webhook_id: string;
+  attempt: number;
+  attempted_at: Date;
+  status_code: number | null;
+  error: string | null;
+  latency_ms: number;
+  first_attempt_at: Date;
+  /** Set: a failure whose retry is scheduled then (with job_id); null: a success. */
+  next_attempt_at: Date | null;
+  job_id: string | null;
+}
+
+async function insertAttempt(tx: Sql, a: AttemptRow): Promise<void> {
+  await tx.query(
+    `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, latency_ms)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+    [a.id, a.attempt, a.attempted_at, a.status_code, a.error, a.latency_ms],
+  );
+}
+
+/**
+ * Records many attempt results in one statement: the attempts, the deliveries' new state and the
+ * webhooks' last success. A success marks the delivery succeeded; a scheduled retry keeps the
+ * delivery's status (a delivery cancelled meanwhile stays cancelled). The statement is idempotent,
+ * so a deadlock with another process is simply tried again.
+ */
+async function recordAttempts(db: Database, rows: AttemptRow[]): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    try {
+      await db.query(
+        `WITH r AS (
+           SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::float8[],
+                                $8::timestamptz[], $9::timestamptz[], $10::text[])
+             AS r(id, webhook_id, attempt, attempted_at, status_code, error, latency_ms, first_attempt_at, next_attempt_at, job_id)
+         ), ins AS (
+           INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, latency_ms)
+           SELECT id, attempt, attempted_at, status_code, error, latency_ms FROM r ON CONFLICT DO NOTHING
+         ), upd AS (
+           UPDATE deliveries d
+              SET status = CASE WHEN r.next_attempt_at IS NULL THEN 'succeeded' ELSE d.status END,
+                  attempt_count = r.attempt, first_attempt_at = r.first_attempt_at, next_attempt_at = r.next_attempt_at,
+                  claimed_until = NULL, last_error = r.error, job_id = COALESCE(r.job_id, d.job_id), updated_at = now()
+             FROM r WHERE d.id = r.id
+         )
+         UPDATE webhooks w SET last_success_at = GREATEST(COALESCE(w.last_success_at, s.at), s.at)
+           FROM (SELECT webhook_id, max(attempted_at) AS at FROM r WHERE next_attempt_at IS NULL GROUP BY webhook_id) s
+          WHERE w.id = s.webhook_id`,
+        [
+          rows.map((r) => r.id),
+          rows.map((r) => r.webhook_id),
+          rows.map((r) => r.attempt),
+          // Timestamps as ISO text: postgres.js cannot type an array of Date objects.
+          rows.map((r) => r.attempted_at.toISOString()),
+          rows.map((r) => r.status_code),
+          rows.map((r) => r.error),
+          rows.map((r) => r.latency_ms),
+          rows.map((r) => r.first_attempt_at.toISOString()),
+          rows.map((r) => r.next_attempt_at?.toISOString() ?? null),
+          rows.map((r) => r.job_id),
+        ],
+      );
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '40P01' || tries >= 3) throw err; // 40P01: deadlock
+    }
   }
-  return outcome;
 }
 
 async function finishFailed(tx: Sql, id: string, attempt: number, firstAttemptAt: Date, error: string | null): Promise<void> {

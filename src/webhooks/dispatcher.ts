@@ -1,78 +1,86 @@
 /**
  * Fans outbox events out to webhooks. Each batch, in one transaction: take undispatched events
- * (SKIP LOCKED, so several workers share the work without doubling it), create one delivery per
- * (active subscribed webhook, event), mark the events dispatched. After the commit, one queue job
- * per delivery. If the process dies between the commit and the enqueue, the sweeper finds the
- * overdue pending deliveries and queues them again: nothing committed is lost.
+ * and mark them dispatched (one statement; SKIP LOCKED, so several workers share the work without
+ * doubling it), create one delivery per (active subscribed webhook, event) in one multi-row
+ * INSERT. After the commit, the first attempts go to the queue in one bulk add, as jobs of up to
+ * `batchSize` deliveries of one webhook (a slow endpoint holds up its own jobs only). If the
+ * process dies between the commit and the enqueue, the sweeper finds the overdue pending
+ * deliveries and queues them again: nothing committed is lost.
  */
-import { onOutboxCommit } from '../events/outbox.js';
+import { onOutboxCommit, outboxChannel } from '../events/outbox.js';
 import type { Database } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
-import type { DeliveryJob } from './delivery.js';
-import { enqueueDelivery, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
+import { enqueueDeliveries, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
 
 interface EventRow {
   id: string;
+  seq: number;
   account_id: string;
   type: string;
   data: Record<string, unknown>;
   created_at: Date;
 }
 
-export async function dispatchBatch(db: Database, queues: DeliveryQueue, limit = 500): Promise<{ events: number; deliveries: number }> {
+export async function dispatchBatch(db: Database, queues: DeliveryQueue, limit = 500, batchSize = 50): Promise<{ events: number; deliveries: number; jobs: number }> {
   const created = await db.transaction(async (tx) => {
     const events = await tx.query<EventRow>(
-      `SELECT id, account_id, type, data, created_at FROM outbox
-        WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      `UPDATE outbox o SET dispatched_at = now()
+        WHERE o.id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+        RETURNING o.id, o.seq::int8::float8 AS seq, o.account_id, o.type, o.data, o.created_at`,
       [limit],
     );
-    if (!events.length) return { events: 0, ids: [] as string[] };
+    if (!events.length) return { events: 0, jobs: [] as Array<{ deliveryIds: string[]; jobId: string }> };
+    events.sort((a, b) => a.seq - b.seq);
     const accounts = [...new Set(events.map((e) => e.account_id))];
     const hooks = await tx.query<{ id: string; account_id: string; events: string[] }>(
-      `SELECT id, account_id, events FROM webhooks WHERE status = 'active' AND account_id = ANY($1)`,
+      `SELECT id, account_id, events FROM webhooks WHERE status = 'active' AND account_id = ANY($1) ORDER BY id`,
       [accounts],
     );
-    const cols: { id: string[]; webhook: string[]; account: string[]; event: string[]; type: string[]; body: string[] } = {
-      id: [], webhook: [], account: [], event: [], type: [], body: [],
+    const cols: { id: string[]; webhook: string[]; account: string[]; event: string[]; type: string[]; body: string[]; job: string[] } = {
+      id: [], webhook: [], account: [], event: [], type: [], body: [], job: [],
     };
-    for (const e of events) {
-      const body = JSON.stringify({ event: e.type, timestamp: e.created_at.toISOString(), data: e.data });
-      for (const h of hooks) {
+    const jobs: Array<{ deliveryIds: string[]; jobId: string }> = [];
+    const bodies = new Map<string, string>();
+    // Webhook-major, events in order within each webhook; a job per run of `batchSize`.
+    for (const h of hooks) {
+      let job: { deliveryIds: string[]; jobId: string } | null = null;
+      for (const e of events) {
         if (h.account_id !== e.account_id || !(h.events.includes('*') || h.events.includes(e.type))) continue;
-        cols.id.push(newId('dlv'));
+        let body = bodies.get(e.id);
+        if (body === undefined) {
+          body = JSON.stringify({ event: e.type, timestamp: e.created_at.toISOString(), data: e.data });
+          bodies.set(e.id, body);
+        }
+        const id = newId('dlv');
+        if (!job || job.deliveryIds.length >= batchSize) {
+          job = { deliveryIds: [], jobId: batchSize === 1 ? jobIdFor(id, 1) : `${id}.batch` };
+          jobs.push(job);
+        }
+        job.deliveryIds.push(id);
+        cols.id.push(id);
         cols.webhook.push(h.id);
         cols.account.push(e.account_id);
         cols.event.push(e.id);
         cols.type.push(e.type);
         cols.body.push(body);
+        cols.job.push(job.jobId);
       }
     }
-    let ids: string[] = [];
     if (cols.id.length) {
-      const rows = await tx.query<{ id: string }>(
+      // A conflicting row (the pair fanned out already) is skipped; its job then finds nothing to do for it.
+      await tx.query(
         `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at, job_id)
-         SELECT u.id, u.webhook_id, u.account_id, u.event_id, u.event_type, u.body, 'pending', now(), u.id || '.1'
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-                AS u(id, webhook_id, account_id, event_id, event_type, body)
-         ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING id`,
-        [cols.id, cols.webhook, cols.account, cols.event, cols.type, cols.body],
+         SELECT u.id, u.webhook_id, u.account_id, u.event_id, u.event_type, u.body, 'pending', now(), u.job_id
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+                AS u(id, webhook_id, account_id, event_id, event_type, body, job_id)
+         ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+        [cols.id, cols.webhook, cols.account, cols.event, cols.type, cols.body, cols.job],
       );
-      ids = rows.map((r) => r.id);
     }
-    await tx.query('UPDATE outbox SET dispatched_at = now() WHERE id = ANY($1)', [events.map((e) => e.id)]);
-    return { events: events.length, ids };
+    return { events: events.length, jobs };
   });
-  await enqueueAll(queues, created.ids.map((id) => ({ id, attempt: 1 })));
-  return { events: created.events, deliveries: created.ids.length };
-}
-
-async function enqueueAll(queues: DeliveryQueue, items: Array<{ id: string; attempt: number }>): Promise<void> {
-  const CHUNK = 100;
-  for (let i = 0; i < items.length; i += CHUNK) {
-    await Promise.all(
-      items.slice(i, i + CHUNK).map((d) => queues.enqueue<DeliveryJob>(WEBHOOK_QUEUE, { delivery_id: d.id }, { jobId: jobIdFor(d.id, d.attempt) })),
-    );
-  }
+  await enqueueDeliveries(db, queues, created.jobs, true);
+  return { events: created.events, deliveries: created.jobs.reduce((n, j) => n + j.deliveryIds.length, 0), jobs: created.jobs.length };
 }
 
 /**
@@ -92,13 +100,18 @@ export async function sweepOverdue(db: Database, queues: DeliveryQueue, graceMs 
     [String(graceMs), limit],
   );
   const stamp = Date.now();
-  let requeued = 0;
+  const live = new Map<string, boolean>(); // a batch job is shared by many deliveries: ask once
+  const lost: Array<{ deliveryIds: string[]; jobId: string }> = [];
   for (const d of rows) {
-    if (d.job_id && (await queues.pending(WEBHOOK_QUEUE, d.job_id))) continue;
-    await enqueueDelivery(db, queues, d.id, `${jobIdFor(d.id, d.attempt_count + 1)}.sweep${stamp}`);
-    requeued++;
+    if (d.job_id) {
+      let pending = live.get(d.job_id);
+      if (pending === undefined) live.set(d.job_id, (pending = await queues.pending(WEBHOOK_QUEUE, d.job_id)));
+      if (pending) continue;
+    }
+    lost.push({ deliveryIds: [d.id], jobId: `${jobIdFor(d.id, d.attempt_count + 1)}.sweep${stamp}` });
   }
-  return requeued;
+  await enqueueDeliveries(db, queues, lost);
+  return lost.length;
 }
 
 /**
@@ -114,14 +127,23 @@ export class Dispatcher {
   constructor(
     private readonly db: Database,
     private readonly queues: DeliveryQueue,
-    private readonly opts: { pollMs?: number; sweepMs?: number; sweepGraceMs?: number; onError?: (err: unknown) => void } = {},
+    private readonly opts: { pollMs?: number; sweepMs?: number; sweepGraceMs?: number; batchSize?: number; onError?: (err: unknown) => void } = {},
   ) {}
 
   private unsubscribe: (() => void) | null = null;
+  private unlisten: Promise<(() => Promise<void>) | null> | null = null;
 
   start(): void {
     this.stopped = false;
     this.unsubscribe = onOutboxCommit(this.wake);
+    // Events committed by other processes (the api role) wake it through PostgreSQL NOTIFY; the
+    // poll stays as a fallback (a notification lost while the listening connection reconnects).
+    this.unlisten = this.db.listen
+      ? this.db.listen(outboxChannel(this.db.schema), this.wake).catch((err) => {
+          this.opts.onError?.(err);
+          return null;
+        })
+      : null;
     this.schedule(0);
   }
 
@@ -141,7 +163,7 @@ export class Dispatcher {
     this.running = true;
     let busy = false;
     try {
-      const r = await dispatchBatch(this.db, this.queues);
+      const r = await dispatchBatch(this.db, this.queues, 500, this.opts.batchSize);
       busy = r.events > 0;
       if (Date.now() - this.lastSweep > (this.opts.sweepMs ?? 30_000)) {
         this.lastSweep = Date.now();
@@ -161,6 +183,8 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    const unlisten = await this.unlisten;
+    await unlisten?.().catch(() => {});
     if (this.timer) clearTimeout(this.timer);
     while (this.running) await new Promise((r) => setTimeout(r, 10));
   }

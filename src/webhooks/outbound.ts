@@ -29,6 +29,8 @@ export interface OutboundOptions {
   maxResponseBytes?: number;
   /** Trusted CAs; default: Node's bundled roots + the system store + NODE_EXTRA_CA_CERTS. */
   ca?: string[];
+  /** Reuse a checked resolution of the host for RESOLVE_TTL_MS (deliveries; not registration). */
+  cacheResolution?: boolean;
 }
 
 let defaultCa: string[] | undefined;
@@ -63,16 +65,39 @@ export interface ResolvedTarget {
   addresses: Array<{ address: string; family: number }>;
 }
 
+/**
+ * Checked resolutions, kept for a short time: deliveries to one endpoint do not look its name up
+ * and check its addresses again on every attempt. Safe because the connection always goes to the
+ * address that was checked (a name that changes to a private address meanwhile is not followed),
+ * and only successful checks are kept. Keyed by the URL's host and whether private networks are
+ * allowed.
+ */
+const resolved = new Map<string, { at: number; addresses: Array<{ address: string; family: number }> }>();
+export const RESOLVE_TTL_MS = 30_000;
+
+/** Forgets every cached resolution (tests). */
+export function clearResolveCache(): void {
+  resolved.clear();
+}
+
+/**
+ * resolveTarget with the cache above. Registration and URL changes use resolveTarget itself, so
+ * that a new URL is always looked up afresh.
+ */
+export async function resolveTargetCached(rawUrl: string, allowPrivate: boolean, now = Date.now()): Promise<ResolvedTarget> {
+  const url = checkUrl(rawUrl);
+  const key = `${allowPrivate ? 1 : 0}|${url.hostname}`;
+  const hit = resolved.get(key);
+  if (hit && now - hit.at < RESOLVE_TTL_MS) return { url, addresses: hit.addresses };
+  const target = await resolveTarget(rawUrl, allowPrivate);
+  if (resolved.size >= 10_000) resolved.clear();
+  resolved.set(key, { at: now, addresses: target.addresses });
+  return target;
+}
+
 /** Validates the URL (https only, no credentials) and resolves it; throws OutboundError. */
 export async function resolveTarget(rawUrl: string, allowPrivate: boolean): Promise<ResolvedTarget> {
-  let url: URL;
-  try {
-    url = new URL(rawUrl);
-  } catch {
-    throw new OutboundError('invalid_url', 'is not a valid URL');
-  }
-  if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'must use https://');
-  if (url.username || url.password) throw new OutboundError('invalid_url', 'must not contain credentials');
+  const url = checkUrl(rawUrl);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: Array<{ address: string; family: number }>;
   if (ipaddr.isValid(host)) {
@@ -90,6 +115,18 @@ export async function resolveTarget(rawUrl: string, allowPrivate: boolean): Prom
     if (bad) throw new OutboundError('blocked_address', `${host} resolves to ${bad.address}, which is not a public address`);
   }
   return { url, addresses };
+}
+
+function checkUrl(rawUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    throw new OutboundError('invalid_url', 'is not a valid URL');
+  }
+  if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'must use https://');
+  if (url.username || url.password) throw new OutboundError('invalid_url', 'must not contain credentials');
+  return url;
 }
 
 export class OutboundError extends Error {
@@ -148,7 +185,7 @@ export async function postJson(rawUrl: string, body: Buffer, headers: Record<str
   const started = performance.now();
   let target: ResolvedTarget;
   try {
-    target = await resolveTarget(rawUrl, opts.allowPrivateNetworks ?? false);
+    target = await (opts.cacheResolution ? resolveTargetCached : resolveTarget)(rawUrl, opts.allowPrivateNetworks ?? false);
   } catch (err) {
     const e = err as OutboundError;
     return { ok: false, error: { kind: e.kind ?? 'network', message: e.message }, latencyMs: performance.now() - started };

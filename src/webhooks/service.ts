@@ -15,6 +15,7 @@ import { generateSecret, signDelivery, type SecretBox } from './signing.js';
 /** The part of the job queues webhooks use (structural, so any backend fits). */
 export interface DeliveryQueue {
   enqueue<T>(queue: string, data: T, opts?: { delayMs?: number; jobId?: string }): Promise<string>;
+  enqueueMany<T>(queue: string, jobs: Array<{ data: T; opts?: { delayMs?: number; jobId?: string } }>): Promise<string[]>;
   remove(queue: string, jobId: string): Promise<boolean>;
   pending(queue: string, jobId: string): Promise<boolean>;
 }
@@ -23,6 +24,27 @@ export interface DeliveryQueue {
 export async function enqueueDelivery(db: { query: Database['query'] }, queues: DeliveryQueue, deliveryId: string, jobId: string, delayMs = 0): Promise<void> {
   await queues.enqueue(WEBHOOK_QUEUE, { delivery_id: deliveryId }, { jobId, delayMs });
   await db.query('UPDATE deliveries SET job_id = $2 WHERE id = $1', [deliveryId, jobId]);
+}
+
+/**
+ * Queues jobs that each attempt one or more deliveries, in one round trip, then records each
+ * delivery's job (one statement) for the sweeper. `recorded`: the job ids are already stored.
+ */
+export async function enqueueDeliveries(
+  db: { query: Database['query'] },
+  queues: DeliveryQueue,
+  jobs: Array<{ deliveryIds: string[]; jobId: string; delayMs?: number }>,
+  recorded = false,
+): Promise<void> {
+  if (!jobs.length) return;
+  await queues.enqueueMany(
+    WEBHOOK_QUEUE,
+    jobs.map((j) => ({ data: j.deliveryIds.length === 1 ? { delivery_id: j.deliveryIds[0]! } : { delivery_ids: j.deliveryIds }, opts: { jobId: j.jobId, delayMs: j.delayMs ?? 0 } })),
+  );
+  if (recorded) return;
+  const ids = jobs.flatMap((j) => j.deliveryIds);
+  const jobIds = jobs.flatMap((j) => j.deliveryIds.map(() => j.jobId));
+  await db.query('UPDATE deliveries d SET job_id = u.job_id FROM unnest($1::text[], $2::text[]) AS u(id, job_id) WHERE d.id = u.id', [ids, jobIds]);
 }
 
 export const WEBHOOK_QUEUE = 'webhooks';
@@ -39,6 +61,8 @@ export interface WebhookDeps {
   ca?: string[];
   /** Called after deliveries were queued or state changed, so the dispatcher wakes at once. */
   wake?: () => void;
+  /** HTTP requests in flight per process (WEBHOOK_CONCURRENCY); default 128. */
+  concurrency?: number;
 }
 
 interface WebhookRow {
@@ -205,7 +229,8 @@ export async function updateWebhook(deps: WebhookDeps, accountId: string, id: st
     );
     return replay.map((r) => r.id);
   });
-  for (const dlv of replayIds) await enqueueDelivery(deps.db, deps.queues, dlv, `${dlv}.replay${Date.now()}`);
+  const stamp = Date.now();
+  await enqueueDeliveries(deps.db, deps.queues, replayIds.map((dlv) => ({ deliveryIds: [dlv], jobId: `${dlv}.replay${stamp}` })));
   return getWebhook(deps.db, accountId, id);
 }
 

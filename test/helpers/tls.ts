@@ -65,7 +65,12 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(tlsOpts: { key: string; cert: string }, path_ = '/hook'): Promise<Receiver> {
+/**
+ * `keepAliveTimeoutMs` defaults to 1 s so that tests close fast; note that Node's client agent
+ * keeps no connection to a server announcing `Keep-Alive: timeout=1` (it subtracts a second), so
+ * a benchmark passes Node's default of 5 s, as a real receiver would have.
+ */
+export async function startReceiver(tlsOpts: { key: string; cert: string }, path_ = '/hook', opts: { keepAliveTimeoutMs?: number } = {}): Promise<Receiver> {
   const received: Received[] = [];
   const r: Receiver = {
     url: '',
@@ -99,7 +104,7 @@ export async function startReceiver(tlsOpts: { key: string; cert: string }, path
       else send();
     });
   });
-  server.keepAliveTimeout = 1000;
+  server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? 1000;
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
   r.port = (server.address() as AddressInfo).port;
   r.url = `https://127.0.0.1:${r.port}${path_}`;

@@ -64,6 +64,28 @@ describe.each(backends)('job queue contract: $name', (backend) => {
     await until('completed count', async () => (await q.counts('a')).completed === 1);
   });
 
+  it('enqueueMany adds many jobs at once: each runs with its data, delays and job ids kept, a known id ignored', async () => {
+    const q = await make();
+    const got: Array<{ n: number; at: number }> = [];
+    q.process<{ n: number }>('m', async (data) => void got.push({ ...data, at: Date.now() }));
+    await q.enqueue('m', { n: -1 }, { jobId: 'm-dup', delayMs: 60_000 });
+    const t0 = Date.now();
+    const ids = await q.enqueueMany('m', [
+      { data: { n: 1 }, opts: { jobId: 'm-1' } },
+      { data: { n: 2 } },
+      { data: { n: 3 }, opts: { jobId: 'm-3', delayMs: 400 } },
+      { data: { n: 4 }, opts: { jobId: 'm-dup' } },
+    ]);
+    expect(ids[0]).toBe('m-1');
+    expect(ids[2]).toBe('m-3');
+    expect(new Set(ids).size).toBe(4);
+    await until('three jobs ran', () => got.length === 3);
+    expect(got.map((g) => g.n).sort()).toEqual([1, 2, 3]);
+    expect(got.find((g) => g.n === 3)!.at - t0).toBeGreaterThanOrEqual(380);
+    expect(await q.pending('m', 'm-dup')).toBe(true); // the delayed original, not replaced
+    expect(await q.enqueueMany('m', [])).toEqual([]);
+  });
+
   it('respects a delay: not before, soon after', async () => {
     const q = await make();
     const ranAt: number[] = [];

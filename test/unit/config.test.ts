@@ -10,6 +10,8 @@ describe('configuration', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).devBootstrap).toBe(false);
     expect(c.reports).toEqual({ urlTtlMs: 7 * 86_400_000, stallMs: 120_000, maxAttempts: 3, concurrency: 2 });
     expect(loadConfig({ REPORT_URL_TTL: '90s' }).reports.urlTtlMs).toBe(90_000);
+    expect(c.webhooks).toMatchObject({ concurrency: 128, batchSize: 50 });
+    expect(loadConfig({ WEBHOOK_CONCURRENCY: '16', WEBHOOK_BATCH_SIZE: '1' }).webhooks).toMatchObject({ concurrency: 16, batchSize: 1 });
   });
 
   it.each([
@@ -26,6 +28,8 @@ describe('configuration', () => {
     ['COMPUTE_THREADS', '0'],
     ['WEBHOOK_RETRY_DELAYS', '1m,soon'],
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
+    ['WEBHOOK_CONCURRENCY', '0'],
+    ['WEBHOOK_BATCH_SIZE', '5000'],
     ['BODY_LIMIT_BYTES', '12kb'],
     ['REPORT_URL_TTL', 'a week'],
     ['REPORT_URL_TTL', '1d,2d'],

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPublicAddress, postJson, resolveTarget } from '../../src/webhooks/outbound.js';
+import { RESOLVE_TTL_MS, clearResolveCache, isPublicAddress, postJson, resolveTarget, resolveTargetCached } from '../../src/webhooks/outbound.js';
 import { SecretBox, generateSecret, signDelivery, standardSignature, verifyServiceSignature } from '../../src/webhooks/signing.js';
 import { createHmac } from 'node:crypto';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../helpers/tls.js';
@@ -21,6 +21,27 @@ describe('address checks', () => {
     await expect(resolveTarget('https://localhost/x', false)).rejects.toMatchObject({ kind: 'blocked_address' });
     await expect(resolveTarget('https://no-such-host.invalid/x', false)).rejects.toMatchObject({ kind: 'dns' });
     await expect(resolveTarget('https://localhost/x', true)).resolves.toBeTruthy();
+  });
+});
+
+describe('cached resolution at delivery', () => {
+  it('keeps only checked answers: the URL rules and the private-address check still apply to every call', async () => {
+    clearResolveCache();
+    const t0 = 1_000_000;
+    await expect(resolveTargetCached('https://localhost/x', true, t0)).resolves.toMatchObject({ addresses: [expect.objectContaining({ address: expect.any(String) })] });
+    // The answer cached for "private allowed" is not used when private networks are refused.
+    await expect(resolveTargetCached('https://localhost/x', false, t0 + 1)).rejects.toMatchObject({ kind: 'blocked_address' });
+    await expect(resolveTargetCached('https://localhost/y', false, t0 + 2)).rejects.toMatchObject({ kind: 'blocked_address' });
+    // A cached host does not let a URL past the https and no-credentials rules.
+    await expect(resolveTargetCached('https://u:p@localhost/x', true, t0 + 3)).rejects.toMatchObject({ kind: 'invalid_url' });
+    await expect(resolveTargetCached('http://localhost/x', true, t0 + 4)).rejects.toMatchObject({ kind: 'invalid_url' });
+    // Failures are not kept: each call resolves again and fails again.
+    for (let i = 0; i < 2; i++) await expect(resolveTargetCached('https://no-such-host.invalid/x', true, t0 + i)).rejects.toMatchObject({ kind: 'dns' });
+    // Within the TTL the path may change; the cached checked addresses are used for the new URL.
+    const a = await resolveTargetCached('https://localhost/other?q=1', true, t0 + RESOLVE_TTL_MS - 1);
+    expect(a.url.pathname).toBe('/other');
+    expect(a.addresses).toEqual((await resolveTarget('https://localhost/x', true)).addresses);
+    clearResolveCache();
   });
 });
 

@@ -62,17 +62,32 @@ export class BullmqQueues implements JobQueues {
 
   async enqueue<T>(queue: string, data: T, opts: JobOptions = {}): Promise<string> {
     if (this.closed) throw new Error('queue is closed');
-    const id = opts.jobId ?? newId('job');
+    const job = this.job(data, opts);
+    await this.queue(queue).add(queue, job.data, job.opts);
+    return job.opts.jobId;
+  }
+
+  async enqueueMany<T>(queue: string, jobs: Array<{ data: T; opts?: JobOptions }>): Promise<string[]> {
+    if (this.closed) throw new Error('queue is closed');
+    if (!jobs.length) return [];
+    const bulk = jobs.map((j) => ({ name: queue, ...this.job(j.data, j.opts) }));
+    await this.queue(queue).addBulk(bulk);
+    return bulk.map((b) => b.opts.jobId);
+  }
+
+  private job<T>(data: T, opts: JobOptions = {}) {
     const env: Envelope = { payload: data ?? null, backoffMs: opts.backoffMs ?? [] };
-    await this.queue(queue).add(queue, env, {
-      jobId: id,
-      delay: Math.max(0, opts.delayMs ?? 0),
-      attempts: Math.max(1, opts.attempts ?? 1),
-      backoff: { type: 'custom' },
-      removeOnComplete: { age: this.retainSec, count: 10_000 },
-      removeOnFail: { age: this.retainSec * 24, count: 10_000 },
-    });
-    return id;
+    return {
+      data: env,
+      opts: {
+        jobId: opts.jobId ?? newId('job'),
+        delay: Math.max(0, opts.delayMs ?? 0),
+        attempts: Math.max(1, opts.attempts ?? 1),
+        backoff: { type: 'custom' },
+        removeOnComplete: { age: this.retainSec, count: 10_000 },
+        removeOnFail: { age: this.retainSec * 24, count: 10_000 },
+      },
+    };
   }
 
   process<T>(queue: string, handler: JobHandler<T>, opts: { concurrency?: number } = {}): void {

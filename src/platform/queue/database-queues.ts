@@ -73,6 +73,32 @@ export class DatabaseQueues implements JobQueues {
     return id;
   }
 
+  async enqueueMany<T>(queue: string, jobs: Array<{ data: T; opts?: JobOptions }>): Promise<string[]> {
+    if (this.closed) throw new Error('queue is closed');
+    if (!jobs.length) return [];
+    const ids = jobs.map((j) => j.opts?.jobId ?? newId('job'));
+    const delays = jobs.map((j) => Math.max(0, j.opts?.delayMs ?? 0));
+    // Backoff lists differ per job: passed as JSON text and turned back into int[] per row.
+    await this.db.query(
+      `INSERT INTO jobs (queue, id, data, state, run_at, max_attempts, backoff_ms)
+       SELECT $1, u.id, u.data::jsonb, 'waiting', now() + u.delay * interval '1 millisecond', u.attempts,
+              ARRAY(SELECT jsonb_array_elements_text(u.backoff::jsonb)::int)
+         FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::text[]) AS u(id, data, delay, attempts, backoff)
+       ON CONFLICT (queue, id) DO NOTHING`,
+      [
+        this.q(queue),
+        ids,
+        jobs.map((j) => JSON.stringify(j.data ?? null)),
+        delays,
+        jobs.map((j) => Math.max(1, j.opts?.attempts ?? 1)),
+        jobs.map((j) => JSON.stringify(j.opts?.backoffMs ?? [])),
+      ],
+    );
+    const c = this.consumers.get(queue);
+    if (c) this.schedule(c, Math.min(...delays));
+    return ids;
+  }
+
   process<T>(queue: string, handler: JobHandler<T>, opts: { concurrency?: number } = {}): void {
     if (this.consumers.has(queue)) throw new Error(`queue ${queue} already has a handler in this process`);
     const c: Consumer = {

@@ -41,6 +41,8 @@ export interface QueueCounts {
 export interface JobQueues {
   readonly kind: 'bullmq' | 'database';
   enqueue<T>(queue: string, data: T, opts?: JobOptions): Promise<string>;
+  /** Enqueues many jobs in one round trip (BullMQ addBulk / one INSERT); same semantics as enqueue. */
+  enqueueMany<T>(queue: string, jobs: Array<{ data: T; opts?: JobOptions }>): Promise<string[]>;
   process<T>(queue: string, handler: JobHandler<T>, opts?: { concurrency?: number }): void;
   counts(queue: string): Promise<QueueCounts>;
   /** Cancels a waiting or delayed job; false when there was none (or it is running). */

@@ -1,0 +1,128 @@
+/**
+ * The batched delivery path, on every database backend with the real database queue and a real
+ * HTTPS receiver: the dispatcher fans events out into jobs of at most WEBHOOK_BATCH_SIZE
+ * deliveries of one webhook (one bulk add, each delivery remembering its job); a batch job claims,
+ * sends and records all of its deliveries (a second run finds nothing to send); failures schedule
+ * individual retry jobs; the sweeper re-queues the deliveries of a lost batch job one by one and
+ * leaves those of a live one alone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findOrCreateAccount } from '../../src/accounts/api-keys.js';
+import { emit } from '../../src/events/outbox.js';
+import type { Database } from '../../src/platform/database.js';
+import { newId } from '../../src/platform/ids.js';
+import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
+import { processDeliveryJob } from '../../src/webhooks/delivery.js';
+import { dispatchBatch, sweepOverdue } from '../../src/webhooks/dispatcher.js';
+import { WEBHOOK_QUEUE, type WebhookDeps } from '../../src/webhooks/service.js';
+import { SecretBox } from '../../src/webhooks/signing.js';
+import { dbBackends, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
+import { makePki, startReceiver, type Receiver } from '../helpers/tls.js';
+
+describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
+  let db: Database;
+  let queues: JobQueues;
+  let ok: Receiver;
+  let failing: Receiver;
+  let deps: WebhookDeps;
+  let accountId: string;
+  const box = new SecretBox('batching-test-key-0123456789abcdef');
+  const hooks: Record<'all' | 'fails' | 'other', string> = { all: '', fails: '', other: '' };
+
+  beforeAll(async () => {
+    const pki = makePki();
+    ok = await startReceiver(pki);
+    failing = await startReceiver(pki);
+    failing.respond = () => ({ status: 503 });
+    db = await freshDatabase(backend);
+    // No consumer: the test runs the jobs itself and looks at what is queued.
+    queues = await createJobQueues({ db, prefix: uniqueName('q') });
+    deps = { db, queues, box, retryDelaysMs: [60_000, 120_000], timeoutMs: 3000, allowPrivateNetworks: true, maxPerAccount: 50, ca: [pki.ca] };
+    accountId = (await findOrCreateAccount(db, 'batching')).id;
+    const add = async (url: string, events: string[]) => {
+      const id = newId('wh');
+      await db.query(`INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, $3, $4, $5, 'active')`, [id, accountId, url, events, box.seal('s'.repeat(24))]);
+      return id;
+    };
+    hooks.all = await add(ok.url, ['*']);
+    hooks.fails = await add(failing.url, ['season.ended']);
+    hooks.other = await add(ok.url, ['field.updated']); // not subscribed to season.ended
+  });
+  afterAll(async () => {
+    await queues?.close(1000);
+    await ok?.close();
+    await failing?.close();
+    if (db) await disposeDatabase(db);
+  });
+
+  const jobsOf = async () =>
+    db.query<{ webhook_id: string; job_id: string; ids: string[] }>(
+      `SELECT webhook_id, job_id, array_agg(id ORDER BY created_at, id) AS ids FROM deliveries GROUP BY webhook_id, job_id ORDER BY webhook_id, job_id`,
+    );
+
+  it('fans 7 events out into jobs of at most 3 deliveries of one webhook, each delivery knowing its job', async () => {
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 7; i++) await emit(tx, accountId, 'season.ended', { field_id: `fld_${i}`, crop_type: null, harvest_date: '2025-08-01' });
+    });
+    const r = await dispatchBatch(db, queues, 500, 3);
+    expect(r).toEqual({ events: 7, deliveries: 14, jobs: 6 });
+    const jobs = await jobsOf();
+    expect(jobs.map((j) => j.ids.length).sort()).toEqual([1, 1, 3, 3, 3, 3]);
+    expect(new Set(jobs.map((j) => j.webhook_id))).toEqual(new Set([hooks.all, hooks.fails]));
+    for (const j of jobs) expect(await queues.pending(WEBHOOK_QUEUE, j.job_id)).toBe(true);
+    expect((await queues.counts(WEBHOOK_QUEUE)).waiting).toBe(6);
+    expect((await dispatchBatch(db, queues, 500, 3)).events).toBe(0); // each event once
+  });
+
+  it('a batch job sends and records all its deliveries in one go; running it again sends nothing', async () => {
+    const job = (await jobsOf()).find((j) => j.webhook_id === hooks.all && j.ids.length === 3)!;
+    const outcomes = await processDeliveryJob(deps, { delivery_ids: job.ids });
+    expect(outcomes).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect(new Set(ok.received.map((x) => x.headers['x-service-delivery']))).toEqual(new Set(job.ids));
+    const rows = await db.query<{ status: string; attempt_count: number; n: number; status_code: number }>(
+      `SELECT d.status, d.attempt_count, count(a.*)::int AS n, max(a.status_code) AS status_code
+         FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id WHERE d.id = ANY($1) GROUP BY d.id`,
+      [job.ids],
+    );
+    expect(rows).toEqual(Array(3).fill({ status: 'succeeded', attempt_count: 1, n: 1, status_code: 200 }));
+    const [wh] = await db.query<{ last_success_at: Date | null }>('SELECT last_success_at FROM webhooks WHERE id = $1', [hooks.all]);
+    expect(wh!.last_success_at).toBeInstanceOf(Date);
+    expect(await processDeliveryJob(deps, { delivery_ids: job.ids })).toEqual(['skipped', 'skipped', 'skipped']);
+    expect(ok.received).toHaveLength(3);
+  });
+
+  it('failures in a batch each get a retry job of their own, after the configured delay', async () => {
+    const job = (await jobsOf()).find((j) => j.webhook_id === hooks.fails && j.ids.length === 3)!;
+    const before = Date.now();
+    expect(await processDeliveryJob(deps, { delivery_ids: job.ids })).toEqual(['retry_scheduled', 'retry_scheduled', 'retry_scheduled']);
+    const rows = await db.query<{ id: string; status: string; job_id: string; next_attempt_at: Date; last_error: string }>(
+      'SELECT id, status, job_id, next_attempt_at, last_error FROM deliveries WHERE id = ANY($1)',
+      [job.ids],
+    );
+    for (const d of rows) {
+      expect(d).toMatchObject({ status: 'pending', job_id: `${d.id}.2`, last_error: 'HTTP 503' });
+      expect(d.next_attempt_at.getTime()).toBeGreaterThanOrEqual(before + 59_000);
+      expect(await queues.pending(WEBHOOK_QUEUE, d.job_id)).toBe(true);
+    }
+    const [wh] = await db.query<{ last_success_at: Date | null }>('SELECT last_success_at FROM webhooks WHERE id = $1', [hooks.fails]);
+    expect(wh!.last_success_at).toBeNull();
+  });
+
+  it('the sweeper re-queues the deliveries of a lost batch job one by one, and leaves a live job alone', async () => {
+    const jobs = (await jobsOf()).filter((j) => j.webhook_id === hooks.all && j.job_id.endsWith('.batch'));
+    const lost = jobs.find((j) => j.ids.length === 3 && ok.received.every((x) => !j.ids.includes(x.headers['x-service-delivery'] as string)))!;
+    const live = jobs.find((j) => j.ids.length === 1)!;
+    expect(await queues.remove(WEBHOOK_QUEUE, lost.job_id)).toBe(true);
+    await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 hour' WHERE id = ANY($1)`, [[...lost.ids, ...live.ids]]);
+    expect(await sweepOverdue(db, queues, 1000)).toBe(3);
+    const rows = await db.query<{ id: string; job_id: string }>('SELECT id, job_id FROM deliveries WHERE id = ANY($1) ORDER BY id', [[...lost.ids, ...live.ids]]);
+    for (const d of rows) {
+      if (live.ids.includes(d.id)) expect(d.job_id).toBe(live.job_id);
+      else {
+        expect(d.job_id).toMatch(new RegExp(`^${d.id}\\.1\\.sweep\\d+$`));
+        expect(await queues.pending(WEBHOOK_QUEUE, d.job_id)).toBe(true);
+      }
+    }
+    expect(await sweepOverdue(db, queues, 1000)).toBe(0); // their new jobs are live
+  });
+});
