@@ -94,7 +94,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
           zonal_stats: Type.Boolean({ default: false }),
           imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
           formula: Type.Optional(Type.String({ maxLength: 1000 })),
-          geojson: Type.Boolean({ default: true, description: 'false leaves the per-pixel GeoJSON out' }),
+          geojson: Type.Boolean({ default: true, description: 'false leaves the per-pixel GeoJSON out; with it, the body is gzip-encoded when Accept-Encoding allows gzip' }),
         },
         { additionalProperties: false },
       ),
