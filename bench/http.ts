@@ -2,12 +2,16 @@
  * End to end: autocannon against the running service (a child process, embedded database) for a
  * 100 ha field (100 × 100 pixels at 10 m) on synthetic Sentinel-2 captures:
  * - GET indices with zonal statistics, cold (first read of the files, fresh process) and warm;
+ * - the same with the per-pixel GeoJSON, plain and gzip;
  * - a one-year weekly time series over cached statistics;
  * - beside it, the peer: a Python script with rasterio and numpy computing the same statistics for
- *   the same field from the same files (Debian's python3-rasterio); our rate ÷ theirs.
+ *   the same field from the same files (Debian's python3-rasterio), run before and after ours;
+ *   our rate ÷ theirs, and PASS/MISS for each target. The service's CPU ms per request (from
+ *   /proc) is printed too: it moves less than latency when others load the machine.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -47,8 +51,89 @@ async function stop(s: Service): Promise<void> {
 
 async function cannon(url: string, key: string, seconds: number, connections = 4) {
   const r = await autocannon({ url, connections, duration: seconds, headers: { authorization: `Bearer ${key}` } });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx, total: r.requests.total };
 }
+
+/**
+ * A keep-alive load loop on node:http that reads bodies as bytes: autocannon appends each body to
+ * a string, which on gzip (random-looking bytes) costs the client more than the server's work.
+ */
+async function loop(url: string, headers: Record<string, string>, seconds: number, connections = 4) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const lat: number[] = [];
+  let errors = 0;
+  let bytes = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const t = performance.now();
+      const req = http.get(url, { agent, headers }, (res) => {
+        let n = 0;
+        res.on('data', (c: Buffer) => (n += c.length));
+        res.on('end', () => {
+          if (res.statusCode !== 200) errors++;
+          bytes = n;
+          lat.push(performance.now() - t);
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+    });
+  const t0 = performance.now();
+  const until = t0 + seconds * 1000;
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (performance.now() < until) await one();
+  }));
+  const elapsed = (performance.now() - t0) / 1000;
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { rps: lat.length / elapsed, p50: lat[Math.floor(lat.length * 0.5)] ?? NaN, p99: lat[Math.floor(lat.length * 0.99)] ?? NaN, errors, total: lat.length, bytes };
+}
+
+/** CPU time (user + system, all threads) of a process in ms, from /proc; null elsewhere. */
+const ticks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+function cpuMs(pid: number): number | null {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / ticks;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs `fn` and adds the service's CPU ms per request. */
+async function measured<T extends { total: number }>(svc: Service, fn: () => Promise<T>): Promise<T & { cpu: number | null }> {
+  const c0 = cpuMs(svc.child.pid!);
+  const r = await fn();
+  const c1 = cpuMs(svc.child.pid!);
+  return { ...r, cpu: c0 !== null && c1 !== null && r.total ? (c1 - c0) / r.total : null };
+}
+
+interface Peer {
+  runs_per_s: number;
+  ms_per_run: number;
+  mean: number;
+  count: number;
+}
+
+function runPeer(job: unknown): Peer | null {
+  try {
+    return JSON.parse(execFileSync('/usr/bin/python3', [path.join(packageRoot, 'bench', 'peer_rasterio.py'), JSON.stringify(job)], { encoding: 'utf8' }));
+  } catch (err) {
+    console.log(`peer skipped: python3-rasterio is not installed (apt-get install python3-rasterio) — ${(err as Error).message.split('\n')[0]}`);
+    return null;
+  }
+}
+
+const TARGET = { warmP99: 50, peerRatio: 5, seriesMs: 20 };
 
 export default async function httpBench(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fa-bench-'));
@@ -71,6 +156,10 @@ export default async function httpBench(): Promise<void> {
     }
     await stop(svc);
 
+    // The peer before and after our runs (the machine is shared): the faster of the two counts.
+    const job = { B04: caps[26]!.files.B04, B08: caps[26]!.files.B08, SCL: caps[26]!.scl, field, runs: 60 };
+    const peers = [runPeer(job)];
+
     // Cold: a fresh process, each request the first read of its capture's files.
     svc = await startService(dataDir, port);
     const cold: number[] = [];
@@ -83,30 +172,47 @@ export default async function httpBench(): Promise<void> {
     cold.sort((a, b) => a - b);
     const one = `${svc.base}/v1/fields/${f.id}/indices?index=NDVI&date=${dates[26]}&zonal_stats=true&geojson=false`;
     const sample = (await (await fetch(one, { headers: auth })).json()) as { zonal_stats: { mean: number; count: number } };
-    const warm = await cannon(one, key, 8);
-    const warmGeo = await cannon(one.replace('&geojson=false', ''), key, 6);
+    const warm = await measured(svc, () => cannon(one, key, 8));
+    const geoUrl = one.replace('&geojson=false', '');
+    await (await fetch(geoUrl, { headers: auth })).arrayBuffer();
+    await (await fetch(geoUrl, { headers: { ...auth, 'accept-encoding': 'gzip' } })).arrayBuffer();
+    const warmGeo = await measured(svc, () => cannon(geoUrl, key, 6));
+    const geoPlain = await measured(svc, () => loop(geoUrl, { authorization: `Bearer ${key}` }, 5));
+    const geoGzip = await measured(svc, () => loop(geoUrl, { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip' }, 5));
     const series = `${svc.base}/v1/fields/${f.id}/indices/timeseries?index=NDVI&start_date=2025-01-01&end_date=2025-12-31&interval=weekly&max_cloud_cover=100`;
     await (await fetch(series, { headers: auth })).text(); // fills the statistics cache
-    const seriesRun = await cannon(series, key, 6);
+    const seriesRun = await measured(svc, () => cannon(series, key, 8));
+    const seriesOne = await measured(svc, () => cannon(series, key, 6, 1));
     await stop(svc);
+    peers.push(runPeer(job));
+    const peer = peers.filter((p): p is Peer => !!p).sort((a, b) => b.runs_per_s - a.runs_per_s)[0] ?? null;
 
-    let peer: { runs_per_s: number; ms_per_run: number; mean: number; count: number } | null = null;
-    try {
-      const job = { B04: caps[26]!.files.B04, B08: caps[26]!.files.B08, SCL: caps[26]!.scl, field, runs: 60 };
-      peer = JSON.parse(execFileSync('/usr/bin/python3', [path.join(packageRoot, 'bench', 'peer_rasterio.py'), JSON.stringify(job)], { encoding: 'utf8' }));
-    } catch (err) {
-      console.log(`peer skipped: python3-rasterio is not installed (apt-get install python3-rasterio) — ${(err as Error).message.split('\n')[0]}`);
-    }
-
-    console.log(`field ${f.area_ha} ha, ${sample.zonal_stats.count} valid pixels; ${caps.length} weekly captures; NDVI mean ours ${sample.zonal_stats.mean.toFixed(6)}${peer ? `, peer ${peer.mean.toFixed(6)} (${peer.count} px)` : ''}`);
+    const cpu = (r: { cpu: number | null }) => (r.cpu === null ? '' : r.cpu.toFixed(2));
+    const row = (what: string, r: { rps: number; p50: number; p99: number; errors: number; cpu: number | null }) => ({ what, 'req/s': r.rps.toFixed(0), 'p50 ms': r.p50.toFixed(1), 'p99 ms': r.p99.toFixed(1), 'CPU ms/req': cpu(r), errors: r.errors });
+    console.log(`field ${f.area_ha} ha, ${sample.zonal_stats.count} valid pixels; ${caps.length} weekly captures; NDVI mean ours ${sample.zonal_stats.mean.toFixed(6)}${peer ? `, peer ${peer.mean.toFixed(6)} (${peer.count} px)` : ''}; 4 connections; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     console.table([
-      { what: 'GET indices, zonal_stats, cold (fresh process, first read of the files)', 'req/s': '', 'p50 ms': cold[4]!.toFixed(1), 'p99 ms': cold[9]!.toFixed(1), errors: 0 },
-      { what: 'GET indices, zonal_stats, warm', 'req/s': warm.rps.toFixed(0), 'p50 ms': warm.p50.toFixed(1), 'p99 ms': warm.p99.toFixed(1), errors: warm.errors },
-      { what: 'GET indices, zonal_stats + per-pixel GeoJSON, warm', 'req/s': warmGeo.rps.toFixed(0), 'p50 ms': warmGeo.p50.toFixed(1), 'p99 ms': warmGeo.p99.toFixed(1), errors: warmGeo.errors },
-      { what: 'GET one-year weekly time series, cached statistics', 'req/s': seriesRun.rps.toFixed(0), 'p50 ms': seriesRun.p50.toFixed(1), 'p99 ms': seriesRun.p99.toFixed(1), errors: seriesRun.errors },
-      ...(peer ? [{ what: 'peer: rasterio + numpy, one request = open, read, mask, compute', 'req/s': peer.runs_per_s.toFixed(0), 'p50 ms': peer.ms_per_run.toFixed(1), 'p99 ms': '', errors: 0 }] : []),
+      { what: 'GET indices, zonal_stats, cold (fresh process, first read of the files; p99 = worst of 10)', 'req/s': '', 'p50 ms': cold[4]!.toFixed(1), 'p99 ms': cold[9]!.toFixed(1), 'CPU ms/req': '', errors: 0 },
+      row('GET indices, zonal_stats, warm (autocannon)', warm),
+      row('GET indices, zonal_stats + per-pixel GeoJSON, warm (autocannon)', warmGeo),
+      row(`  same, node:http client, identity (${(geoPlain.bytes / 1e6).toFixed(2)} MB)`, geoPlain),
+      row(`  same, node:http client, gzip (${(geoGzip.bytes / 1e6).toFixed(2)} MB)`, geoGzip),
+      row('GET one-year weekly time series (53 intervals), cached statistics (autocannon)', seriesRun),
+      row('  same, 1 connection', seriesOne),
+      ...peers.map((p, i) => (p ? { what: `peer: rasterio + numpy, one request = open, read, mask, compute (${i ? 'after' : 'before'} ours)`, 'req/s': p.runs_per_s.toFixed(0), 'p50 ms': p.ms_per_run.toFixed(1), 'p99 ms': '', 'CPU ms/req': '', errors: 0 } : null)).filter((x) => x),
     ]);
-    if (peer) console.log(`ours (warm) ÷ peer: ${(warm.rps / peer.runs_per_s).toFixed(1)}×; ours (cold p50) vs peer per request: ${(peer.ms_per_run / cold[4]!).toFixed(2)}× faster`);
+    const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+    console.log(`target: warm single-date p99 < ${TARGET.warmP99} ms: ${warm.p99.toFixed(1)} ms → ${verdict(warm.p99 < TARGET.warmP99)}`);
+    if (peer) {
+      const ratio = warm.rps / peer.runs_per_s;
+      console.log(`target: warm rate ≥ ${TARGET.peerRatio}× the peer's: ours ${warm.rps.toFixed(0)} req/s ÷ peer ${peer.runs_per_s.toFixed(0)} runs/s (faster of its two runs) = ${ratio.toFixed(1)}× → ${verdict(ratio >= TARGET.peerRatio)}`);
+      console.log(`cold p50 vs one peer run: ${(peer.ms_per_run / cold[4]!).toFixed(2)}× (above 1: our cold request is faster)`);
+    } else {
+      console.log(`target: warm rate ≥ ${TARGET.peerRatio}× the peer's: not measured (no peer)`);
+    }
+    for (const [n, r] of [[4, seriesRun], [1, seriesOne]] as const) {
+      console.log(`target: one-year weekly series under ${TARGET.seriesMs} ms at ${n} connection${n > 1 ? 's' : ''}: p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms → ${verdict(r.p99 < TARGET.seriesMs && r.p50 < TARGET.seriesMs)}`);
+    }
+    console.log(`GeoJSON gzip: ${(geoPlain.bytes / geoGzip.bytes).toFixed(1)}× fewer bytes`);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

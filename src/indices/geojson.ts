@@ -2,43 +2,152 @@
  * The per-pixel GeoJSON of an index result, written by hand: one Polygon feature per field pixel
  * (the pixel's square, reprojected to WGS84), property `value` (a number, or null where masked).
  * JSON.stringify of nested coordinate arrays is several times slower and allocates per pixel;
- * this writes fixed-precision numbers straight into one string.
+ * this writes bytes straight into one buffer:
+ * - the grid's corner nodes are projected and formatted once per grid (every capture on the same
+ *   tiling over a field shares it) and kept as bytes, so a ring is five byte copies;
+ * - values are written as fixed-point decimals (6 places) digit by digit.
  */
 import { toWgs84 } from '../imagery/crs.js';
 import type { FieldWindow } from '../imagery/window-reader.js';
+import { Lru } from './cache.js';
 
 export type PixelGrid = Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
 
 const coord = (x: number) => (Math.round(x * 1e7) / 1e7).toString();
-const value = (v: number) => (Number.isNaN(v) ? 'null' : (Math.round(v * 1e6) / 1e6).toString());
 
-export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array): string {
+interface GridNodes {
+  /** `[lon,lat]` of every node, row-major over (width + 1) × (height + 1), back to back. */
+  bytes: Buffer;
+  /** Start of node k in `bytes`; node k ends where k + 1 starts. */
+  start: Uint32Array;
+  /** The longest node text. */
+  longest: number;
+}
+
+const grids = new Lru<GridNodes>(32 * 1_048_576, (g) => g.bytes.byteLength + g.start.byteLength);
+
+function gridNodes(grid: PixelGrid): GridNodes {
+  const key = `${grid.epsg}|${grid.originX}|${grid.originY}|${grid.resX}|${grid.resY}|${grid.width}|${grid.height}`;
+  const hit = grids.get(key);
+  if (hit) return hit;
   const inv = toWgs84(grid.epsg);
-  // Corners are shared by neighbouring pixels: project each grid node once.
   const cols = grid.width + 1;
-  const nodes = new Map<number, string>();
-  const node = (i: number, j: number): string => {
-    const k = j * cols + i;
-    let s = nodes.get(k);
-    if (s === undefined) {
+  const rows = grid.height + 1;
+  const start = new Uint32Array(cols * rows + 1);
+  const texts: string[] = new Array(cols * rows);
+  let at = 0;
+  let longest = 0;
+  for (let j = 0; j < rows; j++) {
+    for (let i = 0; i < cols; i++) {
       const [lon, lat] = inv([grid.originX + i * grid.resX, grid.originY + j * grid.resY]);
-      s = `[${coord(lon)},${coord(lat)}]`;
-      nodes.set(k, s);
+      const s = `[${coord(lon)},${coord(lat)}]`;
+      const k = j * cols + i;
+      texts[k] = s;
+      start[k] = at;
+      at += s.length;
+      if (s.length > longest) longest = s.length;
     }
-    return s;
+  }
+  start[cols * rows] = at;
+  const nodes = { bytes: Buffer.from(texts.join(''), 'latin1'), start, longest };
+  grids.set(key, nodes);
+  return nodes;
+}
+
+const ascii = (s: string) => Buffer.from(s, 'latin1');
+const OPEN = ascii('{"type":"FeatureCollection","features":[');
+const FEATURE = ascii('{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[');
+const PROPS = ascii(']]},"properties":{"value":');
+const NULL = ascii('null');
+const CLOSE = ascii(']}');
+/** Longest value text: sign, 9 integer digits, point, 6 decimals (larger magnitudes use toString, ≤ 24). */
+const VALUE_MAX = 24;
+
+function put(out: Buffer, at: number, src: Uint8Array, from = 0, to = src.length): number {
+  for (let i = from; i < to; i++) out[at++] = src[i]!;
+  return at;
+}
+
+/** `v` rounded to 6 decimals, as JSON; null when not finite. */
+function putValue(out: Buffer, at: number, v: number): number {
+  if (!Number.isFinite(v)) return put(out, at, NULL);
+  if (Math.abs(v) >= 1e9) return at + out.write((Math.round(v * 1e6) / 1e6).toString(), at, 'latin1');
+  let m = Math.round(v * 1e6);
+  if (m < 0) {
+    out[at++] = 45; // '-'
+    m = -m;
+  }
+  const ip = Math.floor(m / 1e6);
+  let frac = m - ip * 1e6;
+  if (ip === 0) out[at++] = 48;
+  else {
+    const s = at;
+    for (let x = ip; x > 0; x = Math.floor(x / 10)) out[at++] = 48 + (x % 10);
+    out.subarray(s, at).reverse();
+  }
+  if (frac > 0) {
+    out[at++] = 46; // '.'
+    let digits = 6;
+    while (frac % 10 === 0) {
+      frac /= 10;
+      digits--;
+    }
+    for (let d = digits - 1; d >= 0; d--) {
+      out[at + d] = 48 + (frac % 10);
+      frac = Math.floor(frac / 10);
+    }
+    at += digits;
+  }
+  return at;
+}
+
+/**
+ * The FeatureCollection as bytes, between `prefix` and `suffix` (so that a response body is
+ * written in one buffer). Counter-clockwise rings in lon/lat (RFC 7946).
+ */
+export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array, prefix = '', suffix = ''): Buffer {
+  const nodes = gridNodes(grid);
+  const cols = grid.width + 1;
+  let features = 0;
+  for (let k = 0; k < inside.length; k++) features += inside[k] ? 1 : 0;
+  const perFeature = FEATURE.length + 5 * nodes.longest + 4 + PROPS.length + VALUE_MAX + 3;
+  const head = ascii(prefix);
+  const tail = ascii(suffix);
+  const out = Buffer.allocUnsafe(head.length + OPEN.length + features * perFeature + CLOSE.length + tail.length);
+  let at = put(out, 0, head);
+  at = put(out, at, OPEN);
+  const { bytes, start } = nodes;
+  const node = (k: number) => {
+    at = put(out, at, bytes, start[k]!, start[k + 1]!);
   };
-  const parts: string[] = ['{"type":"FeatureCollection","features":['];
   let first = true;
   for (let j = 0; j < grid.height; j++) {
     for (let i = 0; i < grid.width; i++) {
       const k = j * grid.width + i;
       if (!inside[k]) continue;
-      // Counter-clockwise in lon/lat (RFC 7946): resY < 0, so row j+1 is south of row j.
-      const ring = `[${node(i, j + 1)},${node(i + 1, j + 1)},${node(i + 1, j)},${node(i, j)},${node(i, j + 1)}]`;
-      parts.push(`${first ? '' : ','}{"type":"Feature","geometry":{"type":"Polygon","coordinates":[${ring}]},"properties":{"value":${value(values[k]!)}}}`);
+      if (!first) out[at++] = 44; // ','
       first = false;
+      at = put(out, at, FEATURE);
+      // resY < 0: row j + 1 is south of row j. SW, SE, NE, NW, SW.
+      const sw = (j + 1) * cols + i;
+      const nw = j * cols + i;
+      node(sw);
+      out[at++] = 44;
+      node(sw + 1);
+      out[at++] = 44;
+      node(nw + 1);
+      out[at++] = 44;
+      node(nw);
+      out[at++] = 44;
+      node(sw);
+      at = put(out, at, PROPS);
+      at = putValue(out, at, values[k]!);
+      out[at++] = 125; // '}'
+      out[at++] = 125;
     }
   }
-  parts.push(']}');
-  return parts.join('');
+  at = put(out, at, CLOSE);
+  at = put(out, at, tail);
+  // An exact copy: the slack of the estimate is not kept alive by caches holding the result.
+  return Buffer.from(out.subarray(0, at));
 }

@@ -3,10 +3,11 @@ import { indexCatalog, SPEC_INDICES } from '../compute/catalog.js';
 import { BANDS, compileFormula, FormulaError } from '../compute/formula.js';
 import type { Api } from '../platform/http/context.js';
 import { computeFieldIndex, formulaProblem, type IndexDeps } from './service.js';
-import { indexTimeSeries, MAX_INTERVALS } from './timeseries.js';
+import { indexTimeSeriesJson, MAX_INTERVALS } from './timeseries.js';
 import { createCustomIndex, getCustomIndex, listCustomIndices } from './custom.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
+import { acceptsEncoding } from '../platform/http/accept-encoding.js';
 
 const Entry = Type.Object({
   name: Type.String(),
@@ -93,15 +94,18 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
           zonal_stats: Type.Boolean({ default: false }),
           imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
           formula: Type.Optional(Type.String({ maxLength: 1000 })),
-          geojson: Type.Boolean({ default: true, description: 'false leaves the per-pixel GeoJSON out' }),
+          geojson: Type.Boolean({ default: true, description: 'false leaves the per-pixel GeoJSON out; with it, the body is gzip-encoded when Accept-Encoding allows gzip' }),
         },
         { additionalProperties: false },
       ),
       response: { 200: IndexResult, ...ProblemResponses },
     },
   }, async (req, reply) => {
-    const body = await computeFieldIndex(deps, req.account.id, req.params.id, req.query);
-    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
+    const gzip = req.query.geojson !== false && acceptsEncoding(req.headers['accept-encoding'], 'gzip');
+    const r = await computeFieldIndex(deps, req.account.id, req.params.id, req.query, { gzip });
+    if (req.query.geojson !== false) reply.header('vary', 'Accept-Encoding');
+    if (r.encoding) reply.header('content-encoding', r.encoding);
+    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(r.payload as never);
   });
 
   app.get('/fields/:id/indices/timeseries', {
@@ -126,7 +130,10 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
       ),
       response: { 200: Type.Array(SeriesElement), ...ProblemResponses },
     },
-  }, async (req) => indexTimeSeries(deps, req.account.id, req.params.id, req.query));
+  }, async (req, reply) => {
+    const body = await indexTimeSeriesJson(deps, req.account.id, req.params.id, req.query);
+    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
+  });
 
   const CustomParams = Type.Object({ id: Type.String({ maxLength: 64 }), custom_id: Type.String({ maxLength: 64 }) });
   const CustomResult = Type.Object({

@@ -1,18 +1,22 @@
 /**
- * Index of a field on a date: pick the capture, read its window and compute in a worker, answer
- * the statistics and the per-pixel GeoJSON.
+ * Index of a field on a date: pick the capture (from the field's state, field-state.ts), take its
+ * statistics from the statistics cache or compute them in a worker (stats-store.ts), answer the
+ * statistics and the per-pixel GeoJSON (whole bodies cached, cache.ts).
  */
 import { isCalendarDate } from '../platform/dates.js';
 import { findIndex, indexProgram, SPEC_INDICES } from '../compute/catalog.js';
 import { compileFormula, FormulaError, type Program } from '../compute/formula.js';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import type { ComputePool } from '../compute/pool.js';
-import { getField } from '../fields/service.js';
-import type { Boundary } from '../fields/boundary.js';
 import type { CaptureSource } from '../imagery/window-reader.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { pixelGeoJson } from './geojson.js';
 import { selectBestCapture, type Candidate } from './selection.js';
+import { cacheFor, type CachedBody } from './cache.js';
+import { fieldState, type FieldState } from './field-state.js';
+import { formulaHash, rememberStats, statsFor, toCached, type CachedStats } from './stats-store.js';
 
 export interface IndexDeps {
   db: Database;
@@ -83,24 +87,29 @@ export async function loadCaptures(db: Database, ids: string[]): Promise<Map<str
   return new Map(rows.map((r) => [r.id, { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset }]));
 }
 
-export async function chooseCapture(db: Database, accountId: string, fieldId: string, q: { date: string; imagery_id?: string }, program: Program): Promise<CaptureRow> {
-  const captures = await fieldCaptures(db, accountId, fieldId);
+const ownsImagery = async (db: Database, accountId: string, id: string) => (await db.query('SELECT 1 FROM imagery WHERE id = $1 AND account_id = $2', [id, accountId])).length > 0;
+
+/** The pinned capture, or the best one for the date (selection.ts), among a field's captures. */
+async function pickCapture(db: Database, accountId: string, fieldId: string, captures: Candidate[], q: { date: string; imagery_id?: string }, program: Program): Promise<Candidate> {
   if (q.imagery_id) {
-    const own = await db.query('SELECT 1 FROM imagery WHERE id = $1 AND account_id = $2', [q.imagery_id, accountId]);
-    if (!own.length) throw notFound('Imagery', q.imagery_id);
     const c = captures.find((x) => x.id === q.imagery_id);
+    // Not over the field: another account's (or no) imagery is "not found", the caller's own a 422.
+    if (!c && !(await ownsImagery(db, accountId, q.imagery_id))) throw notFound('Imagery', q.imagery_id);
     if (!c) throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`, { status: 422, title: 'The imagery does not cover the field' });
     const missing = program.bands.filter((b) => !c.bands.includes(b));
     if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { status: 422, title: 'The imagery lacks bands' });
-    return { ...c, capture: (await loadCaptures(db, [c.id])).get(c.id)! };
+    return c;
   }
   if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`, { status: 404, title: 'No imagery for the field' });
   const best = selectBestCapture(captures, q.date, program.bands);
   if (!best) throw new AppError('missing_bands', `No capture of field ${fieldId} has the bands ${program.bands.join(', ')}`, { status: 422, title: 'No imagery with the bands the index reads' });
-  return { ...best, capture: (await loadCaptures(db, [best.id])).get(best.id)! };
+  return best;
 }
 
-const num = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? null : x);
+export async function chooseCapture(db: Database, accountId: string, fieldId: string, q: { date: string; imagery_id?: string }, program: Program): Promise<CaptureRow> {
+  const c = await pickCapture(db, accountId, fieldId, await fieldCaptures(db, accountId, fieldId), q, program);
+  return { ...c, capture: (await loadCaptures(db, [c.id])).get(c.id)! };
+}
 
 export interface Evaluated {
   body: { field_id: string; index: string; formula?: string; date: string; imagery_id: string; zonal_stats?: ZonalStats };
@@ -108,23 +117,31 @@ export interface Evaluated {
   geojson?: string;
 }
 
-export async function evaluateFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath = '/query/date', formulaPath = '/query/formula'): Promise<Evaluated> {
+interface Chosen {
+  state: FieldState;
+  name: string;
+  program: Program;
+  capture: Candidate;
+  head: Evaluated['body'];
+}
+
+async function choose(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath: string, formulaPath: string): Promise<Chosen> {
   if (!isCalendarDate(q.date)) throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, { errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
-  const field = await getField(deps.db, accountId, fieldId);
+  const state = await fieldState(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
-  const capture = await chooseCapture(deps.db, accountId, fieldId, q, program);
+  const capture = await pickCapture(deps.db, accountId, fieldId, state.candidates, q, program);
+  const head = { field_id: fieldId, index: name, ...(name === 'custom' ? { formula: q.formula } : {}), date: capture.capture_date, imagery_id: capture.id };
+  return { state, name, program, capture, head };
+}
+
+/** Computes the index afresh (no response cache): what POST custom stores. */
+export async function evaluateFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath = '/query/date', formulaPath = '/query/formula'): Promise<Evaluated> {
+  const { state, program, capture, head } = await choose(deps, accountId, fieldId, q, datePath, formulaPath);
   const wantGeo = q.geojson !== false;
-  const r = await deps.compute.runFieldIndex({
-    capture: capture.capture,
-    boundary: field.boundary as unknown as Boundary,
-    program,
-    roots: deps.roots,
-    values: wantGeo,
-    orderStats: !!q.zonal_stats,
-  });
-  const body: Evaluated['body'] = { field_id: fieldId, index: name, ...(name === 'custom' ? { formula: q.formula } : {}), date: capture.capture_date, imagery_id: capture.id };
-  if (q.zonal_stats) body.zonal_stats = zonal(r.stats, r.fieldPixels, r.order);
-  return { body, ...(wantGeo ? { geojson: pixelGeoJson(r.window, r.values!, r.inside!) } : {}) };
+  const r = await deps.compute.runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, values: wantGeo, orderStats: !!q.zonal_stats });
+  const body: Evaluated['body'] = { ...head };
+  if (q.zonal_stats) body.zonal_stats = zonal(toCached(r, true));
+  return { body, ...(wantGeo ? { geojson: pixelGeoJson(r.window, r.values!, r.inside!).toString('latin1') } : {}) };
 }
 
 /** `{...body, "geojson": <geojson>}` without parsing the GeoJSON text again. */
@@ -133,25 +150,65 @@ export function withGeoJson(body: object, geojson: string | undefined): string {
   return geojson === undefined ? head : `${head.slice(0, -1)},"geojson":${geojson}}`;
 }
 
-/** The response body as a JSON string. */
-export async function computeFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery): Promise<string> {
-  const { body, geojson } = await evaluateFieldIndex(deps, accountId, fieldId, q);
-  return withGeoJson(body, geojson);
+export interface IndexResponse {
+  /** The JSON body, encoded as `encoding` says. */
+  payload: string | Buffer;
+  encoding?: 'gzip';
 }
 
-export function zonal(s: { count: number; min: number; max: number; mean: number; std: number }, fieldPixels: number, o?: { median: number; p10: number; p25: number; p75: number; p90: number } | null): ZonalStats {
+const gzip = promisify(zlib.gzip);
+
+/**
+ * GET indices. Statistics come from the statistics cache (stats-store.ts); a body with GeoJSON is
+ * kept whole (and gzipped once when a client accepts gzip), keyed by everything it is made of.
+ */
+export async function computeFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, opts: { gzip?: boolean } = {}): Promise<IndexResponse> {
+  const { state, name, program, capture, head } = await choose(deps, accountId, fieldId, q, '/query/date', '/query/formula');
+  const withStats = !!q.zonal_stats;
+  if (q.geojson === false) {
+    if (!withStats) return { payload: JSON.stringify(head) };
+    const s = (await statsFor(deps, fieldId, state, [capture.id], program, { order: true })).get(capture.id)!;
+    return { payload: JSON.stringify({ ...head, zonal_stats: zonal(s) }) };
+  }
+  const cache = cacheFor(deps.db);
+  const fHash = formulaHash(program);
+  const key = `${fieldId}|${capture.id}|${state.boundaryHash}|${fHash}|${withStats ? 1 : 0}|${name}|${name === 'custom' ? q.formula : ''}`;
+  const body =
+    cache.bodies.get(key) ??
+    (await cache.once(`body|${key}`, async () => {
+      const r = await deps.compute.runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, values: true, orderStats: withStats });
+      let text = JSON.stringify(head);
+      if (withStats) {
+        const s = toCached(r, true);
+        await rememberStats(deps, fieldId, state, capture.id, fHash, s);
+        text = JSON.stringify({ ...head, zonal_stats: zonal(s) });
+      }
+      const b: CachedBody = { raw: pixelGeoJson(r.window, r.values!, r.inside!, `${text.slice(0, -1)},"geojson":`, '}') };
+      cache.bodies.set(key, b);
+      return b;
+    }));
+  if (!opts.gzip) return { payload: body.raw };
+  if (!body.gzip) {
+    body.gzip = await cache.once(`gzip|${key}`, () => gzip(body.raw));
+    cache.bodies.set(key, body); // re-measured with its encoding
+  }
+  return { payload: body.gzip, encoding: 'gzip' };
+}
+
+export function zonal(s: CachedStats): ZonalStats {
+  const o = s.order;
   return {
-    min: num(s.min),
-    max: num(s.max),
-    mean: num(s.mean),
-    std: num(s.std),
+    min: s.min,
+    max: s.max,
+    mean: s.mean,
+    std: s.std,
     count: s.count,
-    valid_fraction: fieldPixels ? Math.round((s.count / fieldPixels) * 1e6) / 1e6 : 0,
-    median: num(o?.median),
-    p10: num(o?.p10),
-    p25: num(o?.p25),
-    p75: num(o?.p75),
-    p90: num(o?.p90),
+    valid_fraction: s.field_pixels ? Math.round((s.count / s.field_pixels) * 1e6) / 1e6 : 0,
+    median: o?.median ?? null,
+    p10: o?.p10 ?? null,
+    p25: o?.p25 ?? null,
+    p75: o?.p75 ?? null,
+    p90: o?.p90 ?? null,
   };
 }
 

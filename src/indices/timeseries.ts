@@ -3,13 +3,13 @@
  * at end_date); in each, the capture with the fewest unusable field pixels (then the earliest). An
  * interval without a capture, or whose best capture has more than `max_cloud_cover` percent of the
  * field unusable, is a gap: its element has the interval start as date and null statistics.
- * Statistics are cached per (capture, boundary, formula).
+ * Statistics are cached per (capture, boundary, formula): see stats-store.ts.
  */
-import { createHash } from 'node:crypto';
-import type { Boundary } from '../fields/boundary.js';
-import { getField } from '../fields/service.js';
 import { AppError } from '../platform/errors.js';
-import { fieldCaptures, loadCaptures, resolveProgram, type IndexDeps } from './service.js';
+import { fieldState, type FieldState } from './field-state.js';
+import type { Candidate } from './selection.js';
+import { resolveProgram, type IndexDeps } from './service.js';
+import { statsFor } from './stats-store.js';
 
 export const INTERVAL_DAYS = { daily: 1, weekly: 7, biweekly: 14 } as const;
 export const MAX_INTERVALS = 3660;
@@ -37,7 +37,21 @@ export interface SeriesElement {
 }
 
 const DAY = 86_400_000;
-const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+
+/** YYYY-MM-DD of a UTC midnight (days to civil date, H. Hinnant), ~20× Date#toISOString. */
+export function iso(t: number): string {
+  const z = Math.floor(t / DAY) + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const m = mp < 10 ? mp + 3 : mp - 9;
+  const y = yoe + era * 400 + (m <= 2 ? 1 : 0);
+  return `${y < 1000 ? String(y).padStart(4, '0') : y}-${pad2(m)}-${pad2(d)}`;
+}
 const parse = (s: string, name: string) => {
   const t = Date.parse(`${s}T00:00:00Z`);
   if (!/^\d{4}-\d{2}-\d{2}$/.test(s) || Number.isNaN(t) || iso(t) !== s) {
@@ -46,18 +60,31 @@ const parse = (s: string, name: string) => {
   return t;
 };
 
-export const hash = (x: unknown) => createHash('sha256').update(typeof x === 'string' ? x : JSON.stringify(x)).digest('base64url').slice(0, 22);
-
-interface CachedStats {
-  count: number;
-  min: number | null;
-  max: number | null;
-  mean: number | null;
-  std: number | null;
-  field_pixels: number;
+export async function indexTimeSeries(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery): Promise<SeriesElement[]> {
+  const { state, t0, t1, n, step } = await prepare(deps, accountId, fieldId, q);
+  return build(deps, fieldId, state, q, t0, t1, n, step);
 }
 
-export async function indexTimeSeries(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery): Promise<SeriesElement[]> {
+// Serialised series per field state: a series is a function of the state (captures, boundary)
+// and the query alone, so a new state (see field-state.ts) starts empty.
+const bodies = new WeakMap<FieldState, Map<string, string>>();
+const BODIES_PER_FIELD = 32;
+
+/** The series as JSON text (what GET timeseries answers). */
+export async function indexTimeSeriesJson(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery): Promise<string> {
+  const { state, t0, t1, n, step } = await prepare(deps, accountId, fieldId, q);
+  const key = `${q.index}|${q.formula ?? ''}|${q.start_date}|${q.end_date}|${q.interval ?? 'weekly'}|${q.max_cloud_cover ?? 20}`;
+  let known = bodies.get(state);
+  const hit = known?.get(key);
+  if (hit !== undefined) return hit;
+  const text = JSON.stringify(await build(deps, fieldId, state, q, t0, t1, n, step));
+  if (!known) bodies.set(state, (known = new Map()));
+  if (known.size >= BODIES_PER_FIELD) known.delete(known.keys().next().value!);
+  known.set(key, text);
+  return text;
+}
+
+async function prepare(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery) {
   const t0 = parse(q.start_date, 'start_date');
   const t1 = parse(q.end_date, 'end_date');
   if (t1 < t0) throw new AppError('validation_failed', 'end_date is before start_date', { errors: [{ path: '/query/end_date', code: 'before_start', message: 'must not be before start_date' }] });
@@ -66,55 +93,33 @@ export async function indexTimeSeries(deps: IndexDeps, accountId: string, fieldI
   if (n > MAX_INTERVALS) {
     throw new AppError('validation_failed', `the range has ${n} intervals; at most ${MAX_INTERVALS}`, { errors: [{ path: '/query/end_date', code: 'range_too_long', message: `at most ${MAX_INTERVALS} intervals` }] });
   }
-  const field = await getField(deps.db, accountId, fieldId);
+  const state = await fieldState(deps.db, accountId, fieldId);
+  return { state, t0, t1, n, step };
+}
+
+async function build(deps: IndexDeps, fieldId: string, state: FieldState, q: SeriesQuery, t0: number, t1: number, n: number, step: number): Promise<SeriesElement[]> {
   const { program } = resolveProgram(q.index, q.formula);
   const maxCloud = q.max_cloud_cover ?? 20;
-  const captures = (await fieldCaptures(deps.db, accountId, fieldId)).filter((c) => program.bands.every((b) => c.bands.includes(b)));
-  const boundaryHash = hash(field.boundary);
-  const formulaHash = hash(Array.from(program.code).join(',') + '|' + program.consts.join(';'));
+  const captures = state.byDate.filter(({ c, t }) => t >= t0 && t <= t1 && program.bands.every((b) => c.bands.includes(b)));
 
-  const intervals = Array.from({ length: n }, (_, k) => {
+  // One pass over the captures in date order: each interval takes the one with the fewest
+  // unusable field pixels among those in it, then the earliest.
+  const intervals: Array<{ start: number; end: number; best: Candidate | null }> = [];
+  let next = 0;
+  for (let k = 0; k < n; k++) {
     const start = t0 + k * step * DAY;
     const end = Math.min(start + (step - 1) * DAY, t1);
-    const inside = captures.filter((c) => {
-      const t = Date.parse(`${c.capture_date}T00:00:00Z`);
-      return t >= start && t <= end;
-    });
-    inside.sort((a, b) => a.field_pixels - a.valid_pixels - (b.field_pixels - b.valid_pixels) || a.capture_date.localeCompare(b.capture_date));
-    return { start, end, best: inside[0] ?? null };
-  });
-
-  const chosen = [...new Map(intervals.filter((i) => i.best).map((i) => [i.best!.id, i.best!])).values()];
-  const cloudOf = (c: { field_pixels: number; valid_pixels: number }) => (c.field_pixels ? 100 * (1 - c.valid_pixels / c.field_pixels) : 100);
-  const needed = chosen.filter((c) => cloudOf(c) <= maxCloud);
-  const stats = new Map<string, CachedStats>();
-  if (needed.length) {
-    const rows = await deps.db.query<{ imagery_id: string; stats: CachedStats }>(
-      'SELECT imagery_id, stats FROM index_stats WHERE field_id = $1 AND boundary_hash = $2 AND formula_hash = $3 AND imagery_id = ANY($4)',
-      [fieldId, boundaryHash, formulaHash, needed.map((c) => c.id)],
-    );
-    for (const r of rows) stats.set(r.imagery_id, r.stats);
+    let best: Candidate | null = null;
+    for (; next < captures.length && captures[next]!.t <= end; next++) {
+      const c = captures[next]!.c;
+      if (!best || c.field_pixels - c.valid_pixels < best.field_pixels - best.valid_pixels) best = c;
+    }
+    intervals.push({ start, end, best });
   }
-  const missing = needed.filter((c) => !stats.has(c.id));
-  const sources = missing.length ? await loadCaptures(deps.db, missing.map((c) => c.id)) : new Map();
-  await Promise.all(
-    missing.map(async (c) => {
-      const r = await deps.compute.runFieldIndex({ capture: sources.get(c.id)!, boundary: field.boundary as unknown as Boundary, program, roots: deps.roots });
-      const s: CachedStats = {
-        count: r.stats.count,
-        min: r.stats.count ? r.stats.min : null,
-        max: r.stats.count ? r.stats.max : null,
-        mean: r.stats.count ? r.stats.mean : null,
-        std: r.stats.count ? r.stats.std : null,
-        field_pixels: r.fieldPixels,
-      };
-      stats.set(c.id, s);
-      await deps.db.query(
-        `INSERT INTO index_stats (imagery_id, field_id, boundary_hash, formula_hash, stats) VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
-        [c.id, fieldId, boundaryHash, formulaHash, JSON.stringify(s)],
-      );
-    }),
-  );
+
+  const cloudOf = (c: { field_pixels: number; valid_pixels: number }) => (c.field_pixels ? 100 * (1 - c.valid_pixels / c.field_pixels) : 100);
+  const needed = [...new Set(intervals.filter((i) => i.best && cloudOf(i.best) <= maxCloud).map((i) => i.best!.id))];
+  const stats = await statsFor(deps, fieldId, state, needed, program, { order: false });
 
   return intervals.map(({ start, end, best }) => {
     const base = { interval_start: iso(start), interval_end: iso(end) };

@@ -28,7 +28,17 @@ export interface Database extends Sql {
    */
   listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
+  /**
+   * Embedded backend only: how many statements that may write have been issued so far. PGlite's
+   * data directory belongs to one process (embedded-lock.ts) and every statement goes through
+   * this object, so an unchanged count means unchanged data, and a cache may skip re-reading.
+   * Absent for PostgreSQL, where other processes write.
+   */
+  writeCount?(): number;
 }
+
+// Statements that cannot change table data (no SELECT here calls a writing function).
+const READ_ONLY = /^\s*select\b/i;
 
 export interface DatabaseOptions {
   /** postgres:// URL; when absent the embedded PGlite backend is used. */
@@ -54,8 +64,10 @@ async function openPglite(dataDir: string | undefined, schema: string): Promise<
   if (schema !== 'public') {
     await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}, public;`);
   }
+  let writes = 0;
   const wrap = (q: { query: PGlite['query'] }): Sql => ({
     async query<T>(text: string, params?: unknown[]) {
+      if (!READ_ONLY.test(text)) writes++;
       const r = await q.query<T>(text, params as unknown[] | undefined);
       return r.rows;
     },
@@ -68,6 +80,7 @@ async function openPglite(dataDir: string | undefined, schema: string): Promise<
     transaction: (fn) => withAfterCommit((hooks) => pg.transaction((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) }))),
     afterCommit: (f) => setImmediate(f),
     close: () => pg.close(),
+    writeCount: () => writes,
   };
 }
 

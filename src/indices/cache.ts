@@ -1,0 +1,96 @@
+/**
+ * In-process caches of the index endpoints, one set per database handle (a replica, or a test
+ * "replica" on its own handle, has its own). Nothing here can go stale:
+ * - field states are used only while the field's stamp, read from the database on every request,
+ *   is unchanged (see field-state.ts);
+ * - statistics and response bodies are keyed by what determines them: the capture (imagery rows
+ *   and their files never change), the hash of the field boundary and the hash of the compiled
+ *   formula.
+ */
+import type { Database } from '../platform/database.js';
+import type { FieldState } from './field-state.js';
+import type { CachedStats } from './stats-store.js';
+
+/** Least recently used first out, bounded by the sum of `sizeOf` over the entries. */
+export class Lru<V> {
+  private readonly entries = new Map<string, { value: V; size: number }>();
+  private total = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly sizeOf: (v: V) => number = () => 1,
+  ) {}
+
+  get(key: string): V | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, e);
+    return e.value;
+  }
+
+  /** Stores (or re-measures, after the value grew) an entry. */
+  set(key: string, value: V): void {
+    const old = this.entries.get(key);
+    if (old) {
+      this.total -= old.size;
+      this.entries.delete(key);
+    }
+    const size = this.sizeOf(value);
+    if (size > this.limit) return;
+    this.entries.set(key, { value, size });
+    this.total += size;
+    for (const [k, e] of this.entries) {
+      if (this.total <= this.limit) break;
+      this.entries.delete(k);
+      this.total -= e.size;
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get weight(): number {
+    return this.total;
+  }
+}
+
+/** A GeoJSON response body and, once asked for, its gzip encoding. */
+export interface CachedBody {
+  raw: Buffer;
+  gzip?: Buffer;
+}
+
+const MB = 1_048_576;
+const bodyLimit = () => Math.max(0, Number(process.env.GEOJSON_CACHE_MB ?? 64)) * MB;
+
+export class IndexCache {
+  /** Per `account/field`: boundary, its hash, the captures over it (see field-state.ts). */
+  readonly fields = new Lru<FieldState>(2_000);
+  /** Per `boundary hash|formula hash`: the statistics by capture id; bounded in captures. */
+  readonly stats = new Lru<Map<string, CachedStats>>(200_000, (g) => g.size + 1);
+  /** Whole GET indices bodies with GeoJSON, bounded in bytes (GEOJSON_CACHE_MB, default 64). */
+  readonly bodies = new Lru<CachedBody>(bodyLimit(), (b) => b.raw.byteLength + (b.gzip?.byteLength ?? 0));
+  /** Work under way, so that a burst of identical misses computes once. */
+  private readonly running = new Map<string, Promise<unknown>>();
+
+  once<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const cur = this.running.get(key);
+    if (cur) return cur as Promise<T>;
+    const p = fn().finally(() => this.running.delete(key));
+    this.running.set(key, p);
+    return p;
+  }
+}
+
+const caches = new WeakMap<Database, IndexCache>();
+
+export function cacheFor(db: Database): IndexCache {
+  let c = caches.get(db);
+  if (!c) {
+    c = new IndexCache();
+    caches.set(db, c);
+  }
+  return c;
+}

@@ -1,0 +1,124 @@
+/**
+ * Zonal statistics per (capture, field boundary, formula): in process first, then the index_stats
+ * table (shared by replicas), then computed in the pool and stored in both. Time series and the
+ * single-date call share them; the single-date call also needs the median and percentiles, which
+ * an entry carries once some call computed them (`order`).
+ */
+import { createHash } from 'node:crypto';
+import type { Program } from '../compute/formula.js';
+import type { FieldIndexResult } from '../compute/tasks.js';
+import { cacheFor } from './cache.js';
+import type { FieldState } from './field-state.js';
+import type { IndexDeps } from './service.js';
+
+export const hash = (x: unknown) => createHash('sha256').update(typeof x === 'string' ? x : JSON.stringify(x)).digest('base64url').slice(0, 22);
+
+const formulaHashes = new WeakMap<Program, string>();
+
+// The bands belong in it: NDVI and NDRE compile to the same code over different bands.
+export function formulaHash(p: Program): string {
+  let h = formulaHashes.get(p);
+  if (h === undefined) {
+    h = hash(`${p.bands.join(',')}|${Array.from(p.code).join(',')}|${p.consts.join(';')}|${p.resultReg}`);
+    formulaHashes.set(p, h);
+  }
+  return h;
+}
+
+export interface OrderStatsValues {
+  median: number | null;
+  p10: number | null;
+  p25: number | null;
+  p75: number | null;
+  p90: number | null;
+}
+
+export interface CachedStats {
+  count: number;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std: number | null;
+  field_pixels: number;
+  /** Present once computed; null when there was no valid pixel. */
+  order?: OrderStatsValues | null;
+}
+
+const val = (count: number, x: number | undefined) => (count && x !== undefined && Number.isFinite(x) ? x : null);
+
+/** The cache entry for a pool result (its order statistics when it computed them). */
+export function toCached(r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order'>, withOrder: boolean): CachedStats {
+  const n = r.stats.count;
+  const s: CachedStats = { count: n, min: val(n, r.stats.min), max: val(n, r.stats.max), mean: val(n, r.stats.mean), std: val(n, r.stats.std), field_pixels: r.fieldPixels };
+  if (withOrder) s.order = r.order ? { median: val(n, r.order.median), p10: val(n, r.order.p10), p25: val(n, r.order.p25), p75: val(n, r.order.p75), p90: val(n, r.order.p90) } : null;
+  return s;
+}
+
+/** The cached statistics of every capture for one boundary and formula (one LRU entry). */
+function group(deps: IndexDeps, state: FieldState, fHash: string, create: true): Map<string, CachedStats>;
+function group(deps: IndexDeps, state: FieldState, fHash: string, create: false): Map<string, CachedStats> | undefined;
+function group(deps: IndexDeps, state: FieldState, fHash: string, create: boolean): Map<string, CachedStats> | undefined {
+  const lru = cacheFor(deps.db).stats;
+  const key = `${state.boundaryHash}|${fHash}`;
+  let g = lru.get(key);
+  if (!g && create) {
+    g = new Map();
+    lru.set(key, g);
+  }
+  return g;
+}
+
+function keep(deps: IndexDeps, state: FieldState, fHash: string, imageryId: string, s: CachedStats): void {
+  const g = group(deps, state, fHash, true);
+  g.set(imageryId, s);
+  cacheFor(deps.db).stats.set(`${state.boundaryHash}|${fHash}`, g); // re-measured
+}
+
+const enough = (s: CachedStats | undefined, order: boolean): s is CachedStats => !!s && (!order || s.order !== undefined);
+
+/** Stores a freshly computed entry in process and in index_stats (order statistics win). */
+export async function rememberStats(deps: IndexDeps, fieldId: string, state: FieldState, imageryId: string, fHash: string, s: CachedStats): Promise<void> {
+  keep(deps, state, fHash, imageryId, s);
+  await deps.db.query(
+    `INSERT INTO index_stats (imagery_id, field_id, boundary_hash, formula_hash, stats) VALUES ($1, $2, $3, $4, $5::jsonb)
+     ON CONFLICT (imagery_id, field_id, boundary_hash, formula_hash) DO ${s.order !== undefined ? 'UPDATE SET stats = EXCLUDED.stats' : 'NOTHING'}`,
+    [imageryId, fieldId, state.boundaryHash, fHash, JSON.stringify(s)],
+  );
+}
+
+/** Statistics of each capture over the field: cached, or computed (in parallel across the pool). */
+export async function statsFor(deps: IndexDeps, fieldId: string, state: FieldState, ids: string[], program: Program, opts: { order: boolean }): Promise<Map<string, CachedStats>> {
+  const cache = cacheFor(deps.db);
+  const fHash = formulaHash(program);
+  const known = group(deps, state, fHash, false);
+  const out = new Map<string, CachedStats>();
+  let missing: string[] = [];
+  for (const id of ids) {
+    const s = known?.get(id);
+    if (enough(s, opts.order)) out.set(id, s);
+    else missing.push(id);
+  }
+  if (!missing.length) return out;
+  const rows = await deps.db.query<{ imagery_id: string; stats: CachedStats }>(
+    'SELECT imagery_id, stats FROM index_stats WHERE field_id = $1 AND boundary_hash = $2 AND formula_hash = $3 AND imagery_id = ANY($4)',
+    [fieldId, state.boundaryHash, fHash, missing],
+  );
+  for (const r of rows) {
+    if (!enough(r.stats, opts.order)) continue;
+    keep(deps, state, fHash, r.imagery_id, r.stats);
+    out.set(r.imagery_id, r.stats);
+  }
+  missing = missing.filter((id) => !out.has(id));
+  await Promise.all(
+    missing.map(async (id) => {
+      const s = await cache.once(`stats|${id}|${state.boundaryHash}|${fHash}|${opts.order}`, async () => {
+        const r = await deps.compute.runFieldIndex({ capture: state.sources.get(id)!, boundary: state.boundary, program, roots: deps.roots, orderStats: opts.order });
+        const computed = toCached(r, opts.order);
+        await rememberStats(deps, fieldId, state, id, fHash, computed);
+        return computed;
+      });
+      out.set(id, s);
+    }),
+  );
+  return out;
+}
