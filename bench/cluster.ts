@@ -179,8 +179,15 @@ export class Cluster {
       process: p.name,
       role: p.role,
       'peak RSS MiB': p.peakMiB.toFixed(0),
-      state: this.retired.includes(p) ? 'killed' : 'running',
+      state: this.retired.includes(p) ? 'killed' : p.child.exitCode !== null || p.child.signalCode !== null ? `DIED (${p.child.exitCode ?? p.child.signalCode})` : 'running',
     }));
+  }
+
+  /** Processes that exited without being told to, each with the end of its output. */
+  casualties(): string[] {
+    return [...this.apis, ...this.workers]
+      .filter((p) => p.child.exitCode !== null || p.child.signalCode !== null)
+      .map((p) => `${p.name} exited (${p.child.exitCode ?? p.child.signalCode}); its last output:\n${p.output().slice(-3000)}`);
   }
 
   /** SIGTERM to everything (SIGKILL after `graceMs`), then the probe connection. */

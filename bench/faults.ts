@@ -134,6 +134,8 @@ export default async function faultsBench(): Promise<void> {
       { name: 'kill -9 a worker, start another', run: async () => { await cluster.kill9Worker(0); await sleep(DOWN_MS); await cluster.startWorker(); } },
     ];
 
+    const only = process.env.BENCH_FAULTS_DRILLS?.split(',').map(Number); // e.g. 0,2: baseline and PostgreSQL
+    if (only) drills.splice(0, drills.length, ...drills.filter((_, i) => only.includes(i)));
     const mix = new Mix(seeds, 2);
     const driver = new Driver(cluster.apis.map((a) => a.base!), seeds.key, mix, RATE);
     const sampler = setInterval(() => cluster.sample(), 1000);
@@ -185,9 +187,17 @@ export default async function faultsBench(): Promise<void> {
       };
     });
     console.table(rows);
+    if (process.env.BENCH_DEBUG) {
+      for (const w of windows) {
+        for (const x of driver.log.filter((y) => !y.ok && y.sent >= w.from && y.sent < w.from + OBSERVE_MS)) {
+          console.log(`${w.name}: ${x.kind} ${x.status} sent +${x.sent - w.from} ms, answered +${x.done - w.from} ms`);
+        }
+      }
+    }
     console.log(`requests not sent because ${MAX_IN_FLIGHT} were in flight: ${driver.skipped}; ` +
       `${finalOk ? 'everything accepted finished and every delivery arrived' : `NOT settled ${SETTLE_MS / 1000} s after the load stopped`}`);
     console.table(cluster.memoryTable());
+    for (const c of cluster.casualties()) console.log(c);
   } finally {
     if (top) await top.close();
     if (redis) await redis.down();

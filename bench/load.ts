@@ -103,6 +103,7 @@ export default async function loadBench(): Promise<void> {
       ? 'every accepted report became ready or failed, and every webhook event was received by every subscribed receiver'
       : `NOT settled within ${DRAIN_MS / 1000} s after the load: see the row above`);
     console.table(cluster.memoryTable());
+    for (const c of cluster.casualties()) console.log(c);
   } finally {
     if (top) await top.close();
     await deleteQueueKeys(redisUrl, name).catch((err) => console.error(`could not delete queue keys: ${(err as Error).message}`));
