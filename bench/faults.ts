@@ -136,7 +136,7 @@ export default async function faultsBench(): Promise<void> {
 
     const only = process.env.BENCH_FAULTS_DRILLS?.split(',').map(Number); // e.g. 0,2: baseline and PostgreSQL
     if (only) drills.splice(0, drills.length, ...drills.filter((_, i) => only.includes(i)));
-    const mix = new Mix(seeds, 2);
+    const mix = new Mix(seeds, 1);
     const driver = new Driver(cluster.apis.map((a) => a.base!), seeds.key, mix, RATE);
     const sampler = setInterval(() => cluster.sample(), 1000);
     const windows: Array<{ name: string; from: number; to: number; faultMs: number; settleMs: number; settled: boolean }> = [];
