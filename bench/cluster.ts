@@ -157,6 +157,12 @@ export class Cluster {
     return this.probe.getWorkersCount();
   }
 
+  /** Whether a `reports` job is waiting, delayed or running (the report is queued, not lost). */
+  async reportJobPending(jobId: string): Promise<boolean> {
+    const job = await this.probe.getJob(jobId);
+    return !!job && ['waiting', 'delayed', 'active', 'prioritized'].includes(await job.getState());
+  }
+
   /** SIGKILLs a worker (no goodbye: its jobs stay active until their lock expires). */
   async kill9Worker(index: number): Promise<ServiceProcess> {
     const p = this.workers[index]!;

@@ -159,7 +159,7 @@ export default async function faultsBench(): Promise<void> {
     }
     for (let i = 0; i < windows.length - 1; i++) windows[i]!.to = windows[i + 1]!.from;
     const finalOk = await until(() => settled(seeds, mix), SETTLE_MS, 500);
-    const audits = await auditWindows(seeds, mix, windows);
+    const audits = await auditWindows(seeds, mix, windows, (id) => cluster.reportJobPending(id));
 
     const rows = windows.map((w, i) => {
       const a = audits[i]!;
@@ -175,7 +175,8 @@ export default async function faultsBench(): Promise<void> {
         'requests sent': sent.length,
         failed: failed.length,
         'reports accepted': a.reportsAccepted,
-        'jobs lost': a.reportsLost,
+        'jobs unfinished': a.reportsLost,
+        'of which queued': a.reportsQueued,
         'reports failed': a.reportsFailed,
         'deliveries expected': a.deliveriesExpected,
         'deliveries lost': a.deliveriesLost,

@@ -91,10 +91,10 @@ export default async function loadBench(): Promise<void> {
 
     const drainStart = Date.now();
     const done = await until(() => settled(seeds, mix), DRAIN_MS, 500);
-    const [a] = await auditWindows(seeds, mix, [{ from: 0, to: Infinity }]);
+    const [a] = await auditWindows(seeds, mix, [{ from: 0, to: Infinity }], (id) => cluster.reportJobPending(id));
     console.table([
       {
-        'reports accepted': a!.reportsAccepted, ready: a!.reportsReady, failed: a!.reportsFailed, 'never finished': a!.reportsLost,
+        'reports accepted': a!.reportsAccepted, ready: a!.reportsReady, failed: a!.reportsFailed, 'unfinished': a!.reportsLost, 'of which queued': a!.reportsQueued,
         events: a!.events, 'deliveries expected': a!.deliveriesExpected, received: a!.deliveriesReceived, lost: a!.deliveriesLost, duplicates: a!.duplicates,
         'drain s': ((Date.now() - drainStart) / 1000).toFixed(1),
       },

@@ -187,6 +187,8 @@ export interface AuditRow {
   reportsFailed: number;
   /** Accepted, but neither ready nor failed. */
   reportsLost: number;
+  /** Of those, how many still have a queued or running job (backlog, not lost) when asked. */
+  reportsQueued: number;
   events: number;
   deliveriesExpected: number;
   deliveriesReceived: number;
@@ -203,16 +205,21 @@ export interface AuditRow {
 }
 
 interface Snapshot {
-  reports: Map<string, { status: string; completed: number | null }>;
+  reports: Map<string, { status: string; completed: number | null; queued: boolean }>;
   events: Array<{ id: string; at: number }>;
   deliveries: Map<string, string[]>; // event id → delivery ids
   receipts: Map<string, { count: number; first: number }>;
 }
 
-async function snapshot(seeds: Seeds, mix: Mix): Promise<Snapshot> {
+async function snapshot(seeds: Seeds, mix: Mix, jobPending?: (jobId: string) => Promise<boolean>): Promise<Snapshot> {
   const ids = [...mix.accepted.keys()];
-  const rows = await seeds.db.query<{ id: string; status: string; completed_at: Date | null }>('SELECT id, status, completed_at FROM reports WHERE id = ANY($1)', [ids]);
-  const reports = new Map(rows.map((r) => [r.id, { status: r.status, completed: r.completed_at ? new Date(r.completed_at).getTime() : null }]));
+  const rows = await seeds.db.query<{ id: string; status: string; completed_at: Date | null; job_id: string | null }>('SELECT id, status, completed_at, job_id FROM reports WHERE id = ANY($1)', [ids]);
+  const reports = new Map<string, { status: string; completed: number | null; queued: boolean }>();
+  for (const r of rows) {
+    const unfinished = r.status === 'pending' || r.status === 'processing';
+    const queued = unfinished && !!jobPending && !!r.job_id && (await jobPending(r.job_id).catch(() => false));
+    reports.set(r.id, { status: r.status, completed: r.completed_at ? new Date(r.completed_at).getTime() : null, queued });
+  }
   const ev = await seeds.db.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM outbox WHERE account_id = $1 AND created_at >= $2', [seeds.accountId, seeds.since]);
   const dl = await seeds.db.query<{ id: string; event_id: string }>('SELECT id, event_id FROM deliveries WHERE account_id = $1', [seeds.accountId]);
   const deliveries = new Map<string, string[]>();
@@ -236,7 +243,7 @@ export async function settled(seeds: Seeds, mix: Mix): Promise<boolean> {
 
 function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
   const row: AuditRow = {
-    reportsAccepted: 0, reportsReady: 0, reportsFailed: 0, reportsLost: 0, events: 0, deliveriesExpected: 0, deliveriesReceived: 0,
+    reportsAccepted: 0, reportsReady: 0, reportsFailed: 0, reportsLost: 0, reportsQueued: 0, events: 0, deliveriesExpected: 0, deliveriesReceived: 0,
     deliveriesLost: 0, duplicates: 0, undispatched: 0, firstReadyMs: null, firstDeliveredMs: null,
   };
   const inWindow = (t: number) => t >= w.from && t < w.to;
@@ -248,7 +255,10 @@ function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
       row.reportsReady++;
       if (r.completed !== null && (row.firstReadyMs === null || r.completed - w.from < row.firstReadyMs)) row.firstReadyMs = Math.max(0, r.completed - w.from);
     } else if (r?.status === 'failed') row.reportsFailed++;
-    else row.reportsLost++;
+    else {
+      row.reportsLost++;
+      if (r?.queued) row.reportsQueued++;
+    }
   }
   for (const e of s.events) {
     if (!inWindow(e.at)) continue;
@@ -270,9 +280,9 @@ function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
   return row;
 }
 
-/** Audits several windows against one snapshot. */
-export async function auditWindows(seeds: Seeds, mix: Mix, windows: AuditWindow[]): Promise<AuditRow[]> {
-  const s = await snapshot(seeds, mix);
+/** Audits several windows against one snapshot (`jobPending` tells backlog from loss). */
+export async function auditWindows(seeds: Seeds, mix: Mix, windows: AuditWindow[], jobPending?: (jobId: string) => Promise<boolean>): Promise<AuditRow[]> {
+  const s = await snapshot(seeds, mix, jobPending);
   return windows.map((w) => audit(s, seeds, mix, w));
 }
 
