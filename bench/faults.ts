@@ -14,6 +14,7 @@
  * after the last failed one, to the first report accepted after the fault that became ready, and
  * to the first delivery of an event emitted after the fault. Everything is torn down at the end.
  */
+import os from 'node:os';
 import { PrivatePostgres, PrivateRedis, sleep, until } from './cluster.js';
 import { auditWindows, bringUp, Mix, settled, type Kind, type Topology } from './traffic.js';
 
@@ -197,6 +198,7 @@ export default async function faultsBench(): Promise<void> {
     }
     console.log(`requests not sent because ${MAX_IN_FLIGHT} were in flight: ${driver.skipped}; ` +
       `${finalOk ? 'everything accepted finished and every delivery arrived' : `NOT settled ${SETTLE_MS / 1000} s after the load stopped`}`);
+    console.log(`machine load average (1, 5, 15 min) at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(', ')} on ${os.availableParallelism()} cores`);
     console.table(cluster.memoryTable());
     for (const c of cluster.casualties()) console.log(c);
   } finally {

@@ -10,6 +10,7 @@
  * peak RSS of each process (VmHWM), and whether every accepted report became ready and every
  * webhook event reached both receivers (counted by X-Service-Delivery).
  */
+import os from 'node:os';
 import autocannon from 'autocannon';
 import { deleteQueueKeys, scratchDatabase, sleep, until } from './cluster.js';
 import { auditWindows, bringUp, Mix, settled, type Kind } from './traffic.js';
@@ -102,6 +103,7 @@ export default async function loadBench(): Promise<void> {
     console.log(done
       ? 'every accepted report became ready or failed, and every webhook event was received by every subscribed receiver'
       : `NOT settled within ${DRAIN_MS / 1000} s after the load: see the row above`);
+    console.log(`machine load average (1, 5, 15 min) at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(', ')} on ${os.availableParallelism()} cores`);
     console.table(cluster.memoryTable());
     for (const c of cluster.casualties()) console.log(c);
   } finally {
