@@ -11,6 +11,8 @@ const suites: Record<string, () => Promise<Suite>> = {
   webhooks: async () => (await import('./webhooks.js')).default,
   decode: async () => (await import('./decode.js')).default,
   reports: async () => (await import('./reports.js')).default,
+  load: async () => (await import('./load.js')).default,
+  faults: async () => (await import('./faults.js')).default,
 };
 
 async function main(): Promise<void> {

@@ -6,7 +6,30 @@ declare module 'autocannon' {
     errors: number;
     non2xx: number;
     timeouts: number;
+    duration: number;
   }
-  function autocannon(opts: { url: string; connections?: number; duration?: number; headers?: Record<string, string>; method?: string; body?: string }): Promise<Result>;
+  interface Request {
+    method?: string;
+    path?: string;
+    body?: string;
+    headers?: Record<string, string>;
+    /** Returns the request to send (may change method, path, body); `context` is per connection. */
+    setupRequest?: (req: any, context: any) => any;
+    onResponse?: (status: number, body: string, context: any, headers: Record<string, string>) => void;
+  }
+  function autocannon(opts: {
+    url: string | string[];
+    connections?: number;
+    duration?: number;
+    amount?: number;
+    /** Requests per second over all connections. */
+    overallRate?: number;
+    /** Seconds before a request counts as a timeout (default 10). */
+    timeout?: number;
+    headers?: Record<string, string>;
+    method?: string;
+    body?: string;
+    requests?: Request[];
+  }): Promise<Result>;
   export default autocannon;
 }

@@ -65,6 +65,9 @@ function mapFastifyError(err: FastifyError): AppError {
   if (err instanceof SyntaxError && err.statusCode === 400) {
     return new AppError('malformed_json', `The body is not valid JSON: ${err.message}`);
   }
+  if (backendUnavailable(err)) {
+    return new AppError('service_unavailable', 'A backing service (database or queue) is not reachable right now; retry shortly', { headers: { 'Retry-After': '2' } });
+  }
   const status = err.statusCode ?? 500;
   if (status === 429) return new AppError('rate_limited', err.message || 'Rate limit exceeded');
   if (status === 503) return new AppError('service_unavailable', err.message || 'Service unavailable');
@@ -73,6 +76,16 @@ function mapFastifyError(err: FastifyError): AppError {
     return new AppError(code, err.message, { status });
   }
   return new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it', { status: 500 });
+}
+
+// postgres.js connection errors, the socket errors of a refused or dropped connection, and the
+// SQLSTATEs of a server shutting down or starting up (57P01-57P03) or of a lost connection (08xxx).
+const CONNECTION_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'CONNECTION_ENDED', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+
+/** The request failed because PostgreSQL or Redis is down or restarting, not because of a bug: 503. */
+export function backendUnavailable(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? '');
+  return CONNECTION_CODES.has(code) || /^57P0[123]$/.test(code) || /^08[0-9A-Z]{3}$/.test(code);
 }
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, err: AppError): FastifyReply {

@@ -1,0 +1,143 @@
+/**
+ * Load: two ROLE=api and two ROLE=worker processes on real PostgreSQL and Redis (a database of
+ * its own on BENCH_DATABASE_URL, default the local server, dropped at the end; a queue prefix of
+ * its own on BENCH_REDIS_URL, its keys deleted at the end). autocannon sends the mixed stream of
+ * bench/traffic.ts (indices with zonal statistics, time series, report POSTs and polls, PATCHes
+ * that fan out webhook events to two HTTPS receivers) to both api processes at a fixed overall
+ * rate, in steps of BENCH_LOAD_STEP_S seconds at BENCH_LOAD_RATES requests/s, stopping after the
+ * first step whose p99 is above 500 ms. Per step: offered and achieved rate, p50/p99 (corrected
+ * for coordinated omission), non-2xx and connection errors. At the end: the rate reached, the
+ * peak RSS of each process (VmHWM), and whether every accepted report became ready and every
+ * webhook event reached both receivers (counted by X-Service-Delivery).
+ */
+import os from 'node:os';
+import autocannon from 'autocannon';
+import { deleteQueueKeys, scratchDatabase, sleep, until } from './cluster.js';
+import { auditWindows, bringUp, Mix, settled, type Kind } from './traffic.js';
+
+const RATES = (process.env.BENCH_LOAD_RATES ?? '10,20,40,80,160,320,640').split(',').map(Number).filter((n) => n > 0);
+const STEP_S = Number(process.env.BENCH_LOAD_STEP_S ?? 10);
+const P99_LIMIT_MS = 500;
+const DRAIN_MS = Number(process.env.BENCH_LOAD_DRAIN_S ?? 120) * 1000;
+
+export default async function loadBench(): Promise<void> {
+  const server = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const name = `fa_load_${Date.now()}_${process.pid}`;
+  let db: Awaited<ReturnType<typeof scratchDatabase>>;
+  try {
+    db = await scratchDatabase(server, name);
+  } catch (err) {
+    console.log(`load bench skipped: PostgreSQL at ${server} is not available (${(err as Error).message})`);
+    return;
+  }
+  let top: Awaited<ReturnType<typeof bringUp>> | null = null;
+  try {
+    const t0 = Date.now();
+    top = await bringUp({ databaseUrl: db.url, redisUrl, queuePrefix: name });
+    const { cluster, seeds } = top;
+    console.log(`2 api + 2 worker processes on PostgreSQL (database ${name}) and Redis (prefix fa:${name}); seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s: ` +
+      `100 ha field, ${seeds.dates.length} captures, ${seeds.webhooks} webhooks`);
+    const mix = new Mix(seeds);
+    const urls = cluster.apis.map((a) => a.base!);
+    // Warm-up: every capture read once per api process (window cache, statistics cache).
+    await autocannon({ url: urls, connections: 4, amount: 200, headers: { authorization: `Bearer ${seeds.key}` }, requests: [requestFor(mix, seeds.key, {})] });
+
+    const rows: Array<Record<string, string | number>> = [];
+    let reached: { rate: number; achieved: number } | null = null;
+    const sampler = setInterval(() => cluster.sample(), 1000);
+    try {
+      for (const rate of RATES) {
+        const byKind: Record<string, number> = {};
+        const latency: Partial<Record<Kind, number[]>> = {};
+        const connections = Math.min(rate, 160);
+        const r = await autocannon({
+          url: urls,
+          connections,
+          overallRate: rate,
+          duration: STEP_S,
+          timeout: 10,
+          headers: { authorization: `Bearer ${seeds.key}`, 'content-type': 'application/json' },
+          requests: [requestFor(mix, seeds.key, byKind, latency)],
+        });
+        const answered = r.requests.total;
+        const failed = r.non2xx + r.errors;
+        const achieved = answered / r.duration;
+        const errorRate = failed / Math.max(1, answered + r.errors);
+        rows.push({
+          'offered req/s': rate,
+          'achieved req/s': achieved.toFixed(1),
+          connections,
+          'p50 ms': r.latency.p50,
+          'p99 ms': r.latency.p99,
+          'non-2xx': r.non2xx,
+          'conn errors': r.errors - r.timeouts,
+          timeouts: r.timeouts,
+          'error %': (100 * errorRate).toFixed(2),
+          'p99 ms by kind (uncorrected)': Object.entries(latency).map(([k, xs]) => `${k}:${pct(xs, 0.99).toFixed(0)}`).join(' '),
+          'failed by kind': Object.entries(byKind).map(([k, n]) => `${k}:${n}`).join(' ') || '-',
+        });
+        console.log(`  step ${rate} req/s: achieved ${achieved.toFixed(1)}, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, errors ${(100 * errorRate).toFixed(2)} %`);
+        if (r.latency.p99 > P99_LIMIT_MS) break;
+        if (errorRate < 0.01) reached = { rate, achieved };
+        await sleep(2000);
+      }
+    } finally {
+      clearInterval(sampler);
+    }
+    console.table(rows);
+    console.log(reached
+      ? `rate reached with p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors: ${reached.rate} req/s offered, ${reached.achieved.toFixed(1)} req/s achieved`
+      : `no step stayed within p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors`);
+
+    const drainStart = Date.now();
+    const done = await until(() => settled(seeds, mix), DRAIN_MS, 500);
+    const [a] = await auditWindows(seeds, mix, [{ from: 0, to: Infinity }], (id) => cluster.reportJobPending(id));
+    console.table([
+      {
+        'reports accepted': a!.reportsAccepted, ready: a!.reportsReady, failed: a!.reportsFailed, 'unfinished': a!.reportsLost, 'of which queued': a!.reportsQueued,
+        events: a!.events, 'deliveries expected': a!.deliveriesExpected, received: a!.deliveriesReceived, lost: a!.deliveriesLost, duplicates: a!.duplicates,
+        'drain s': ((Date.now() - drainStart) / 1000).toFixed(1),
+      },
+    ]);
+    console.log(done
+      ? 'every accepted report became ready or failed, and every webhook event was received by every subscribed receiver'
+      : `NOT settled within ${DRAIN_MS / 1000} s after the load: see the row above`);
+    console.log(`machine load average (1, 5, 15 min) at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(', ')} on ${os.availableParallelism()} cores`);
+    console.table(cluster.memoryTable());
+    for (const c of cluster.casualties()) console.log(c);
+  } finally {
+    if (top) await top.close();
+    await deleteQueueKeys(redisUrl, name).catch((err) => console.error(`could not delete queue keys: ${(err as Error).message}`));
+    await db.drop();
+  }
+}
+
+function pct(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : NaN;
+}
+
+/** One autocannon request whose setupRequest draws the next request of the mix. */
+function requestFor(mix: Mix, key: string, failedByKind: Record<string, number>, latency: Partial<Record<Kind, number[]>> = {}) {
+  return {
+    setupRequest: (req: Record<string, unknown>, context: { kind?: Kind; t0?: number }) => {
+      const p = mix.next();
+      context.kind = p.kind;
+      // Fresh headers every time: autocannon writes Content-Length into the object it is given.
+      const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+      if (p.body) headers['content-type'] = 'application/json';
+      context.t0 = performance.now();
+      return { ...req, method: p.method, path: p.path, body: p.body ?? '', headers };
+    },
+    onResponse: (status: number, body: string, context: { kind?: Kind; t0?: number }) => {
+      const kind = context.kind ?? 'indices';
+      if (context.t0 !== undefined) (latency[kind] ??= []).push(performance.now() - context.t0);
+      if (status < 200 || status > 299) {
+        failedByKind[kind] = (failedByKind[kind] ?? 0) + 1;
+        if (process.env.BENCH_DEBUG) console.log(kind, status, body.slice(0, 300));
+      }
+      mix.answered(kind, status, body);
+    },
+  };
+}
