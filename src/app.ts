@@ -39,6 +39,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     routerOptions: { ignoreTrailingSlash: true },
     // One line per request, with the route and account, from registerRequestLog.
     logController: new LogController({ disableRequestLogging: true }),
+    // On SIGTERM the server stops accepting connections; a request already on an open connection
+    // is served in full (Fastify's default would answer it with a bare 503 while closing).
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Query strings and paths are text, so they are coerced (`per_page=20` → 20); JSON bodies are

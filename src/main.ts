@@ -3,6 +3,7 @@
  * serves /metrics, /healthz, /readyz on METRICS_PORT), `all` both. Loads configuration, opens the
  * runtime, listens, and shuts down gracefully on SIGTERM/SIGINT.
  */
+import net from 'node:net';
 import { buildApp } from './app.js';
 import { bootstrapDevelopmentAccount } from './accounts/bootstrap.js';
 import { createDemo } from './imagery/demo.js';
@@ -35,6 +36,19 @@ async function bootstrap(config: Config, runtime: Runtime): Promise<void> {
 }
 
 /**
+ * Stops listening, then closes the server once every request it has read is answered. A turn of
+ * the event loop before and a short pause after stopping to listen let connections the kernel had
+ * already queued (the loop may have been busy) be accepted and their request read, so that closing
+ * the idle connections (which Node does on close) does not reset a request that was already sent.
+ */
+async function drainAndClose(app: Api): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  net.Server.prototype.close.call(app.server);
+  await new Promise((r) => setTimeout(r, 50));
+  await app.close();
+}
+
+/**
  * Graceful shutdown, in order: stop accepting connections and let in-flight requests finish (the
  * API, then the operations listener), stop the scheduler and dispatcher, let running jobs finish
  * (handing back those still running when the grace period is nearly over), then close the queues
@@ -52,7 +66,7 @@ function onSignals(config: Config, runtime: Runtime, servers: () => Api[], log: 
       process.exit(1);
     }, config.shutdownGraceMs).unref();
     try {
-      for (const s of servers()) await s.close();
+      for (const s of servers()) await drainAndClose(s);
       // Keep a little of the grace period for closing the pool and the database.
       const reserve = Math.min(2000, config.shutdownGraceMs * 0.2);
       await runtime.close(Math.max(0, deadline - Date.now() - reserve));
