@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 
 export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onRequest', async (req) => {
-    if (req.log.isLevelEnabled('debug')) req.log.debug({ method: req.method, path: req.url.split('?')[0] }, 'request received');
+    req.log.debug({ method: req.method, path: req.url.split('?')[0] }, 'request received');
   });
   app.addHook('onResponse', async (req, reply) => {
     const status = reply.statusCode;
