@@ -38,7 +38,7 @@ export class TimedFetchClient extends BaseClient {
     try {
       return new TimedResponse(await fetch(this.url, { headers: options.headers, signal }));
     } catch (err) {
-      if (deadline.aborted) throw new Error(`no answer from ${new URL(this.url).host} within ${this.timeoutMs} ms`);
+      if (deadline.aborted) throw new Error(`fetch failed: no answer from ${new URL(this.url).host} within ${this.timeoutMs} ms (IMAGERY_TIMEOUT_MS)`);
       throw err;
     }
   }

@@ -73,6 +73,12 @@ export async function registerRateLimit(scope: FastifyInstance, config: Pick<Con
     scope.addHook('onClose', async () => {
       await redis!.quit().catch(() => redis!.disconnect());
     });
+    // Commands fail at once while disconnected (no offline queue: a Redis outage must not stall
+    // requests), so wait for the first connection here, a bounded time.
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 2000);
+      redis!.once('ready', () => (clearTimeout(t), resolve()));
+    });
   }
   await scope.register(rateLimit, {
     global: true,
