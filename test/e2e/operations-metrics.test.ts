@@ -95,6 +95,16 @@ function expectWorkerFamilies(s: MetricSample[]) {
   expect(metricSum(s, 'compute_task_duration_seconds_count', { kind: 'field-index' })).toBeGreaterThanOrEqual(1);
 }
 
+describe('roles', () => {
+  it('ROLE=api or worker on the embedded database stops at start with one line (PGlite serves one process)', async () => {
+    for (const role of ['api', 'worker']) {
+      const s = startService({ ROLE: role, DATA_DIR: path.join(os.tmpdir(), uniqueName('fa-never')) });
+      expect(await s.exited).toBe(78);
+      expect(s.output().trim()).toBe(`invalid configuration: ROLE ${role} needs DATABASE_URL (the embedded database serves one process; use ROLE=all)`);
+    }
+  });
+});
+
 let pki: TestPki;
 let rx: Receiver;
 beforeAll(async () => {

@@ -145,17 +145,16 @@ export class BullmqQueues implements JobQueues {
     if (this.closed) return;
     this.closed = true;
     for (const u of this.unobserve) u();
-    // Worker.close stops taking jobs and waits for the running ones. Past the grace period the
-    // jobs still running are moved back to waiting (their lock released with our token), so another
-    // worker takes them at once instead of after the stalled check; then the workers force-close.
-    const drained = await Promise.race([
-      Promise.all(this.workers.map((w) => w.close())).then(() => true, () => true),
-      new Promise<boolean>((r) => setTimeout(() => r(false), graceMs).unref()),
-    ]);
-    if (!drained) {
-      await Promise.all([...this.running.values()].map(({ job, token }) => job.moveToWait(token).catch(() => 0)));
-      await Promise.all(this.workers.map((w) => w.close(true).catch(() => {})));
-    }
+    // Stop taking jobs and wait for the running ones. Past the grace period those still running
+    // are moved back to waiting (their lock released with our token), so another worker takes them
+    // at once instead of after the lock expires; then the workers close without waiting for them.
+    // (Worker.close() once called cannot be forced, hence pause first.)
+    await Promise.all(this.workers.map((w) => w.pause(true).catch(() => {})));
+    const end = Date.now() + graceMs;
+    while (this.running.size && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const drained = this.running.size === 0;
+    if (!drained) await Promise.all([...this.running.values()].map(({ job, token }) => job.moveToWait(token).catch(() => 0)));
+    await Promise.all(this.workers.map((w) => w.close(!drained).catch(() => {})));
     await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => {})));
     await this.connection.quit().catch(() => this.connection.disconnect());
   }
