@@ -1,6 +1,6 @@
 /**
  * Starts the service by ROLE: `api` serves HTTP, `worker` runs queues, scheduler and compute (and
- * serves /metrics, /healthz, /readyz on METRICS_PORT), `all` both. Loads configuration, opens the
+ * serves /metrics, /healthz, /readyz on METRICS_PORT, default PORT), `all` both. Loads configuration, opens the
  * runtime, listens, and shuts down gracefully on SIGTERM/SIGINT.
  */
 import net from 'node:net';
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   const api = config.role !== 'worker' ? await buildApp(runtime, { logger }) : null;
   const ops = config.metricsPort !== undefined ? await buildOpsApp(runtime, { logger }) : null;
   const servers = [api, ops].filter((s): s is Api => s !== null);
-  // A worker always has the operations listener (METRICS_PORT defaults to 9464 there).
+  // A worker always has the operations listener (METRICS_PORT, default PORT).
   const closing = onSignals(config, runtime, () => servers, (api ?? ops)!.log);
 
   if (config.devBootstrap && config.role !== 'worker') await bootstrap(config, runtime);

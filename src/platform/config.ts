@@ -27,10 +27,10 @@ export interface Config {
   computeThreads: number;
   /**
    * Port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process
-   * serves nothing else, so it listens there always (default 9464); api/all processes only when set.
+   * serves nothing else, so it listens there always (default: PORT); api/all processes only when set.
    */
   metricsPort?: number;
-  /** Requests per minute per API key on /v1 (0: no limit); counted in Redis when REDIS_URL is set. */
+  /** Requests per minute per API key on /v1 (0, the default: no limit); counted in Redis when REDIS_URL is set. */
   rateLimitPerMinute: number;
   /** Load shedding: /v1 requests get 503 + Retry-After while any threshold is exceeded (0: not checked). */
   shed: {
@@ -172,7 +172,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (secretsKey !== undefined && secretsKey.length < 32) throw new ConfigError('SECRETS_KEY', 'must be at least 32 characters');
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const role = oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all');
-  const metricsPort = str(env, 'METRICS_PORT') === undefined ? (role === 'worker' ? 9464 : undefined) : int(env, 'METRICS_PORT', 0, 0, 65535);
+  // A worker serves its operations routes on PORT unless METRICS_PORT says otherwise.
+  const metricsPort = str(env, 'METRICS_PORT') === undefined ? (role === 'worker' ? port : undefined) : int(env, 'METRICS_PORT', 0, 0, 65535);
   const computeThreads = int(env, 'COMPUTE_THREADS', Math.max(1, os.availableParallelism()), 1, 256);
   return {
     port,
@@ -189,7 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
     computeThreads,
     metricsPort,
-    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000),
     shed: {
       maxEventLoopDelayMs: int(env, 'SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
       maxHeapUsedBytes: int(env, 'SHED_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
