@@ -192,7 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort,
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000),
     shed: {
-      maxEventLoopDelayMs: int(env, 'SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
+      maxEventLoopDelayMs: int(env, 'SHED_EVENT_LOOP_DELAY_MS', 0, 0, 60_000),
       maxHeapUsedBytes: int(env, 'SHED_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
       maxPoolQueue: int(env, 'SHED_POOL_QUEUE', computeThreads * 50, 0, 1_000_000),
       retryAfterSeconds: int(env, 'SHED_RETRY_AFTER_S', 5, 1, 3600),

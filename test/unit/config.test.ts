@@ -57,7 +57,7 @@ describe('configuration', () => {
     expect(loadConfig({ ROLE: 'worker', METRICS_PORT: '9100' }).metricsPort).toBe(9100);
     expect(c.rateLimitPerMinute).toBe(0);
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitPerMinute).toBe(600);
-    expect(c.shed).toEqual({ maxEventLoopDelayMs: 1000, maxHeapUsedBytes: 0, maxPoolQueue: 200, retryAfterSeconds: 5 });
+    expect(c.shed).toEqual({ maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxPoolQueue: 200, retryAfterSeconds: 5 });
     expect(c.imageryTimeoutMs).toBe(30_000);
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', SHED_POOL_QUEUE: '0', IMAGERY_TIMEOUT_MS: '2500' })).toMatchObject({ rateLimitPerMinute: 0, shed: { maxPoolQueue: 0 }, imageryTimeoutMs: 2500 });
   });
