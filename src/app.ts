@@ -2,7 +2,7 @@
  * Builds the HTTP application from already-constructed services and never listens: tests call
  * buildApp() and use inject(); src/main.ts listens.
  */
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
@@ -18,6 +18,8 @@ import { healthRoutes } from './platform/http/health.js';
 import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
+import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
+import { registerRequestLog } from './platform/http/request-log.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -35,6 +37,11 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
+    // One line per request, with the route and account, from registerRequestLog.
+    logController: new LogController({ disableRequestLogging: true }),
+    // On SIGTERM the server stops accepting connections; a request already on an open connection
+    // is served in full (Fastify's default would answer it with a bare 503 while closing).
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Query strings and paths are text, so they are coerced (`per_page=20` → 20); JSON bodies are
@@ -50,12 +57,15 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
   // instead of being refused as 415.
   app.removeContentTypeParser('text/plain');
   registerProblemHandlers(app);
+  registerRequestLog(app);
+  await registerLoadShedding(app, s.config.shed, s.compute);
   await registerOpenApi(app, s.config.publicBaseUrl);
   healthRoutes(app, s);
   registerMetrics(app);
 
   await app.register(async (v1) => {
     requireApiKey(v1, s.db);
+    await registerRateLimit(v1, s.config);
     fieldRoutes(v1, s);
     webhookRoutes(v1, s, s.webhooks);
     indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl });

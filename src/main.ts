@@ -1,20 +1,85 @@
 /**
- * Starts the service by ROLE: `api` serves HTTP, `worker` runs queues and compute, `all` both.
- * Loads configuration, opens the runtime, listens, and shuts down gracefully on SIGTERM/SIGINT.
+ * Starts the service by ROLE: `api` serves HTTP, `worker` runs queues, scheduler and compute (and
+ * serves /metrics, /healthz, /readyz on METRICS_PORT, default PORT), `all` both. Loads configuration, opens the
+ * runtime, listens, and shuts down gracefully on SIGTERM/SIGINT.
  */
+import net from 'node:net';
 import { buildApp } from './app.js';
 import { bootstrapDevelopmentAccount } from './accounts/bootstrap.js';
 import { createDemo } from './imagery/demo.js';
 import { ConfigError, loadConfig, type Config } from './platform/config.js';
-import { openRuntime } from './platform/runtime.js';
+import type { Api } from './platform/http/context.js';
+import { buildOpsApp } from './platform/http/ops-app.js';
+import { openRuntime, type Runtime } from './platform/runtime.js';
 
 function loggerOptions(config: Config) {
+  // pino-pretty only for a person at a terminal; JSON lines for everything else.
   const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production';
   return {
     level: config.logLevel,
     redact: ['req.headers.authorization'],
+    base: { pid: process.pid, role: config.role },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
   };
+}
+
+async function bootstrap(config: Config, runtime: Runtime): Promise<void> {
+  const dev = await bootstrapDevelopmentAccount(runtime.db);
+  if (!dev) return;
+  console.log(`\n  Development API key (account "${dev.account}"), shown once:\n\n    ${dev.key}\n`);
+  console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" ${config.publicBaseUrl}/v1/fields\n`);
+  if (config.demo) {
+    const demo = await createDemo({ db: runtime.db, compute: runtime.compute, roots: config.imageryRoots, maxAreaHa: config.maxFieldAreaHa }, dev.accountId);
+    console.log(`  Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures, ${demo.firstDate} to ${demo.lastDate}`);
+    console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);
+  }
+}
+
+/**
+ * Stops listening, then closes the server once every request it has read is answered. A turn of
+ * the event loop before and a short pause after stopping to listen let connections the kernel had
+ * already queued (the loop may have been busy) be accepted and their request read, so that closing
+ * the idle connections (which Node does on close) does not reset a request that was already sent.
+ */
+async function drainAndClose(app: Api): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  net.Server.prototype.close.call(app.server);
+  await new Promise((r) => setTimeout(r, 50));
+  await app.close();
+}
+
+/**
+ * Graceful shutdown, in order: stop accepting connections and let in-flight requests finish (the
+ * API, then the operations listener), stop the scheduler and dispatcher, let running jobs finish
+ * (handing back those still running when the grace period is nearly over), then close the queues
+ * and Redis, the compute pool and the database. Exit 0, or 1 if the grace period runs out.
+ */
+function onSignals(config: Config, runtime: Runtime, servers: () => Api[], log: Api['log']): () => boolean {
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    const deadline = Date.now() + config.shutdownGraceMs;
+    log.info({ signal, grace_ms: config.shutdownGraceMs }, 'shutting down');
+    setTimeout(() => {
+      log.error('grace period over, exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs).unref();
+    try {
+      for (const s of servers()) await drainAndClose(s);
+      // Keep a little of the grace period for closing the pool and the database.
+      const reserve = Math.min(2000, config.shutdownGraceMs * 0.2);
+      await runtime.close(Math.max(0, deadline - Date.now() - reserve));
+      log.info('shut down');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  return () => closing;
 }
 
 async function main(): Promise<void> {
@@ -28,51 +93,33 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  if (config.role !== 'all' && !config.databaseUrl) {
+    // PGlite lives inside one process: separate api and worker processes need PostgreSQL.
+    console.error(`invalid configuration: ROLE ${config.role} needs DATABASE_URL (the embedded database serves one process; use ROLE=all)`);
+    process.exit(78);
+  }
 
   const runtime = await openRuntime(config);
-  const app = await buildApp(runtime, { logger: loggerOptions(config) });
+  const logger = loggerOptions(config);
+  const api = config.role !== 'worker' ? await buildApp(runtime, { logger }) : null;
+  const ops = config.metricsPort !== undefined ? await buildOpsApp(runtime, { logger }) : null;
+  const servers = [api, ops].filter((s): s is Api => s !== null);
+  // A worker always has the operations listener (METRICS_PORT, default PORT).
+  const closing = onSignals(config, runtime, () => servers, (api ?? ops)!.log);
 
-  if (config.devBootstrap) {
-    const dev = await bootstrapDevelopmentAccount(runtime.db);
-    if (dev) {
-      console.log(`\n  Development API key (account "${dev.account}"), shown once:\n\n    ${dev.key}\n`);
-      console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" ${config.publicBaseUrl}/v1/fields\n`);
-      if (config.demo) {
-        const demo = await createDemo({ db: runtime.db, compute: runtime.compute, roots: config.imageryRoots, maxAreaHa: config.maxFieldAreaHa }, dev.accountId);
-        console.log(`  Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures, ${demo.firstDate} to ${demo.lastDate}`);
-        console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);
-      }
-    }
-  }
+  if (config.devBootstrap && config.role !== 'worker') await bootstrap(config, runtime);
+  if (closing()) return;
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down');
-    const timer = setTimeout(() => {
-      app.log.error('grace period over, exiting');
-      process.exit(1);
-    }, config.shutdownGraceMs).unref();
-    try {
-      await app.close();
-      await runtime.close();
-      clearTimeout(timer);
-      process.exit(0);
-    } catch (err) {
-      app.log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    }
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-
-  if (config.role !== 'worker') {
-    await app.listen({ port: config.port, host: config.host });
+  if (api) {
+    await api.listen({ port: config.port, host: config.host });
     console.log(`  Field analysis service listening on ${config.publicBaseUrl}`);
     console.log(`  API docs: ${config.publicBaseUrl}/docs   OpenAPI: ${config.publicBaseUrl}/openapi.json`);
-    console.log(`  Storage: ${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}; role ${config.role}\n`);
   }
+  if (ops) {
+    const address = await ops.listen({ port: config.metricsPort!, host: config.host });
+    console.log(`  Metrics: ${address}/metrics`);
+  }
+  console.log(`  Storage: ${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}; queues: ${config.redisUrl ? 'BullMQ on Redis' : 'in the database'}; role ${config.role}\n`);
 }
 
 main().catch((err) => {

@@ -11,6 +11,7 @@
 import type { GeoTIFFImage } from 'geotiff';
 import { readSync } from 'node:fs';
 import { canDecode, decodeBlock, type BlockLayout } from './block-decoder.js';
+import { recordDecode, recordRead } from './metrics.js';
 
 export type SampleArray = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array;
 
@@ -60,6 +61,7 @@ async function blockReader(source: ImageInternals['source'], blocks: Array<{ off
       const b = blocks[k]!;
       if (scratch.length < b.length) scratch = new Uint8Array(b.length * 2);
       const n = readSync(fd, scratch, 0, b.length, b.offset);
+      recordRead('local', n);
       return scratch.subarray(0, n);
     };
   }
@@ -152,12 +154,15 @@ export async function readWindowRaw(image: GeoTIFFImage, window: [number, number
   const present = blocks.filter((b) => b.length > 0);
   const read = await blockReader(im.source, present, signal);
   const inner = im.planarConfiguration === 2 ? 0 : sample;
+  let decodeMs = 0;
   present.forEach((b, k) => {
     // Strips: the last one holds only the rows left; tiles are always full size.
     const rows = im.isTiled ? th : Math.min(th, height - b.by * th);
     const compressed = read(k);
     if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
+    const t0 = performance.now();
     const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows });
+    decodeMs += performance.now() - t0;
     // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned.
     const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : bytes.slice();
     const block = arrayFor(layout.format, layout.bytesPerSample, aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / layout.bytesPerSample)!;
@@ -173,6 +178,7 @@ export async function readWindowRaw(image: GeoTIFFImage, window: [number, number
       }
     }
   });
+  recordDecode(layout.compression, decodeMs / 1000);
   return out;
 }
 
@@ -180,6 +186,9 @@ export async function readWindowRaw(image: GeoTIFFImage, window: [number, number
 export async function readWindow(image: GeoTIFFImage, window: [number, number, number, number], sample: number, signal?: AbortSignal): Promise<ArrayLike<number>> {
   const fast = await readWindowRaw(image, window, sample, { fill: image.getGDALNoData() ?? 0, signal });
   if (fast) return fast;
+  // geotiff.js reads and decodes together: the whole call is the decode time here.
+  const t0 = performance.now();
   const r = (await image.readRasters({ window, samples: [sample], interleave: false, signal })) as unknown as ArrayLike<number>[];
+  recordDecode(Number((image as unknown as ImageInternals).fileDirectory.getValue('Compression') ?? 1), (performance.now() - t0) / 1000);
   return r[0]!;
 }

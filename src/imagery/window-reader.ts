@@ -6,7 +6,7 @@
  * digital numbers: the kernel turns them into reflectance with each band's scale and offset, and
  * treats DN 0 and the declared no-data value as "no value".
  */
-import { fromFile, fromUrl, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
+import { fromCustomClient, fromFile, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { Dtype } from '../compute/kernel-host.js';
@@ -14,6 +14,8 @@ import type { Boundary } from '../fields/boundary.js';
 import { CrsError, epsgFromGeoKeys, fromWgs84 } from './crs.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { readWindow } from './raw-window.js';
+import { TimedFetchClient } from './http-client.js';
+import { countLocalReads } from './metrics.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
 export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
@@ -127,7 +129,7 @@ export async function openTiff(href: string, roots: string[], signal?: AbortSign
     tiffs.set(key, t);
     return t;
   }
-  t = remote ? fromUrl(href, { allowFullFile: false }, signal) : fromFile(key, signal);
+  t = remote ? fromCustomClient(new TimedFetchClient(href), { allowFullFile: false }, signal) : fromFile(key, signal).then(countLocalReads);
   tiffs.set(key, t);
   t.catch(() => tiffs.delete(key));
   while (tiffs.size > MAX_OPEN) {

@@ -25,7 +25,23 @@ export interface Config {
   bodyLimitBytes: number;
   maxFieldAreaHa: number;
   computeThreads: number;
+  /**
+   * Port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process
+   * serves nothing else, so it listens there always (default: PORT); api/all processes only when set.
+   */
   metricsPort?: number;
+  /** Requests per minute per API key on /v1 (0, the default: no limit); counted in Redis when REDIS_URL is set. */
+  rateLimitPerMinute: number;
+  /** Load shedding: /v1 requests get 503 + Retry-After while any threshold is exceeded (0: not checked). */
+  shed: {
+    maxEventLoopDelayMs: number;
+    maxHeapUsedBytes: number;
+    /** Compute tasks waiting for a thread. */
+    maxPoolQueue: number;
+    retryAfterSeconds: number;
+  };
+  /** Every HTTP(S) range read of remote imagery must finish within this (IMAGERY_TIMEOUT_MS). */
+  imageryTimeoutMs: number;
   /** Create a development account (and print its key) on the first start of an empty database. */
   devBootstrap: boolean;
   /** With the development account, also create a demo field and a season of synthetic captures. */
@@ -145,6 +161,11 @@ function duration(env: Env, name: string, def: string): number {
   return list[0]!;
 }
 
+/** IMAGERY_TIMEOUT_MS, also read by the compute threads (they inherit the environment, not the Config). */
+export function imageryTimeoutMs(env: Env = process.env): number {
+  return int(env, 'IMAGERY_TIMEOUT_MS', 30_000, 100, 600_000);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -154,22 +175,33 @@ export function loadConfig(env: Env = process.env): Config {
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== undefined && secretsKey.length < 32) throw new ConfigError('SECRETS_KEY', 'must be at least 32 characters');
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
-  const metricsPort = str(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 0, 1, 65535);
+  const role = oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all');
+  // A worker serves its operations routes on PORT unless METRICS_PORT says otherwise.
+  const metricsPort = str(env, 'METRICS_PORT') === undefined ? (role === 'worker' ? port : undefined) : int(env, 'METRICS_PORT', 0, 0, 65535);
+  const computeThreads = int(env, 'COMPUTE_THREADS', Math.max(1, os.availableParallelism()), 1, 256);
   return {
     port,
     host,
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
     databaseUrl,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    role: oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all'),
+    role,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     publicBaseUrl,
     signingKey,
     secretsKey,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 512 * 1_048_576),
     maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
-    computeThreads: int(env, 'COMPUTE_THREADS', Math.max(1, os.availableParallelism()), 1, 256),
+    computeThreads,
     metricsPort,
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000),
+    shed: {
+      maxEventLoopDelayMs: int(env, 'SHED_EVENT_LOOP_DELAY_MS', 0, 0, 60_000),
+      maxHeapUsedBytes: int(env, 'SHED_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
+      maxPoolQueue: int(env, 'SHED_POOL_QUEUE', computeThreads * 50, 0, 1_000_000),
+      retryAfterSeconds: int(env, 'SHED_RETRY_AFTER_S', 5, 1, 3600),
+    },
+    imageryTimeoutMs: imageryTimeoutMs(env),
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
     demo: bool(env, 'DEMO', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

@@ -9,9 +9,11 @@ import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './database.js';
 import { lockDataDir } from './embedded-lock.js';
 import type { Services } from './http/context.js';
+import { observePool } from './metrics.js';
 import { createJobQueues, type JobQueues } from './queue/job-queues.js';
 import { resolveSigningKey } from './settings.js';
 import { ComputePool } from '../compute/pool.js';
+import { collectImageryMetrics } from '../imagery/metrics.js';
 import { processDeliveryJob, type DeliveryJob } from '../webhooks/delivery.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { startSeasonScheduler } from '../events/seasons.js';
@@ -26,7 +28,11 @@ export interface Runtime extends Services {
   queues: JobQueues;
   webhooks: WebhookDeps;
   dispatcher: Dispatcher;
-  close(): Promise<void>;
+  /**
+   * Stops the scheduler, dispatcher and sweeper, lets running jobs finish for up to `graceMs`
+   * (then hands them back to the queue), and closes the queues, the compute pool and the database.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export interface RuntimeOverrides {
@@ -45,6 +51,7 @@ export interface RuntimeOverrides {
 
 export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
   const closers: Array<() => Promise<void> | void> = [];
+  let jobGraceMs = config.shutdownGraceMs;
   const log = o.log ?? ((msg, err) => console.error(msg, err ?? ''));
   try {
     let db: Database;
@@ -64,10 +71,12 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
 
     const compute = new ComputePool({ size: config.computeThreads });
     closers.push(() => compute.close());
+    closers.push(observePool(compute));
+    closers.push(collectImageryMetrics());
     await compute.ping();
 
     const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
-    closers.push(() => queues.close());
+    closers.push(() => queues.close(jobGraceMs));
 
     const webhooks: WebhookDeps = {
       db,
@@ -124,7 +133,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       reports,
       readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
-      async close() {
+      async close(graceMs = config.shutdownGraceMs) {
+        jobGraceMs = graceMs;
         for (const c of closers.reverse()) await c();
       },
     };

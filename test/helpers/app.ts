@@ -55,6 +55,10 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     PUBLIC_BASE_URL: 'http://localhost:3000',
     SIGNING_KEY: 'test-signing-key-0123456789abcdef0123',
     COMPUTE_THREADS: '1',
+    // Suites fire requests faster than any client should: limits and shedding are tested on their own.
+    RATE_LIMIT_PER_MINUTE: '0',
+    SHED_EVENT_LOOP_DELAY_MS: '0',
+    SHED_POOL_QUEUE: '0',
     ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl } : {}),
     ...opts.env,
   });

@@ -180,6 +180,27 @@ describe.each(backends)('job queue contract: $name', (backend) => {
     expect(finished).toBe(true);
   });
 
+  it('close past its grace period hands a running job back: another consumer runs it at once, not after the lease', async () => {
+    const prefix = uniqueName('q');
+    const first = await make(prefix, 30_000);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const runs: string[] = [];
+    first.process('long', async () => {
+      runs.push('first');
+      await held;
+    });
+    await first.enqueue('long', { x: 1 });
+    await until('the first consumer took it', () => runs.length === 1);
+    await first.close(200);
+    const second = await make(prefix, 30_000);
+    second.process('long', async () => void runs.push('second'));
+    // Well inside the 30 s lease: only the hand-back explains a second run this soon.
+    await until('the second consumer ran it', () => runs.length === 2, 10_000);
+    expect(runs).toEqual(['first', 'second']);
+    release();
+  });
+
   it('a delayed job survives a restart', async () => {
     const prefix = uniqueName('q');
     const first = await make(prefix);

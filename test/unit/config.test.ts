@@ -35,6 +35,12 @@ describe('configuration', () => {
     ['REPORT_URL_TTL', '1d,2d'],
     ['REPORT_URL_TTL', '500ms'],
     ['REPORT_MAX_ATTEMPTS', '0'],
+    ['METRICS_PORT', 'nine'],
+    ['RATE_LIMIT_PER_MINUTE', '-5'],
+    ['SHED_EVENT_LOOP_DELAY_MS', '1s'],
+    ['SHED_POOL_QUEUE', 'many'],
+    ['SHED_RETRY_AFTER_S', '0'],
+    ['IMAGERY_TIMEOUT_MS', '10'],
   ])('%s=%s is refused with a one-line message naming it', (name, value) => {
     try {
       loadConfig({ [name]: value });
@@ -45,6 +51,19 @@ describe('configuration', () => {
       expect((e as Error).message).toContain(name);
       expect((e as Error).message).not.toContain('\n');
     }
+  });
+
+  it('operations settings: worker metrics port, rate limit, shedding thresholds, imagery timeout', () => {
+    const c = loadConfig({ COMPUTE_THREADS: '4' });
+    expect(c.metricsPort).toBeUndefined();
+    expect(loadConfig({ ROLE: 'worker' }).metricsPort).toBe(3000);
+    expect(loadConfig({ ROLE: 'worker', PORT: '0' }).metricsPort).toBe(0);
+    expect(loadConfig({ ROLE: 'worker', METRICS_PORT: '9100' }).metricsPort).toBe(9100);
+    expect(c.rateLimitPerMinute).toBe(0);
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitPerMinute).toBe(600);
+    expect(c.shed).toEqual({ maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxPoolQueue: 200, retryAfterSeconds: 5 });
+    expect(c.imageryTimeoutMs).toBe(30_000);
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', SHED_POOL_QUEUE: '0', IMAGERY_TIMEOUT_MS: '2500' })).toMatchObject({ rateLimitPerMinute: 0, shed: { maxPoolQueue: 0 }, imageryTimeoutMs: 2500 });
   });
 
   it('parses delay lists', () => {

@@ -24,6 +24,8 @@ export class BullmqQueues implements JobQueues {
   private readonly queues = new Map<string, Queue>();
   private readonly workers: Worker[] = [];
   private readonly unobserve: Array<() => void> = [];
+  /** Jobs this process is running, with the lock token that lets close() hand them back. */
+  private readonly running = new Map<string, { job: Job<Envelope>; token?: string }>();
   private closed = false;
 
   private readonly connectionOptions: ConnectionOptions;
@@ -93,15 +95,18 @@ export class BullmqQueues implements JobQueues {
   process<T>(queue: string, handler: JobHandler<T>, opts: { concurrency?: number } = {}): void {
     const worker = new Worker(
       queue,
-      async (job: Job<Envelope>) => {
+      async (job: Job<Envelope>, token?: string) => {
         const started = performance.now();
         let outcome = 'completed';
+        const key = `${queue}:${job.id}`;
+        this.running.set(key, { job, token });
         try {
           await handler(job.data.payload as T, { id: job.id!, queue, attempt: job.attemptsMade + 1 });
         } catch (err) {
           outcome = job.attemptsMade + 1 < (job.opts.attempts ?? 1) ? 'retried' : 'failed';
           throw err;
         } finally {
+          this.running.delete(key);
           jobDuration.observe({ queue, outcome }, (performance.now() - started) / 1000);
         }
       },
@@ -155,13 +160,16 @@ export class BullmqQueues implements JobQueues {
     if (this.closed) return;
     this.closed = true;
     for (const u of this.unobserve) u();
-    // Worker.close waits for running jobs; past the grace period force-close, and the stalled
-    // check hands their jobs to another worker.
-    await Promise.all(
-      this.workers.map((w) =>
-        Promise.race([w.close(), new Promise<void>((r) => setTimeout(r, graceMs).unref())]).then(() => w.close(true).catch(() => {})),
-      ),
-    );
+    // Stop taking jobs and wait for the running ones. Past the grace period those still running
+    // are moved back to waiting (their lock released with our token), so another worker takes them
+    // at once instead of after the lock expires; then the workers close without waiting for them.
+    // (Worker.close() once called cannot be forced, hence pause first.)
+    await Promise.all(this.workers.map((w) => w.pause(true).catch(() => {})));
+    const end = Date.now() + graceMs;
+    while (this.running.size && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const drained = this.running.size === 0;
+    if (!drained) await Promise.all([...this.running.values()].map(({ job, token }) => job.moveToWait(token).catch(() => 0)));
+    await Promise.all(this.workers.map((w) => w.close(!drained).catch(() => {})));
     await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => {})));
     await this.connection.quit().catch(() => this.connection.disconnect());
   }

@@ -1,0 +1,95 @@
+/**
+ * Protection of the API: load shedding (@fastify/under-pressure) and per-key rate limits
+ * (@fastify/rate-limit). Both answer with a problem+json and Retry-After through the common error
+ * handler. Operations routes (/healthz, /readyz, /metrics, docs) are never shed nor limited: an
+ * overloaded process must still say so.
+ */
+import rateLimit from '@fastify/rate-limit';
+import underPressure from '@fastify/under-pressure';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Redis } from 'ioredis';
+import { Counter } from 'prom-client';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { registry } from '../metrics.js';
+
+const shed = new Counter({
+  name: 'http_requests_shed_total',
+  help: 'Requests refused with 503 by load shedding, by reason',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+const limited = new Counter({
+  name: 'http_requests_rate_limited_total',
+  help: 'Requests refused with 429 by the per-key rate limit',
+  registers: [registry],
+});
+
+const REASONS: Record<string, string> = {
+  eventLoopDelay: 'event_loop_delay',
+  heapUsedBytes: 'heap_used',
+  rssBytes: 'rss',
+  healthCheck: 'compute_queue',
+  eventLoopUtilization: 'event_loop_utilization',
+};
+
+/** Only API routes are shed: operations routes must answer while the process is saturated. */
+const shedsRoute = (req: FastifyRequest) => req.url.startsWith('/v1/');
+
+export async function registerLoadShedding(app: FastifyInstance, shedCfg: Config['shed'], pool: { readonly queueSize: number }): Promise<void> {
+  const { maxEventLoopDelayMs, maxHeapUsedBytes, maxPoolQueue, retryAfterSeconds } = shedCfg;
+  await app.register(underPressure, {
+    maxEventLoopDelay: maxEventLoopDelayMs,
+    maxHeapUsedBytes,
+    retryAfter: retryAfterSeconds,
+    // The compute queue is sampled like the other figures (every 250 ms), not read per request.
+    ...(maxPoolQueue > 0 ? { healthCheck: async () => pool.queueSize <= maxPoolQueue, healthCheckInterval: 250 } : {}),
+    pressureHandler: (req, reply, type) => {
+      if (!shedsRoute(req)) return undefined;
+      const reason = REASONS[type] ?? type;
+      shed.inc({ reason });
+      reply.header('Retry-After', String(retryAfterSeconds));
+      return Promise.reject(
+        new AppError('service_unavailable', `The service is overloaded (${reason.replace(/_/g, ' ')}); retry after ${retryAfterSeconds} s`),
+      );
+    },
+  });
+}
+
+/**
+ * Per-key limit for an authenticated scope (register after requireApiKey, before its routes):
+ * counted per API key id (never the key itself), in Redis when configured so that every replica
+ * shares the budget. A Redis outage lets requests through rather than failing them.
+ */
+export async function registerRateLimit(scope: FastifyInstance, config: Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>): Promise<void> {
+  if (config.rateLimitPerMinute <= 0) return;
+  let redis: Redis | undefined;
+  if (config.redisUrl) {
+    redis = new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    redis.on('error', () => {
+      /* reconnects by itself; skipOnError lets requests through meanwhile */
+    });
+    scope.addHook('onClose', async () => {
+      await redis!.quit().catch(() => redis!.disconnect());
+    });
+    // Commands fail at once while disconnected (no offline queue: a Redis outage must not stall
+    // requests), so wait for the first connection here, a bounded time.
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 2000);
+      redis!.once('ready', () => (clearTimeout(t), resolve()));
+    });
+  }
+  await scope.register(rateLimit, {
+    global: true,
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    hook: 'onRequest',
+    keyGenerator: (req) => `key:${req.apiKeyId}`,
+    ...(redis ? { redis, nameSpace: `fa:${config.queuePrefix ? `${config.queuePrefix}:` : ''}ratelimit:`, skipOnError: true } : {}),
+    enableDraftSpec: true,
+    onExceeded: () => limited.inc(),
+    errorResponseBuilder: (_req, ctx) =>
+      new AppError('rate_limited', `More than ${ctx.max} requests in a minute with this API key; retry in ${ctx.after}`),
+  });
+}
