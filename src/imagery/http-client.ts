@@ -1,44 +1,97 @@
 /**
- * The HTTP client geotiff.js uses for COGs: its fetch client plus a deadline on every range request
- * (IMAGERY_TIMEOUT_MS, headers and body: a server that stalls mid-body fails the read instead of
- * holding a compute thread) and a count of the bytes received (imagery_read_bytes_total{source="http"}).
+ * The HTTP client geotiff.js uses for COGs: range requests through node:http/https with
+ * - a deadline on every request (IMAGERY_TIMEOUT_MS, headers and body: a server that stalls
+ *   mid-body fails the read instead of holding a compute thread);
+ * - the SSRF defence the webhooks have: the host's addresses are checked and the connection goes
+ *   to the address that was checked (loopback, private, link-local, metadata … refused unless
+ *   IMAGERY_ALLOW_PRIVATE_NETWORKS); redirects are not followed (a 3xx fails the read), since a
+ *   redirect could lead anywhere;
+ * - a count of the bytes received (imagery_read_bytes_total{source="http"}).
  */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { BaseClient, BaseResponse } from 'geotiff';
-import { imageryTimeoutMs } from '../platform/config.js';
+import { imageryAllowPrivateNetworks, imageryTimeoutMs } from '../platform/config.js';
+import { isPublicAddress } from '../webhooks/outbound.js';
 import { recordRead } from './metrics.js';
 
-class TimedResponse extends BaseResponse {
-  constructor(private readonly response: Response) {
+const blocked = (host: string, address: string) =>
+  Object.assign(new Error(`${host} resolves to ${address}, which is not a public address (IMAGERY_ALLOW_PRIVATE_NETWORKS)`), { code: 'EADDRBLOCKED' });
+
+/** dns.lookup that refuses names with any non-public address; net.connect then uses what it returned. */
+const checkedLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, '', 0);
+    const list = addresses as unknown as LookupAddress[];
+    const bad = list.find((a) => !isPublicAddress(a.address));
+    if (bad) return callback(blocked(hostname, bad.address), '', 0);
+    if (!list.length) return callback(Object.assign(new Error(`${hostname} has no addresses`), { code: 'ENOTFOUND' }), '', 0);
+    if (options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+    else callback(null, list[0]!.address, list[0]!.family);
+  });
+};
+
+/** Throws when the URL's host is an address literal that is not public (literals skip the lookup). */
+export function checkImageryUrl(url: URL, allowPrivate: boolean): void {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`${url.protocol} URLs are not read; use http(s)`);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivate && ipaddr.isValid(host) && !isPublicAddress(host)) throw blocked(host, host);
+}
+
+class NodeResponse extends BaseResponse {
+  constructor(
+    private readonly res: IncomingMessage,
+    private readonly body: ArrayBuffer,
+  ) {
     super();
   }
 
   override get status(): number {
-    return this.response.status;
+    return this.res.statusCode ?? 0;
   }
 
   override getHeader(name: string): string | undefined {
-    return this.response.headers.get(name) ?? undefined;
+    const v = this.res.headers[name.toLowerCase()];
+    return Array.isArray(v) ? v.join(', ') : v;
   }
 
   override async getData(): Promise<ArrayBuffer> {
-    const data = await this.response.arrayBuffer();
-    recordRead('http', data.byteLength);
-    return data;
+    recordRead('http', this.body.byteLength);
+    return this.body;
   }
 }
 
 export class TimedFetchClient extends BaseClient {
-  constructor(url: string, private readonly timeoutMs = imageryTimeoutMs()) {
+  constructor(
+    url: string,
+    private readonly timeoutMs = imageryTimeoutMs(),
+    private readonly allowPrivate = imageryAllowPrivateNetworks(),
+  ) {
     super(url);
   }
 
-  override async request(options: RequestInit = {}): Promise<BaseResponse> {
+  override async request(options: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<BaseResponse> {
+    const url = new URL(this.url);
+    checkImageryUrl(url, this.allowPrivate);
     const deadline = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+    const mod = url.protocol === 'https:' ? https : http;
     try {
-      return new TimedResponse(await fetch(this.url, { headers: options.headers, signal }));
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = mod.request(url, { headers: options.headers, signal, ...(this.allowPrivate ? {} : { lookup: checkedLookup }) }, resolve);
+        req.on('error', reject);
+        req.end();
+      });
+      // The whole body is read under the same deadline.
+      const chunks: Buffer[] = [];
+      for await (const c of res) chunks.push(c as Buffer);
+      const b = Buffer.concat(chunks);
+      return new NodeResponse(res, b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
     } catch (err) {
-      if (deadline.aborted) throw new Error(`fetch failed: no answer from ${new URL(this.url).host} within ${this.timeoutMs} ms (IMAGERY_TIMEOUT_MS)`);
+      if (deadline.aborted) throw new Error(`fetch failed: no answer from ${url.host} within ${this.timeoutMs} ms (IMAGERY_TIMEOUT_MS)`);
       throw err;
     }
   }

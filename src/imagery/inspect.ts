@@ -66,6 +66,7 @@ function describeOpenError(err: Error): string {
   const m = err.message || String(err);
   if (/outside the allowed/.test(m)) return m;
   if (/not found|ENOENT/.test(m)) return m.includes('file not found') ? m : `file not found`;
-  if (/fetch failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|status/i.test(m)) return `the URL cannot be read (${m})`;
+  if (/not a public address/.test(m)) return `the URL is refused: ${m}`;
+  if (/fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|status/i.test(m)) return `the URL cannot be read (${m})`;
   return `not a readable GeoTIFF (${m})`;
 }

@@ -42,6 +42,8 @@ export interface Config {
   };
   /** Every HTTP(S) range read of remote imagery must finish within this (IMAGERY_TIMEOUT_MS). */
   imageryTimeoutMs: number;
+  /** Remote imagery may be read from loopback/private addresses (IMAGERY_ALLOW_PRIVATE_NETWORKS). */
+  imageryAllowPrivateNetworks: boolean;
   /** Create a development account (and print its key) on the first start of an empty database. */
   devBootstrap: boolean;
   /** With the development account, also create a demo field and a season of synthetic captures. */
@@ -166,6 +168,14 @@ export function imageryTimeoutMs(env: Env = process.env): number {
   return int(env, 'IMAGERY_TIMEOUT_MS', 30_000, 100, 600_000);
 }
 
+/**
+ * IMAGERY_ALLOW_PRIVATE_NETWORKS: remote imagery URLs may point at loopback/private addresses
+ * (development, tests). Read by the compute threads, like IMAGERY_TIMEOUT_MS.
+ */
+export function imageryAllowPrivateNetworks(env: Env = process.env): boolean {
+  return bool(env, 'IMAGERY_ALLOW_PRIVATE_NETWORKS', false);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -202,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryAfterSeconds: int(env, 'SHED_RETRY_AFTER_S', 5, 1, 3600),
     },
     imageryTimeoutMs: imageryTimeoutMs(env),
+    imageryAllowPrivateNetworks: imageryAllowPrivateNetworks(env),
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
     demo: bool(env, 'DEMO', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

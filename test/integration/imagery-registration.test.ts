@@ -41,6 +41,11 @@ function plainTiff(w: number, h: number): Buffer {
   return buf;
 }
 
+// The test's COG server is on 127.0.0.1: remote imagery may read private addresses here (the
+// compute threads take the environment when the pool starts). The refusal itself is tested in
+// test/unit/imagery/http-client.test.ts.
+process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = 'true';
+
 describe.runIf(hasRealData)('imagery registration', () => {
   let t: TestApp;
   let scratch: string;

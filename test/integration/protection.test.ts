@@ -154,6 +154,7 @@ describe('outbound timeouts', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     port = (server.address() as AddressInfo).port;
     process.env.IMAGERY_TIMEOUT_MS = '300'; // compute threads inherit the environment when the pool starts
+    process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = 'true'; // the stalling server is on 127.0.0.1
   });
   afterAll(async () => {
     if (previous === undefined) delete process.env.IMAGERY_TIMEOUT_MS;
