@@ -94,7 +94,7 @@ export function imageryRoutes(app: Api, s: Services, deps: ImageryDeps): void {
       response: { 201: Imagery, ...ProblemResponses },
     },
   }, async (req, reply) => {
-    const img = await registerImagery(deps, req.account.id, req.body);
+    const img = await registerImagery({ ...deps, log: req.log }, req.account.id, req.body);
     return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
   });
 
@@ -115,7 +115,7 @@ export function imageryRoutes(app: Api, s: Services, deps: ImageryDeps): void {
       if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'send multipart/form-data: a "metadata" field and the GeoTIFF files');
       const dir = path.join(s.config.imageryUploadDir, `upl_${randomBytes(12).toString('base64url')}`);
       const { meta, files } = await receiveUpload(req, dir, s.config.uploadMaxBytes);
-      const img = await registerUpload(deps, req.account.id, meta, files, dir);
+      const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, dir);
       return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
     });
   });

@@ -24,6 +24,8 @@ export interface ImageryDeps {
   db: Database;
   compute: ComputePool;
   roots: string[];
+  /** Where failures after the response is decided go (a field's coverage, alert evaluation). */
+  log?: { warn(obj: object, msg: string): void };
 }
 
 function invalid(path: string, code: string, message: string): AppError {
@@ -143,7 +145,11 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   const bandsForCover = coverageBands(capture);
   const covered: Array<{ field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
   for (const f of candidates) {
-    const c = await deps.compute.coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots }).catch(() => null);
+    // One field whose coverage cannot be computed must not refuse the capture for the others.
+    const c = await deps.compute.coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots }).catch((err: Error) => {
+      deps.log?.warn({ err, field_id: f.id }, 'coverage of a field by a new capture failed; the field is left out');
+      return null;
+    });
     if (!c || c.fieldPixels === 0) continue;
     covered.push({ field_id: f.id, field_pixels: c.fieldPixels, valid_pixels: c.validPixels, cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)) });
   }
@@ -164,7 +170,10 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   // Alert rules of the covered fields are judged on the new capture (after the commit: the
   // capture exists whatever the evaluation does).
   for (const c of covered) {
-    await evaluateAlerts(deps, accountId, c.field_id, id, capture).catch(() => 0);
+    await evaluateAlerts(deps, accountId, c.field_id, id, capture).catch((err: Error) => {
+      deps.log?.warn({ err, field_id: c.field_id, imagery_id: id }, 'alert evaluation of a new capture failed');
+      return 0;
+    });
   }
   return toImagery(row, covered);
 }
