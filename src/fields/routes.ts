@@ -2,17 +2,28 @@ import { Type } from 'typebox';
 import type { Api, Services } from '../platform/http/context.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
-import { Field, FieldCreate, FieldList, FieldListQuery, FieldParams, FieldPatch } from './schemas.js';
-import { createField, deleteField, getField, listFields, updateField } from './service.js';
+import { Field, FieldCreate, FieldList, FieldListQuery, FieldParams, FieldPatch, type Field as FieldRecord } from './schemas.js';
+import { linkFieldImagery } from '../imagery/service.js';
+import type { Boundary } from './boundary.js';
+import { createField, deleteField, getField, listFields, updateFieldChanges } from './service.js';
 
 export function fieldRoutes(app: Api, s: Services): void {
   const opts = { maxAreaHa: s.config.maxFieldAreaHa };
   const tags = ['fields'];
+  // The account's captures that cover a new field, or a field whose boundary changed, are linked
+  // to it before the response: its imagery list and index calls see them at once.
+  const link = (log: { warn(obj: object, msg: string): void }, accountId: string, f: FieldRecord) =>
+    linkFieldImagery({ db: s.db, compute: s.compute, roots: s.config.imageryRoots, log }, accountId, {
+      id: f.id,
+      boundary: f.boundary as unknown as Boundary,
+      bbox: f.bbox as [number, number, number, number],
+    });
 
   app.post('/fields', {
     schema: { tags, summary: 'Register a field', body: FieldCreate, response: { 201: Field, ...ProblemResponses } },
   }, async (req, reply) => {
     const field = await createField(s.db, req.account.id, req.body, opts);
+    await link(req.log, req.account.id, field);
     return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/fields/${field.id}`).send(field);
   });
 
@@ -38,7 +49,11 @@ export function fieldRoutes(app: Api, s: Services): void {
       body: FieldPatch,
       response: { 200: Field, ...ProblemResponses },
     },
-  }, async (req) => updateField(s.db, req.account.id, req.params.id, req.body, opts));
+  }, async (req) => {
+    const { field, changed } = await updateFieldChanges(s.db, req.account.id, req.params.id, req.body, opts);
+    if (changed.includes('boundary')) await link(req.log, req.account.id, field);
+    return field;
+  });
 
   app.delete('/fields/:id', {
     schema: { tags, summary: 'Delete a field', params: FieldParams, response: { 204: Type.Null(), ...ProblemResponses } },

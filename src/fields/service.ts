@@ -104,8 +104,15 @@ const PATCHABLE = ['name', 'boundary', 'crop_type', 'planting_date', 'harvest_da
 /**
  * Applies the patch and, when anything actually changed, emits field.updated with the names of
  * the changed attributes, in the same transaction: a failed update leaves no event behind.
+ * Returns the field and those names (empty when nothing changed).
  */
-export async function updateField(db: Database, accountId: string, id: string, patch: FieldPatch, opts: FieldsOptions): Promise<Field> {
+export async function updateFieldChanges(
+  db: Database,
+  accountId: string,
+  id: string,
+  patch: FieldPatch,
+  opts: FieldsOptions,
+): Promise<{ field: Field; changed: string[] }> {
   return db.transaction(async (tx) => {
     const rows = await tx.query<FieldRow>(`SELECT ${COLUMNS} FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);
     const current = rows[0];
@@ -122,7 +129,7 @@ export async function updateField(db: Database, accountId: string, id: string, p
       if (k === 'boundary') return boundary !== null && JSON.stringify(boundary.geometry) !== JSON.stringify(current.boundary);
       return patch[k] !== undefined && next[k] !== current[k];
     });
-    if (!changed.length) return toField(current);
+    if (!changed.length) return { field: toField(current), changed: [] };
     const updated = await tx.query<FieldRow>(
       `UPDATE fields SET name = $3, crop_type = $4, planting_date = $5, harvest_date = $6,
               boundary = COALESCE($7::jsonb, boundary), bbox = COALESCE($8, bbox), area_ha = COALESCE($9, area_ha),
@@ -142,7 +149,7 @@ export async function updateField(db: Database, accountId: string, id: string, p
     );
     const field = toField(updated[0]!);
     await emit(tx, accountId, 'field.updated', { field_id: id, changed_fields: [...changed], updated_at: field.updated_at });
-    return field;
+    return { field, changed: [...changed] };
   });
 }
 

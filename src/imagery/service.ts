@@ -178,6 +178,61 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   return toImagery(row, covered);
 }
 
+/**
+ * Links a field to the account's captures that cover it, as registration does for the fields that
+ * exist then: a field registered after its captures, or a field whose boundary changed. Examined:
+ * every capture whose footprint box meets the field's box, and every capture linked to the field
+ * now (a changed boundary may have left it). Each one's coverage is computed on the worker pool
+ * (a few at a time), and the field's rows for the examined captures are replaced in one
+ * transaction; rows of a capture registered meanwhile (not examined) are left as they are. No
+ * imagery.available is emitted: the captures are not new, and a subscriber learns of the field
+ * from its own request. A capture whose coverage cannot be computed is logged and left out.
+ * Returns the number of captures linked.
+ */
+export async function linkFieldImagery(
+  deps: ImageryDeps,
+  accountId: string,
+  field: { id: string; boundary: Boundary; bbox: [number, number, number, number] },
+): Promise<number> {
+  const [x0, y0, x1, y1] = field.bbox;
+  const rows = await deps.db.query<{ id: string; bands: CaptureSource['bands']; mask: CaptureSource['mask'] | null; scale: number; offset: number }>(
+    `SELECT id, bands, mask, scale, "offset" FROM imagery
+      WHERE account_id = $1 AND ((bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3)
+         OR id IN (SELECT imagery_id FROM imagery_fields WHERE field_id = $6))
+      ORDER BY capture_date, id`,
+    [accountId, x0, y0, x1, y1, field.id],
+  );
+  if (!rows.length) return 0;
+  const covered: Array<{ imagery_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
+  let next = 0;
+  const one = async (): Promise<void> => {
+    while (next < rows.length) {
+      const r = rows[next++]!;
+      const capture: CaptureSource = { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset };
+      const c = await deps.compute.coverage({ capture, boundary: field.boundary, bands: coverageBands(capture), roots: deps.roots }).catch((err: Error) => {
+        deps.log?.warn({ err, field_id: field.id, imagery_id: r.id }, 'coverage of a field by a capture failed; the capture is left out');
+        return null;
+      });
+      if (c && c.fieldPixels > 0) covered.push({ imagery_id: r.id, field_pixels: c.fieldPixels, valid_pixels: c.validPixels, cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)) });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, rows.length) }, one));
+  await deps.db.transaction(async (tx) => {
+    // the field may have been deleted meanwhile: then there is nothing to link
+    const [f] = await tx.query<{ id: string }>('SELECT id FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE', [field.id, accountId]);
+    if (!f) return;
+    await tx.query('DELETE FROM imagery_fields WHERE field_id = $1 AND imagery_id = ANY($2::text[])', [field.id, rows.map((r) => r.id)]);
+    for (const c of covered) {
+      await tx.query(
+        `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) SELECT $1, $2, $3, $4, $5
+          WHERE EXISTS (SELECT 1 FROM imagery WHERE id = $1)`,
+        [c.imagery_id, field.id, c.field_pixels, c.valid_pixels, c.cloud_cover],
+      );
+    }
+  });
+  return covered.length;
+}
+
 function toImagery(r: ImageryRow, fields: Imagery['fields']): Imagery {
   return {
     id: r.id,
