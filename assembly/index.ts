@@ -372,6 +372,34 @@ function pickK(p: usize, len: i32): void {
   haveK = true;
 }
 
+/**
+ * The K that pickK would choose for a finished block (NaN when the block has no value), without
+ * touching the run's statistics: the host-side JIT (src/compute/jit.ts) shifts its sums by it.
+ */
+export function chooseK(p: usize, len: i32): f32 {
+  let n = 0;
+  let sum: f64 = 0;
+  for (let i = 0; i < len; i++) {
+    const x = load<f32>(p + (<usize>i << 2));
+    if (x == x) {
+      n++;
+      sum += <f64>x;
+    }
+  }
+  if (n == 0) return NaN;
+  const mean = sum / <f64>n;
+  let best: f64 = Infinity;
+  let k: f32 = 0;
+  for (let i = 0; i < len; i++) {
+    const x = load<f32>(p + (<usize>i << 2));
+    if (x == x && Math.abs(<f64>x - mean) < best) {
+      best = Math.abs(<f64>x - mean);
+      k = x;
+    }
+  }
+  return k;
+}
+
 /** Folds a chunk's vector accumulators into the run's totals (a two-level sum). */
 function flushAcc(vCount: v128, vMin: v128, vMax: v128, vS: v128, vQ: v128): void {
   sCount += <f64>(i32x4.extract_lane(vCount, 0) + i32x4.extract_lane(vCount, 1) + i32x4.extract_lane(vCount, 2) + i32x4.extract_lane(vCount, 3));

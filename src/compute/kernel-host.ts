@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { wasmDir } from '../platform/paths.js';
 import type { BandId, Program } from './formula.js';
+import { jitInstantiate, jitKey, jitModule, jitSupports, type JitKernel } from './jit.js';
 
 export type Dtype = 'f32' | 'u16' | 'i16' | 'u8';
 const DTYPE_CODE: Record<Dtype, number> = { f32: 0, u16: 1, i16: 2, u8: 3 };
@@ -59,7 +60,16 @@ interface Exports {
   select(p: number, lo: number, hi: number, k: number): number;
   minOf(p: number, lo: number, hi: number): number;
   histogram(src: number, n: number, lo: number, hi: number, bins: number, dst: number): void;
+  chooseK(p: number, len: number): number;
 }
+
+/** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
+export const jitDefault = process.env.KERNEL_JIT !== '0';
+/** Pixels per call of a JIT function: a two-level sum, and calls short enough for V8 to tier up. */
+const JIT_CHUNK = 16384;
+/** Pixels of the blocks in which K is sought (the interpreter's BLOCK). */
+const K_BLOCK = 512;
+const NO_STATS: Stats = Object.freeze({ count: 0, min: NaN, max: NaN, mean: NaN, std: NaN });
 
 const modules = new Map<string, WebAssembly.Module>();
 
@@ -89,11 +99,19 @@ export class Kernel {
   private maskPtr = 0;
   private outPtr = 0;
   private scratchPtr = 0;
+  private accPtr = 0;
+  private specKey = '';
   private n = 0;
   private specs: BandSpec[] = [];
+  /** Whether programs run through the per-formula JIT (SIMD build only; exp/log/pow never do). */
+  readonly jit: boolean;
+  private readonly jitKernels = new Map<string, JitKernel | null>();
+  private readonly jitKeys = new WeakMap<Program, string>();
+  private jitFailed = false;
 
-  constructor(opts: { simd?: boolean } = {}) {
+  constructor(opts: { simd?: boolean; jit?: boolean } = {}) {
     this.simd = opts.simd ?? true;
+    this.jit = this.simd && (opts.jit ?? jitDefault);
     const inst = new WebAssembly.Instance(loadModule(this.simd), { env: { abort: () => { throw new Error('kernel abort'); } } });
     this.x = inst.exports as unknown as Exports;
   }
@@ -126,9 +144,12 @@ export class Kernel {
     p = align(p + n * 4 + 16);
     this.scratchPtr = p;
     p = align(p + n * 4 + 16);
+    this.accPtr = p;
+    p += 64;
     this.ensure(p);
     this.n = n;
     this.specs = bands;
+    this.specKey = bands.map((b) => `${b.dtype},${b.scale ?? 1},${Object.is(b.offset, -0) ? '-0' : b.offset ?? 0},${b.nodata ?? ''}`).join(';');
     const buf = this.x.memory.buffer;
     const view = (b: BandSpec, ptr: number): BandArray => {
       switch (b.dtype) {
@@ -166,12 +187,92 @@ export class Kernel {
    */
   run(program: Program, opts: { stats?: boolean; writeValues?: boolean } = {}): Stats {
     if (program.bands.length !== this.specs.length) throw new Error(`program reads ${program.bands.length} bands, ${this.specs.length} prepared`);
+    const stats = opts.stats !== false;
+    const writeValues = opts.writeValues !== false;
+    if (this.jit && !this.jitFailed) {
+      const j = this.jitFor(program, writeValues);
+      if (j) return this.runJit(j, stats, writeValues);
+    }
     const x = this.x;
     new Int32Array(x.memory.buffer, x.progBase(), program.code.length).set(program.code);
     for (const [r, v] of program.consts) x.fillConst(r, v);
     x.resetStats();
-    x.run(program.code.length / 4, this.n, program.resultReg, this.maskPtr, opts.writeValues === false ? 0 : this.outPtr, opts.stats === false ? 0 : 1);
+    x.run(program.code.length / 4, this.n, program.resultReg, this.maskPtr, writeValues ? this.outPtr : 0, stats ? 1 : 0);
     return this.readStats();
+  }
+
+  /** The JIT functions of a program for the prepared band layout (cached), or null for the interpreter. */
+  private jitFor(program: Program, writeValues: boolean): JitKernel | null {
+    let pk = this.jitKeys.get(program);
+    if (pk === undefined) {
+      pk = jitSupports(program) ? jitKey(program, [], false, false) : '';
+      this.jitKeys.set(program, pk);
+    }
+    if (pk === '') return null;
+    const key = `${pk}#${this.specKey}#${this.maskPtr ? 1 : 0}${writeValues ? 1 : 0}`;
+    let j = this.jitKernels.get(key);
+    if (j === undefined) {
+      try {
+        const m = jitModule(program, this.specs, this.maskPtr !== 0, writeValues, key);
+        j = m ? jitInstantiate(m, this.x.memory) : null;
+      } catch (err) {
+        // never expected (the tests compile every operation); the interpreter still works
+        this.jitFailed = true;
+        process.emitWarning(`kernel JIT disabled: ${(err as Error).message}`);
+        return null;
+      }
+      this.jitKernels.set(key, j);
+      if (this.jitKernels.size > 64) this.jitKernels.delete(this.jitKernels.keys().next().value!);
+    }
+    return j;
+  }
+
+  /**
+   * Runs JIT functions over the prepared pixels: K from the first block with a value (the
+   * interpreter's choice), then the statistics in calls of JIT_CHUNK pixels, summed here in f64.
+   */
+  private runJit(j: JitKernel, stats: boolean, writeValues: boolean): Stats {
+    const n = this.n;
+    const ptrs = this.bandPtrs;
+    const mask = this.maskPtr;
+    const acc = this.accPtr;
+    if (!stats) {
+      if (writeValues) for (let s = 0; s < n; s += JIT_CHUNK) j.values(s, Math.min(n, s + JIT_CHUNK), this.outPtr, mask, acc, 0, ...ptrs);
+      return { ...NO_STATS };
+    }
+    const dst = writeValues ? this.outPtr : this.scratchPtr;
+    const a = new Float64Array(this.x.memory.buffer, acc, 5);
+    let count = 0;
+    let min = Infinity;
+    let max = -Infinity;
+    let sS = 0;
+    let sQ = 0;
+    let k = NaN;
+    let start = 0;
+    const add = () => {
+      count += a[0]!;
+      if (a[1]! < min) min = a[1]!;
+      if (a[2]! > max) max = a[2]!;
+      sS += a[3]!;
+      sQ += a[4]!;
+    };
+    while (start < n && k !== k) {
+      const end = Math.min(n, start + K_BLOCK);
+      j.values(start, end, dst, mask, acc, 0, ...ptrs);
+      k = this.x.chooseK(dst + start * 4, end - start);
+      if (k === k) {
+        j.stats(start, end, dst, mask, acc, k, ...ptrs);
+        add();
+      }
+      start = end;
+    }
+    for (; start < n; start += JIT_CHUNK) {
+      j.stats(start, Math.min(n, start + JIT_CHUNK), dst, mask, acc, k, ...ptrs);
+      add();
+    }
+    if (count === 0) return { ...NO_STATS };
+    const m2 = Math.max(0, sQ - sS * (sS / count));
+    return { count, min, max, mean: k + sS / count, std: Math.sqrt(m2 / count) };
   }
 
   private readStats(): Stats {
