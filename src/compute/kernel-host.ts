@@ -64,7 +64,10 @@ interface Exports {
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
-export const jitDefault = process.env.KERNEL_JIT !== '0';
+export function jitFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.KERNEL_JIT !== '0' && env.KERNEL_JIT !== 'false';
+}
+const jitDefault = jitFromEnv();
 /** Pixels per call of a JIT function: a two-level sum, and calls short enough for V8 to tier up. */
 const JIT_CHUNK = 16384;
 /** Pixels of the blocks in which K is sought (the interpreter's BLOCK). */

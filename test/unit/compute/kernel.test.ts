@@ -10,7 +10,10 @@ import { compile, parseFormula, type Node } from '../../../src/compute/formula.j
 import { Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
 import { referencePercentile, referenceStats, referenceValues } from '../../../src/compute/reference.js';
 
-const kernels = [new Kernel({ simd: true }), new Kernel({ simd: false })];
+// The SIMD build with the per-formula JIT (what the service runs), the interpreter alone, and
+// the scalar build.
+const kernels = [new Kernel({ simd: true, jit: true }), new Kernel({ simd: true, jit: false }), new Kernel({ simd: false })];
+const label = (k: Kernel) => (k.simd ? (k.jit ? 'simd + jit' : 'simd interpreter') : 'scalar');
 
 /** Same value, or both NaN, or within a relative tolerance. */
 function close(a: number, b: number, rel: number, abs = 0): boolean {
@@ -57,7 +60,7 @@ const f32Value = fc.oneof(
   { weight: 6, arbitrary: fc.double({ min: -1, max: 1.5, noNaN: true }).map(Math.fround) },
 );
 
-describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('kernel (%s build)', (_name, kernel) => {
+describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (_name, kernel) => {
   it('random formulas on u16 digital numbers equal the float32-emulating reference exactly', () => {
     fc.assert(
       fc.property(tree, fc.integer({ min: 1, max: 70 }), fc.array(dnValue, { minLength: 70 * 6, maxLength: 70 * 6 }), (t, n, dns) => {
@@ -236,7 +239,7 @@ describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('ker
   });
 });
 
-describe.each(kernels.map((k) => [k.simd ? 'simd' : 'scalar', k] as const))('one-pass statistics and the fused NDVI loop (%s build)', (_name, kernel) => {
+describe.each(kernels.map((k) => [label(k), k] as const))('one-pass statistics and the fused NDVI loop (%s build)', (_name, kernel) => {
   const ndvi = compile(parseFormula('(B08 - B04) / (B08 + B04)'));
   /** Random DNs with DN 0, nodata 65535 and a mask, over sizes that cross blocks, chunks and tails. */
   const ndviCase = fc.record({
