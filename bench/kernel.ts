@@ -1,7 +1,8 @@
 /**
  * Kernel throughput in megapixels per second for NDVI, EVI and a custom formula of 15 operations
  * on 10,000 (one 100 ha field) and 10,000,000 pixels: the WASM SIMD kernel through the compiled-
- * formula path the service uses (values and statistics, values only, statistics only), the same
+ * formula path the service uses (values and statistics, values only, statistics only; the per-formula
+ * JIT and, beside it, the bytecode interpreter with KERNEL_JIT=0), the same
  * kernel built without SIMD, and a straightforward TypeScript loop; for NDVI also three C -O3
  * loops run here (checked, plain, fused with statistics). Then every target of issue 3 with
  * PASS or MISS.
@@ -111,7 +112,8 @@ const f0 = (x: number | undefined) => (x === undefined ? '' : x.toFixed(0));
 const f2 = (x: number) => x.toFixed(2);
 
 export default async function kernelBench(): Promise<void> {
-  const simd = new Kernel({ simd: true });
+  const simd = new Kernel({ simd: true, jit: true });
+  const interp = new Kernel({ simd: true, jit: false });
   const scalar = new Kernel({ simd: false });
   const sizes = [10_000, 10_000_000];
   const rows: Array<Record<string, string>> = [];
@@ -137,11 +139,15 @@ export default async function kernelBench(): Promise<void> {
       const offsets = name === 'NDVI' ? [0, -0.1] : [0];
       for (const offset of offsets) {
         prepare(simd, offset);
+        prepare(interp, offset);
         const variants: Record<string, () => void> = {
           ts: () => tsLoops[name](inputs, out),
           simd: () => simd.run(program, { stats: true, writeValues: true }),
           simdValues: () => simd.run(program, { stats: false, writeValues: true }),
           simdStats: () => simd.run(program, { stats: true, writeValues: false }),
+          vm: () => interp.run(program, { stats: true, writeValues: true }),
+          vmValues: () => interp.run(program, { stats: false, writeValues: true }),
+          vmStats: () => interp.run(program, { stats: true, writeValues: false }),
         };
         const m = await measure(n, variants, name === 'NDVI' ? cRound : undefined);
         prepare(scalar, offset);
@@ -155,32 +161,39 @@ export default async function kernelBench(): Promise<void> {
           'SIMD values+stats': f0(m.simd),
           'SIMD values only': f0(m.simdValues),
           'SIMD stats only (fused)': f0(m.simdStats),
+          'interp. values+stats': f0(m.vm),
+          'interp. values only': f0(m.vmValues),
+          'interp. stats only': f0(m.vmStats),
           'no-SIMD values+stats': f0(s.scalar),
           'TS loop': f0(m.ts),
           'SIMD ÷ TS': f2(m.simd! / m.ts!),
+          'interp. ÷ TS': f2(m.vm! / m.ts!),
           'no-SIMD ÷ TS': f2(s.scalar! / m.ts!),
           'C checked': isC ? f0(cf!.checked) : '',
           'C plain': isC ? f0(cf!.plain) : '',
           'C fused': isC ? f0(cf!.fused) : '',
         });
         const mark = (ratio: number, goal: number) => `${f2(ratio)} ${ratio >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
-        const t = (target: string, value: string) => targets.push({ pixels: px, formula: label, target, ratio: value });
+        // the service's path (JIT) and, beside it, the interpreter (KERNEL_JIT=0) in the same run
+        const t = (target: string, jit: number, vm: number, goal: number) =>
+          targets.push({ pixels: px, formula: label, target, ratio: mark(jit, goal), 'interpreter (KERNEL_JIT=0)': f2(vm) });
         if (name === 'NDVI') {
-          t('compiled path (values+stats) ÷ TS loop', mark(m.simd! / m.ts!, 5));
+          t('compiled path (values+stats) ÷ TS loop', m.simd! / m.ts!, m.vm! / m.ts!, 5);
           if (cf) {
-            t('compiled path, values only ÷ C plain', mark(m.simdValues! / cf.plain, 0.6));
-            t('compiled path, values+stats ÷ C plain', mark(m.simd! / cf.plain, 0.6));
-            t('fused with stats (one pass) ÷ C plain', mark(m.simdStats! / cf.plain, 0.5));
-            t('fused with stats (one pass) ÷ C fused', mark(m.simdStats! / cf.fused, 0.5));
+            t('compiled path, values only ÷ C plain', m.simdValues! / cf.plain, m.vmValues! / cf.plain, 0.6);
+            t('compiled path, values+stats ÷ C plain', m.simd! / cf.plain, m.vm! / cf.plain, 0.6);
+            t('fused with stats (one pass) ÷ C plain', m.simdStats! / cf.plain, m.vmStats! / cf.plain, 0.5);
+            t('fused with stats (one pass) ÷ C fused', m.simdStats! / cf.fused, m.vmStats! / cf.fused, 0.5);
           }
         } else if (name === 'custom') {
-          t(`${program.ops}-operation formula (values+stats) ÷ TS loop`, mark(m.simd! / m.ts!, 3));
+          t(`${program.ops}-operation formula (values+stats) ÷ TS loop`, m.simd! / m.ts!, m.vm! / m.ts!, 3);
         }
       }
     }
     if (c === null) console.log('gcc not found: no C reference (bash scripts/install-bench-tools.sh installs it)');
   }
-  console.log('Mpx/s (higher is better). "values+stats" is what the service runs: every value written and count/min/max/mean/std');
+  console.log('Mpx/s (higher is better). "SIMD" is what the service runs (the per-formula JIT, src/compute/jit.ts); "interp." the same');
+  console.log('SIMD build with KERNEL_JIT=0 (the bytecode interpreter). "values+stats": every value written and count/min/max/mean/std');
   console.log('in the same pass; "values only" skips the statistics, "stats only" is NDVI fused with its statistics, nothing stored.');
   console.log('C: "checked" has the service semantics, "plain" none (vectorised by gcc), "fused" = checked + statistics in double, one pass.');
   for (const n of sizes) console.table(rows.filter((r) => r.pixels === n.toLocaleString('en')));
