@@ -117,7 +117,9 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const code = program.code;
   const nInstr = code.length / 4;
   const whole = nInstr === 1 && code[0] === OP.NDB;
-  const intNdb = whole && ndbIntMath(bands[code[2]!]!, bands[code[3]!]!);
+  // NDB of two u16 bands as the whole program: the interpreter's fused loop (ndLoop), validity on
+  // the raw lanes and the mask folded in, so its result needs no finishing
+  const fusedNdb = whole && bands[code[2]!]!.dtype === 'u16' && bands[code[3]!]!.dtype === 'u16';
 
   const i = f.local(T.i32);
   const end8 = f.local(T.i32);
@@ -270,7 +272,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     if (op === OP.NDB) {
       const A = bands[a]!;
       const B = bands[bField]!;
-      if (ndbIntMath(A, B)) {
+      if (fusedNdb) {
+        const intMath = ndbIntMath(A, B);
         addr(a);
         f.vmem(V.load).set(raw);
         addr(bField);
@@ -280,6 +283,24 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
         if (B.nd & 0xffff) f.get(raw2).get(vci16(B.nd & 0xffff)).simd(V.i16x8_eq).simd(V.or);
         if (whole && o.hasMask) f.get(maskBad16).simd(V.or);
         f.set(bad);
+        if (!intMath) {
+          // reflectance math: (x − y)/(x + y), then non-finite or invalid → NaN
+          for (let h = 0; h < 2; h++) {
+            const ext = h === 0 ? V.i32x4_extend_low_i16x8_u : V.i32x4_extend_high_i16x8_u;
+            for (const [r, B_, t] of [[raw, A, vtmp], [raw2, B, vtmp2]] as const) {
+              const { mul, add } = loadArith(B_);
+              f.get(r).simd(ext).simd(V.f32x4_convert_i32x4_s);
+              if (mul) f.get(vcf(B_.scale)).simd(V.f32x4_mul);
+              if (add) f.get(vcf(B_.offset)).simd(V.f32x4_add);
+              f.set(t);
+            }
+            const d = vreg(h, code[1]!);
+            f.get(vtmp).get(vtmp2).simd(V.f32x4_sub).get(vtmp).get(vtmp2).simd(V.f32x4_add).simd(V.f32x4_div).tee(d);
+            f.get(d).get(d).simd(V.f32x4_sub).get(zero).simd(V.f32x4_ne);
+            f.get(bad).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or).simd(V.or).set(d);
+          }
+          return;
+        }
         f.get(raw).get(bad).simd(V.andnot).set(raw);
         f.get(raw2).get(bad).simd(V.andnot).set(raw2);
         for (let h = 0; h < 2; h++) {
@@ -484,7 +505,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   for (let h = 0; h < 2; h++) {
     const v = vreg(h, program.resultReg);
     const ok = st ? st.ok[h]! : vtmp;
-    if (intNdb) {
+    if (fusedNdb) {
       f.get(v).set(val[h]!);
       if (st) f.get(v).get(v).simd(V.f32x4_eq).set(ok);
     } else {
@@ -496,11 +517,20 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     if (o.store) {
       f.get(P_DST).get(i).i32(2).op(O.i32_shl, O.i32_add).get(val[h]!).vmem(V.store, h * 16);
     }
-    if (st) {
+    if (st && fusedNdb) {
+      // the interpreter's fused NDB accumulation (its values are bounded): NaN lanes leave pmin and
+      // pmax alone and add 0 − K and K² to the sums, taken back out at the end
+      f.get(v).get(ok).simd(V.and).set(st.xk);
+      f.get(st.cnt).get(ok).simd(V.i32x4_sub).set(st.cnt);
+      f.get(st.mn).get(v).simd(V.f32x4_pmin).set(st.mn);
+      f.get(st.mx).get(v).simd(V.f32x4_pmax).set(st.mx);
+    } else if (st) {
       f.get(v).get(st.kv).get(ok).simd(V.bitselect).set(st.xk);
       f.get(st.cnt).get(ok).simd(V.i32x4_sub).set(st.cnt);
       f.get(st.mn).get(st.xk).simd(V.f32x4_pmin).set(st.mn);
       f.get(st.mx).get(st.xk).simd(V.f32x4_pmax).set(st.mx);
+    }
+    if (st) {
       f.get(st.xk).simd(V.f64x2_promote_low_f32x4).get(st.dk).simd(V.f64x2_sub).set(st.d[h * 2]!);
       f.get(st.xk).get(st.xk).shuffle(HIGH_HALF).simd(V.f64x2_promote_low_f32x4).get(st.dk).simd(V.f64x2_sub).set(st.d[h * 2 + 1]!);
     }
@@ -544,10 +574,16 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
 
   if (st) {
     // count (cnt − ok: +1 per value in each lane)
-    f.get(P_ACC);
     f.i32(0);
     for (let l = 0; l < 4; l++) f.get(st.cnt).lane(V.i32x4_extract_lane, l).op(O.i32_add);
-    f.op(O.f64_convert_i32_s).get(st.tc).op(O.f64_add).mem(O.f64_store, 0);
+    f.set(itmp);
+    f.get(P_ACC).get(itmp).op(O.f64_convert_i32_s).get(st.tc).op(O.f64_add).mem(O.f64_store, 0);
+    if (fusedNdb) {
+      // invalid vector lanes: (end8 − start) − count; S += n·K, Q −= n·K²
+      f.get(end8).get(P_START).op(O.i32_sub).get(itmp).op(O.i32_sub).op(O.f64_convert_i32_s).set(st.td);
+      f.get(st.ts).get(st.td).get(st.kd).op(O.f64_mul, O.f64_add).set(st.ts);
+      f.get(st.tq).get(st.td).get(st.kd).get(st.kd).op(O.f64_mul, O.f64_mul, O.f64_sub).set(st.tq);
+    }
     f.get(P_ACC);
     f.get(st.mn).lane(V.f32x4_extract_lane, 0).get(st.mn).lane(V.f32x4_extract_lane, 1).op(O.f32_min);
     f.get(st.mn).lane(V.f32x4_extract_lane, 2).get(st.mn).lane(V.f32x4_extract_lane, 3).op(O.f32_min, O.f32_min);
