@@ -16,9 +16,11 @@
  * - finishing: non-finite or masked → NaN.
  * - statistics: invalid lanes replaced by K (add exactly 0, cannot move min or max), count in
  *   i32x4, min/max in f32x4, Σ(x − K) and Σ(x − K)² in f64x2 (promote_low and a shuffle for the
- *   high half). K is picked by the host from the first block with a value, as the interpreter
- *   does; the host adds each call's partial sums (two-level sum), so results agree with the
- *   interpreter to rounding of the sums (~1e-15 relative).
+ *   high half). K is picked by the host as the interpreter picks it (the value closest to the
+ *   mean of the first block with a value, on a 64-pixel block); the host adds each call's
+ *   partial sums (two-level sum), so results agree with the interpreter to rounding of the sums
+ *   (~1e-15 relative). NDB keeps the interpreter's fused accumulation (NaN lanes zeroed, their
+ *   −K and K² taken back out at the end).
  * exp, log and pow have no cheap f32x4 form here: programs with them return null (the caller runs
  * the interpreter).
  *
