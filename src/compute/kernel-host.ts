@@ -114,6 +114,7 @@ export class Kernel {
   private readonly jitKernels = new Map<string, JitKernel | null>();
   private readonly jitKeys = new WeakMap<Program, string>();
   private jitFailed = false;
+  private lastJit: { program: Program; specKey: string; mask: boolean; writeValues: boolean; j: JitKernel | null } | null = null;
 
   constructor(opts: { simd?: boolean; jit?: boolean } = {}) {
     this.simd = opts.simd ?? true;
@@ -209,6 +210,15 @@ export class Kernel {
 
   /** The JIT functions of a program for the prepared band layout (cached), or null for the interpreter. */
   private jitFor(program: Program, writeValues: boolean): JitKernel | null {
+    // the same program on the same layout as the last run (a worker's common case): no key to build
+    const last = this.lastJit;
+    if (last && last.program === program && last.specKey === this.specKey && last.mask === (this.maskPtr !== 0) && last.writeValues === writeValues) return last.j;
+    const j = this.jitLookup(program, writeValues);
+    this.lastJit = { program, specKey: this.specKey, mask: this.maskPtr !== 0, writeValues, j };
+    return j;
+  }
+
+  private jitLookup(program: Program, writeValues: boolean): JitKernel | null {
     let pk = this.jitKeys.get(program);
     if (pk === undefined) {
       pk = jitSupports(program) ? jitKey(program, [], false, false) : '';
