@@ -479,7 +479,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     ? {
         kv: f.local(T.v128), dk: f.local(T.v128), cnt: f.local(T.v128), mn: f.local(T.v128), mx: f.local(T.v128), s: f.local(T.v128), q: f.local(T.v128),
         d: [f.local(T.v128), f.local(T.v128), f.local(T.v128), f.local(T.v128)],
-        xk: f.local(T.v128), ok: [f.local(T.v128), f.local(T.v128)],
+        xk: f.local(T.v128), bad: [f.local(T.v128), f.local(T.v128)],
         kd: f.local(T.f64), tc: f.local(T.f64), tmn: f.local(T.f64), tmx: f.local(T.f64), ts: f.local(T.f64), tq: f.local(T.f64), td: f.local(T.f64),
       }
     : null;
@@ -506,15 +506,16 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   for (let k = 0; k < nInstr; k++) vInstr(k);
   for (let h = 0; h < 2; h++) {
     const v = vreg(h, program.resultReg);
-    const ok = st ? st.ok[h]! : vtmp;
+    // bad: all ones where there is no value (the interpreter's NOT ok: non-finite or masked)
+    const bad = st ? st.bad[h]! : vtmp;
     if (fusedNdb) {
       f.get(v).set(val[h]!);
-      if (st) f.get(v).get(v).simd(V.f32x4_eq).set(ok);
+      if (st) f.get(v).get(v).simd(V.f32x4_ne).set(bad);
     } else {
-      f.get(v).get(v).simd(V.f32x4_sub).get(zero).simd(V.f32x4_eq);
-      if (o.hasMask) f.get(maskHalf[h]!).simd(V.andnot);
-      f.set(ok);
-      f.get(v).get(ok).simd(V.not).simd(V.or).set(val[h]!);
+      f.get(v).get(v).simd(V.f32x4_sub).get(zero).simd(V.f32x4_ne);
+      if (o.hasMask) f.get(maskHalf[h]!).simd(V.or);
+      f.tee(bad);
+      f.get(v).simd(V.or).set(val[h]!);
     }
     if (o.store) {
       f.get(P_DST).get(i).i32(2).op(O.i32_shl, O.i32_add).get(val[h]!).vmem(V.store, h * 16);
@@ -522,13 +523,13 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     if (st && fusedNdb) {
       // the interpreter's fused NDB accumulation (its values are bounded): NaN lanes leave pmin and
       // pmax alone and add 0 − K and K² to the sums, taken back out at the end
-      f.get(v).get(ok).simd(V.and).set(st.xk);
-      f.get(st.cnt).get(ok).simd(V.i32x4_sub).set(st.cnt);
+      f.get(v).get(bad).simd(V.andnot).set(st.xk);
+      f.get(st.cnt).get(bad).simd(V.i32x4_add).set(st.cnt);
       f.get(st.mn).get(v).simd(V.f32x4_pmin).set(st.mn);
       f.get(st.mx).get(v).simd(V.f32x4_pmax).set(st.mx);
     } else if (st) {
-      f.get(v).get(st.kv).get(ok).simd(V.bitselect).set(st.xk);
-      f.get(st.cnt).get(ok).simd(V.i32x4_sub).set(st.cnt);
+      f.get(st.kv).get(v).get(bad).simd(V.bitselect).set(st.xk);
+      f.get(st.cnt).get(bad).simd(V.i32x4_add).set(st.cnt);
       f.get(st.mn).get(st.xk).simd(V.f32x4_pmin).set(st.mn);
       f.get(st.mx).get(st.xk).simd(V.f32x4_pmax).set(st.mx);
     }
@@ -575,14 +576,14 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   f.op(O.end); // block
 
   if (st) {
-    // count (cnt − ok: +1 per value in each lane)
+    // count: the cnt lanes hold −1 per lane without a value; itmp = lanes without a value
     f.i32(0);
-    for (let l = 0; l < 4; l++) f.get(st.cnt).lane(V.i32x4_extract_lane, l).op(O.i32_add);
+    for (let l = 0; l < 4; l++) f.get(st.cnt).lane(V.i32x4_extract_lane, l).op(O.i32_sub);
     f.set(itmp);
-    f.get(P_ACC).get(itmp).op(O.f64_convert_i32_s).get(st.tc).op(O.f64_add).mem(O.f64_store, 0);
+    f.get(P_ACC).get(end8).get(P_START).op(O.i32_sub).get(itmp).op(O.i32_sub).op(O.f64_convert_i32_s).get(st.tc).op(O.f64_add).mem(O.f64_store, 0);
     if (fusedNdb) {
-      // invalid vector lanes: (end8 − start) − count; S += n·K, Q −= n·K²
-      f.get(end8).get(P_START).op(O.i32_sub).get(itmp).op(O.i32_sub).op(O.f64_convert_i32_s).set(st.td);
+      // the lanes without a value added 0 − K and K²: S += n·K, Q −= n·K²
+      f.get(itmp).op(O.f64_convert_i32_s).set(st.td);
       f.get(st.ts).get(st.td).get(st.kd).op(O.f64_mul, O.f64_add).set(st.ts);
       f.get(st.tq).get(st.td).get(st.kd).get(st.kd).op(O.f64_mul, O.f64_mul, O.f64_sub).set(st.tq);
     }
