@@ -194,7 +194,9 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
 
   // ---- vector emission ----
   const maskBad16 = o.hasMask ? f.local(T.v128) : -1;
-  const maskHalf = o.hasMask ? [f.local(T.v128), f.local(T.v128)] : [];
+  // the OR of the no-value masks (16-bit lanes) of the integer bands and the validity mask
+  const badAcc16 = f.local(T.v128);
+  let badAcc16Set = false;
   const raw = f.local(T.v128);
   const raw2 = f.local(T.v128);
   const bad = f.local(T.v128);
@@ -220,14 +222,18 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     // the interpreter compares 16-bit lanes with <i16>nd; u8 DNs compare as i32 (nd outside 1..255 never matches)
     const nd16 = b.dtype === 'u8' ? (b.nd >= 1 && b.nd <= 255 ? b.nd : 0) : b.nd & 0xffff;
     if (nd16 !== 0) f.get(raw).get(vci16(nd16)).simd(V.i16x8_eq).simd(V.or);
-    f.set(bad);
+    // Every operation propagates NaN, so the interpreter's result has no value wherever a band has
+    // none: instead of NaN-ing each band, their 16-bit no-value masks are OR-ed together and
+    // applied once, when the result is finished (the other lanes compute exactly the same).
+    if (badAcc16Set) f.get(badAcc16).simd(V.or);
+    f.set(badAcc16);
+    badAcc16Set = true;
     const signed = b.dtype === 'i16';
     for (let h = 0; h < 2; h++) {
       f.get(raw).simd(h === 0 ? (signed ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_low_i16x8_u) : signed ? V.i32x4_extend_high_i16x8_s : V.i32x4_extend_high_i16x8_u);
       f.simd(V.f32x4_convert_i32x4_s);
       if (mul) f.get(vcf(b.scale)).simd(V.f32x4_mul);
       if (add) f.get(vcf(b.offset)).simd(V.f32x4_add);
-      f.get(bad).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or);
       f.set(dsts[h]!);
     }
   };
@@ -500,8 +506,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   f.begin(O.loop);
   if (o.hasMask) {
     f.get(P_MASK).get(i).op(O.i32_add).vmem(V.load8x8_u).get(zero).simd(V.i16x8_eq).tee(maskBad16);
-    f.simd(V.i32x4_extend_low_i16x8_s).set(maskHalf[0]!);
-    f.get(maskBad16).simd(V.i32x4_extend_high_i16x8_s).set(maskHalf[1]!);
+    f.set(badAcc16);
+    badAcc16Set = !fusedNdb; // the fused NDB folds the mask in itself
   }
   for (let k = 0; k < nInstr; k++) vInstr(k);
   for (let h = 0; h < 2; h++) {
@@ -513,7 +519,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
       if (st) f.get(v).get(v).simd(V.f32x4_ne).set(bad);
     } else {
       f.get(v).get(v).simd(V.f32x4_sub).get(zero).simd(V.f32x4_ne);
-      if (o.hasMask) f.get(maskHalf[h]!).simd(V.or);
+      if (badAcc16Set) f.get(badAcc16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or);
       f.tee(bad);
       f.get(v).simd(V.or).set(val[h]!);
     }
