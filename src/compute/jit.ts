@@ -493,11 +493,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const sx = f.local(T.f32);
 
   // ================= the body =================
-  // (vector constants are initialised in a prologue emitted first; the body is generated into a
-  // second builder so that every constant it asks for is known)
-  const body = f.code.splice(0);
-
-  // prologue placeholder: filled at the end
+  // The loops are emitted first (they ask for the vector constants they need); the prologue that
+  // fills those constants is emitted last and moved in front of them.
   // vector loop
   f.get(P_START).get(P_END).get(P_START).op(O.i32_sub).i32(-8).op(O.i32_and, O.i32_add).set(end8);
   f.get(P_START).set(i);
@@ -605,8 +602,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     f.get(P_ACC).get(st.q).lane(V.f64x2_extract_lane, 0).get(st.q).lane(V.f64x2_extract_lane, 1).op(O.f64_add).get(st.tq).op(O.f64_add).mem(O.f64_store, 32);
   }
 
-  // prologue: constants and accumulators, then the body above
-  const main = f.code.splice(0);
+  // prologue: constants and accumulators, then the loops above
+  const loops = f.code.splice(0);
   for (const init of vcInit) init();
   for (const init of constInit) init();
   if (st) {
@@ -618,7 +615,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     f.f64(-Infinity).set(st.tmx);
     // cnt, s, q, tc, ts, tq start at zero (locals are zero-initialised)
   }
-  f.code.push(...body, ...main);
+  f.code.push(...loops);
   return f;
 }
 
