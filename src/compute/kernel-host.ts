@@ -107,6 +107,7 @@ export class Kernel {
   private scratchPtr = 0;
   private accPtr = 0;
   private specKey = '';
+  private accView = new Float64Array(0);
   private n = 0;
   private specs: BandSpec[] = [];
   /** Whether programs run through the per-formula JIT (SIMD build only; exp/log/pow never do). */
@@ -257,7 +258,8 @@ export class Kernel {
       return { ...NO_STATS };
     }
     const dst = writeValues ? this.outPtr : this.scratchPtr;
-    const a = new Float64Array(this.x.memory.buffer, acc, 5);
+    let a = this.accView;
+    if (a.buffer !== this.x.memory.buffer || a.byteOffset !== acc) a = this.accView = new Float64Array(this.x.memory.buffer, acc, 5);
     let count = 0;
     let min = Infinity;
     let max = -Infinity;
@@ -265,26 +267,21 @@ export class Kernel {
     let sQ = 0;
     let k = NaN;
     let start = 0;
-    const add = () => {
+    // the blocks before the first value have no statistics: values only, until K is found
+    for (; start < n; start += K_BLOCK) {
+      const end = Math.min(n, start + K_BLOCK);
+      j.values(start, end, dst, mask, acc, 0, ...ptrs);
+      k = this.x.chooseK(dst + start * 4, end - start);
+      if (k === k) break;
+    }
+    // then everything from that block on (start and end multiples of 8, except the last end)
+    for (; start < n; start += JIT_CHUNK) {
+      j.stats(start, Math.min(n, start + JIT_CHUNK), dst, mask, acc, k, ...ptrs);
       count += a[0]!;
       if (a[1]! < min) min = a[1]!;
       if (a[2]! > max) max = a[2]!;
       sS += a[3]!;
       sQ += a[4]!;
-    };
-    while (start < n && k !== k) {
-      const end = Math.min(n, start + K_BLOCK);
-      j.values(start, end, dst, mask, acc, 0, ...ptrs);
-      k = this.x.chooseK(dst + start * 4, end - start);
-      if (k === k) {
-        j.stats(start, end, dst, mask, acc, k, ...ptrs);
-        add();
-      }
-      start = end;
-    }
-    for (; start < n; start += JIT_CHUNK) {
-      j.stats(start, Math.min(n, start + JIT_CHUNK), dst, mask, acc, k, ...ptrs);
-      add();
     }
     if (count === 0) return { ...NO_STATS };
     const m2 = Math.max(0, sQ - sS * (sS / count));
