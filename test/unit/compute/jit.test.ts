@@ -5,7 +5,7 @@
  * f32, u16, i16 and u8 bands with scale, offset and nodata, validity masks.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { compile, compileFormula, parseFormula, type Node } from '../../../src/compute/formula.js';
 import { jitModuleBytes, jitSupports } from '../../../src/compute/jit.js';
 import { jitFromEnv, Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
@@ -267,6 +267,36 @@ describe('kernel JIT', () => {
       const [a, b] = both(program, program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 })), data, undefined);
       expectSame(a!.values, b!.values, src);
       expect(a!.stats).toEqual(b!.stats);
+    }
+  });
+
+  it('falls back to the interpreter (with a warning) when a module fails to compile', () => {
+    const k = new Kernel({ simd: true, jit: true });
+    const program = compileFormula('B03 * 3 - B05 / 7');
+    const data = [Uint16Array.from({ length: 29 }, (_, i) => i * 37), Uint16Array.from({ length: 29 }, (_, i) => 29 - i)];
+    const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001 }];
+    // the interpreter's result, without compiling this program's module anywhere first
+    const vp = vm.prepare(29, specs);
+    data.forEach((d, j) => vp.bands[j]!.set(d));
+    const want = { stats: vm.run(program), values: vm.copyValues() };
+    const Module = WebAssembly.Module;
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    (WebAssembly as { Module: unknown }).Module = function () {
+      throw new Error('compile failed (test)');
+    };
+    try {
+      const prep = k.prepare(29, specs);
+      data.forEach((d, j) => prep.bands[j]!.set(d));
+      const s = k.run(program);
+      const got = k.copyValues();
+      expectSame(got, want.values, 'fallback');
+      expect(s).toEqual(want.stats);
+      expect(warn).toHaveBeenCalledOnce();
+      k.run(program);
+      expect(warn).toHaveBeenCalledOnce(); // once: the kernel stays on the interpreter
+    } finally {
+      (WebAssembly as { Module: unknown }).Module = Module;
+      warn.mockRestore();
     }
   });
 
