@@ -27,7 +27,8 @@
  * Exports of the module: values(start, end, dst, mask, acc, K, ptr0 … ptrN) writes the finished
  * values of pixels [start, end) to dst (f32 per pixel, indexed from pixel 0); stats(…) the same
  * with the statistics (and the store only when the module was built with `out`), writing count,
- * min, max, S, Q (f64) at acc.
+ * min, max, S, Q (f64) at acc. At most 262,136 pixels a call (the integer NDB counts on 16-bit
+ * lanes); the host calls with 16,384.
  */
 import { OP, type Program } from './formula.js';
 import { encodeModule, FuncBuilder, O, T, V } from './wasm-module.js';
@@ -122,6 +123,9 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   // NDB of two u16 bands as the whole program: the interpreter's fused loop (ndLoop), validity on
   // the raw lanes and the mask folded in, so its result needs no finishing
   const fusedNdb = whole && bands[code[2]!]!.dtype === 'u16' && bands[code[3]!]!.dtype === 'u16';
+  // integer NDB: exactly the lanes of its 16-bit no-value mask are NaN, so the statistics take
+  // their masks from it (integer instructions) and count on 16-bit lanes
+  const intNdb = fusedNdb && ndbIntMath(bands[code[2]!]!, bands[code[3]!]!);
 
   const i = f.local(T.i32);
   const end8 = f.local(T.i32);
@@ -200,6 +204,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const raw = f.local(T.v128);
   const raw2 = f.local(T.v128);
   const bad = f.local(T.v128);
+  const ndbBad16 = bad;
 
   const vLoad = (slot: number, dsts: [number, number]) => {
     const b = bands[slot]!;
@@ -513,7 +518,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     const bad = st ? st.bad[h]! : vtmp;
     if (fusedNdb) {
       f.get(v).set(val[h]!);
-      if (st) f.get(v).get(v).simd(V.f32x4_ne).set(bad);
+      if (st && intNdb) f.get(ndbBad16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).set(bad);
+      else if (st) f.get(v).get(v).simd(V.f32x4_ne).set(bad);
     } else {
       f.get(v).get(v).simd(V.f32x4_sub).get(zero).simd(V.f32x4_ne);
       if (badAcc16Set) f.get(badAcc16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or);
@@ -527,7 +533,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
       // the interpreter's fused NDB accumulation (its values are bounded): NaN lanes leave pmin and
       // pmax alone and add 0 − K and K² to the sums, taken back out at the end
       f.get(v).get(bad).simd(V.andnot).set(st.xk);
-      f.get(st.cnt).get(bad).simd(V.i32x4_add).set(st.cnt);
+      if (!intNdb) f.get(st.cnt).get(bad).simd(V.i32x4_add).set(st.cnt);
       f.get(st.mn).get(v).simd(V.f32x4_pmin).set(st.mn);
       f.get(st.mx).get(v).simd(V.f32x4_pmax).set(st.mx);
     } else if (st) {
@@ -541,6 +547,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
       f.get(st.xk).get(st.xk).shuffle(HIGH_HALF).simd(V.f64x2_promote_low_f32x4).get(st.dk).simd(V.f64x2_sub).set(st.d[h * 2 + 1]!);
     }
   }
+  if (st && intNdb) f.get(st.cnt).get(ndbBad16).simd(V.i16x8_add).set(st.cnt);
   if (st) {
     const [d0, d1, d2, d3] = st.d as [number, number, number, number];
     f.get(st.s).get(d0).get(d1).simd(V.f64x2_add).get(d2).get(d3).simd(V.f64x2_add).simd(V.f64x2_add).simd(V.f64x2_add).set(st.s);
@@ -581,7 +588,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   if (st) {
     // count: the cnt lanes hold −1 per lane without a value; itmp = lanes without a value
     f.i32(0);
-    for (let l = 0; l < 4; l++) f.get(st.cnt).lane(V.i32x4_extract_lane, l).op(O.i32_sub);
+    if (intNdb) for (let l = 0; l < 8; l++) f.get(st.cnt).lane(V.i16x8_extract_lane_s, l).op(O.i32_sub);
+    else for (let l = 0; l < 4; l++) f.get(st.cnt).lane(V.i32x4_extract_lane, l).op(O.i32_sub);
     f.set(itmp);
     f.get(P_ACC).get(end8).get(P_START).op(O.i32_sub).get(itmp).op(O.i32_sub).op(O.f64_convert_i32_s).get(st.tc).op(O.f64_add).mem(O.f64_store, 0);
     if (fusedNdb) {

@@ -162,7 +162,7 @@ describe('kernel JIT', () => {
       else if (k === 'store') got = simdOp('(v128.store (local.get 0) (local.get 1)) (i32.const 0)', '(param i32 v128)', 'i32');
       else if (k === 'load' || k === 'load8x8_u') got = simdOp(`(${n} (local.get 0))`, '(param i32)', 'v128');
       else if (k.endsWith('_splat')) got = simdOp(`(${n} (local.get 0))`, `(param ${k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32'})`, 'v128');
-      else if (k.endsWith('extract_lane')) got = simdOp(`(${n} 1 (local.get 0))`, '(param v128)', k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32');
+      else if (k.includes('extract_lane')) got = simdOp(`(${n} 1 (local.get 0))`, '(param v128)', k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32');
       else if (k === 'bitselect') got = simdOp(`(${n} (local.get 0) (local.get 0) (local.get 0))`, '(param v128)', 'v128');
       else if (k === 'not' || /extend|abs|neg|sqrt|convert|promote/.test(k)) got = simdOp(`(${n} (local.get 0))`, '(param v128)', 'v128');
       else got = simdOp(`(${n} (local.get 0) (local.get 0))`, '(param v128)', 'v128');
