@@ -131,8 +131,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const end8 = f.local(T.i32);
   // ---- loop-invariant vectors ----
   const vconst = new Map<string, number>();
-  const vc = (kind: 'f32' | 'i16', v: number): number => {
-    const key = `${kind}:${kind === 'f32' ? Math.fround(v) : v & 0xffff}:${Object.is(v, -0)}`;
+  const vc = (kind: 'f32' | 'i16' | 'i32', v: number): number => {
+    const key = `${kind}:${kind === 'f32' ? Math.fround(v) : kind === 'i16' ? v & 0xffff : v | 0}:${Object.is(v, -0)}`;
     let l = vconst.get(key);
     if (l === undefined) {
       l = f.local(T.v128);
@@ -147,6 +147,12 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     if (vconst.size > had) vcInit.push(() => f.f32x4(v).set(l));
     return l;
   };
+  const vci32 = (v: number) => {
+    const had = vconst.size;
+    const l = vc('i32', v);
+    if (vconst.size > had) vcInit.push(() => f.i32x4(v).set(l));
+    return l;
+  };
   const vci16 = (v: number) => {
     const had = vconst.size;
     const l = vc('i16', v);
@@ -154,6 +160,14 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     return l;
   };
   const zero = vcf(0);
+  /**
+   * All ones in the lanes of local x that are NaN or ±Inf (the interpreter's x − x ≠ 0), on the
+   * integer side: exponent bits all set. The float pipes are what these loops are bound by.
+   */
+  const nonFinite = (x: number) => {
+    const e = vci32(0x7f800000);
+    f.get(x).get(e).simd(V.and).get(e).simd(V.i32x4_eq);
+  };
 
   // registers: vector locals per half, scalar locals
   const vregs = [new Map<number, number>(), new Map<number, number>()];
@@ -309,7 +323,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
             }
             const d = vreg(h, code[1]!);
             f.get(vtmp).get(vtmp2).simd(V.f32x4_sub).get(vtmp).get(vtmp2).simd(V.f32x4_add).simd(V.f32x4_div).tee(d);
-            f.get(d).get(d).simd(V.f32x4_sub).get(zero).simd(V.f32x4_ne);
+            nonFinite(d);
             f.get(bad).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or).simd(V.or).set(d);
           }
           return;
@@ -521,7 +535,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
       if (st && intNdb) f.get(ndbBad16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).set(bad);
       else if (st) f.get(v).get(v).simd(V.f32x4_ne).set(bad);
     } else {
-      f.get(v).get(v).simd(V.f32x4_sub).get(zero).simd(V.f32x4_ne);
+      nonFinite(v);
       if (badAcc16Set) f.get(badAcc16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or);
       f.tee(bad);
       f.get(v).simd(V.or).set(val[h]!);
