@@ -28,17 +28,22 @@ const kernel = new Kernel();
 
 function warmUp(): void {
   const n = 1 << 16;
-  const programs = [compileFormula('(B08 - B04) / (B08 + B04)'), compileFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)')];
-  // Sentinel-2 L2A before and since processing baseline 04.00 (offset 0 and −0.1): the JIT compiles
-  // a module per band layout, so both are compiled and optimised here
+  // NDVI and EVI through the per-formula JIT; a formula with log through the interpreter
+  const programs = [compileFormula('(B08 - B04) / (B08 + B04)'), compileFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'), compileFormula('log(B08) - B04')];
+  // Sentinel-2 L2A before and since processing baseline 04.00 (offset 0 and −0.1), with and without
+  // a mask (field windows have one): the JIT compiles a module per band layout, so the common ones
+  // are compiled and optimised here
   for (const p of programs) {
     for (const offset of [0, -0.1]) {
-      const prep = kernel.prepare(n, p.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })));
-      prep.bands.forEach((b, j) => {
-        for (let i = 0; i < n; i++) b[i] = 500 + ((i * (7 + j)) % 4000);
-      });
-      for (let r = 0; r < 20; r++) kernel.run(p);
-      kernel.orderStats();
+      for (const mask of [false, true]) {
+        const prep = kernel.prepare(n, p.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })), { mask });
+        prep.bands.forEach((b, j) => {
+          for (let i = 0; i < n; i++) b[i] = 500 + ((i * (7 + j)) % 4000);
+        });
+        prep.mask?.fill(1);
+        for (let r = 0; r < 10; r++) kernel.run(p);
+        kernel.orderStats();
+      }
     }
   }
 }
