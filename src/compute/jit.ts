@@ -219,6 +219,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const raw2 = f.local(T.v128);
   const bad = f.local(T.v128);
   const ndbBad16 = bad;
+  // the fused NDB's no-value masks per half (reflectance math), kept for the statistics
+  const ndbBad32 = [f.local(T.v128), f.local(T.v128)];
 
   const vLoad = (slot: number, dsts: [number, number]) => {
     const b = bands[slot]!;
@@ -324,7 +326,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
             const d = vreg(h, code[1]!);
             f.get(vtmp).get(vtmp2).simd(V.f32x4_sub).get(vtmp).get(vtmp2).simd(V.f32x4_add).simd(V.f32x4_div).tee(d);
             nonFinite(d);
-            f.get(bad).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or).simd(V.or).set(d);
+            f.get(bad).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or).tee(ndbBad32[h]!);
+            f.simd(V.or).set(d);
           }
           return;
         }
@@ -533,7 +536,7 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
     if (fusedNdb) {
       f.get(v).set(val[h]!);
       if (st && intNdb) f.get(ndbBad16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).set(bad);
-      else if (st) f.get(v).get(v).simd(V.f32x4_ne).set(bad);
+      else if (st) f.get(ndbBad32[h]!).set(bad);
     } else {
       nonFinite(v);
       if (badAcc16Set) f.get(badAcc16).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or);
