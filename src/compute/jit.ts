@@ -6,16 +6,19 @@
  * interpreter that makes one pass over a 2 KB register per instruction; this makes one pass.
  *
  * Semantics are the interpreter's, operation for operation (the same f32x4 operations in the same
- * order, the same scalar code for the last len % 8 pixels), so values are bit-identical:
- * - LOAD: DN → f32, × scale, + offset; DN 0 and the declared nodata → NaN (on 16-bit lanes in the
- *   vector loop, on the i32 DN in the scalar tail, as the interpreter does); f32 inputs: nodata →
- *   NaN. A multiplication by 1 or an addition that cannot change the value is left out.
+ * order, the same scalar code for the last len % 8 pixels), so values are bit-identical (NaN
+ * payloads aside):
+ * - LOAD: DN → f32, × scale, + offset; DN 0 and the declared nodata have no value (on 16-bit lanes
+ *   in the vector loop, on the i32 DN in the scalar tail, as the interpreter does); f32 inputs:
+ *   nodata → NaN. A multiplication by 1 or an addition that cannot change the value is left out.
+ *   As every operation propagates NaN, the integer bands' no-value masks (and the validity mask)
+ *   are OR-ed on 16-bit lanes and applied once to the result instead of NaN-ing each band.
  * - x/0 → NaN (OR with an all-ones mask), ND = (a − b)/(a + b) with a zero sum → NaN, min/max
  *   propagate NaN; the normalised difference of two u16 bands of equal scale and no offset runs
  *   on the digital numbers (integer math, as the interpreter's fused NDB loop).
- * - finishing: non-finite or masked → NaN.
+ * - finishing: non-finite (exponent bits all set) or masked → NaN.
  * - statistics: invalid lanes replaced by K (add exactly 0, cannot move min or max), count in
- *   i32x4, min/max in f32x4, Σ(x − K) and Σ(x − K)² in f64x2 (promote_low and a shuffle for the
+ *   i32x4 (i16x8 for the integer NDB), min/max in f32x4, Σ(x − K) and Σ(x − K)² in f64x2 (promote_low and a shuffle for the
  *   high half). K is picked by the host as the interpreter picks it (the value closest to the
  *   mean of the first block with a value, on a 64-pixel block); the host adds each call's
  *   partial sums (two-level sum), so results agree with the interpreter to rounding of the sums
