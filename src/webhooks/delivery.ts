@@ -346,7 +346,9 @@ function openSecret(box: SecretBox, sealed: string): string {
 }
 
 async function send(deps: WebhookDeps, d: Claimed): Promise<{ d: Claimed; r: PostResult; attemptedAt: Date }> {
-  const raw = Buffer.from(d.body, 'utf8');
+  // The stored text, signed and sent as its UTF-8 bytes (HMAC.update and the request both encode
+  // a string as UTF-8): the signature covers exactly the bytes on the wire.
+  const raw = d.body;
   const headers = signDelivery({ secret: openSecret(deps.box, d.secret_sealed), event: d.event_type, deliveryId: d.id, rawBody: raw });
   const attemptedAt = new Date();
   const r = await postJson(d.url, raw, headers as unknown as Record<string, string>, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca, cacheResolution: true });

@@ -227,7 +227,11 @@ async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], ca
   return t;
 }
 
-export async function postJson(rawUrl: string, body: Buffer, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
+/**
+ * `body`: the exact bytes, or a string sent as its UTF-8 bytes. A string goes out in the same
+ * write (one TLS record) as the request head; a Buffer makes Node write the two separately.
+ */
+export async function postJson(rawUrl: string, body: Buffer | string, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
   const timeoutMs = opts.timeoutMs ?? 5000;
   const maxBytes = opts.maxResponseBytes ?? 65_536;
   const started = performance.now();
@@ -247,7 +251,7 @@ export async function postJson(rawUrl: string, body: Buffer, headers: Record<str
       clearTimeout(timer);
       resolve({ ...r, latencyMs: performance.now() - started, address });
     };
-    const req = https.request({ ...target.options, headers: { ...headers, 'content-length': String(body.length), 'user-agent': USER_AGENT } }, (res) => {
+    const req = https.request({ ...target.options, headers: { ...headers, 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length), 'user-agent': USER_AGENT } }, (res) => {
       let read = 0;
       res.on('data', (chunk: Buffer) => {
         read += chunk.length;
@@ -266,7 +270,8 @@ export async function postJson(rawUrl: string, body: Buffer, headers: Record<str
       req.destroy();
     }, timeoutMs);
     req.on('error', (err) => finish({ ok: false, error: classify(err as NodeJS.ErrnoException) }));
-    req.end(body);
+    if (typeof body === 'string') req.end(body, 'utf8');
+    else req.end(body);
   });
 }
 
