@@ -1,7 +1,8 @@
 /**
  * The delivery worker, as a pipeline of small steps: claim → sign → send → record → schedule.
  * A job attempts one delivery (a retry, a replay, a manual re-send) or a batch of first attempts
- * (the dispatcher's fan-out). The claim (a short lease on the delivery rows, one statement for the
+ * (the dispatcher's fan-out); first attempts handed over directly by this process's dispatcher
+ * skip the queue and the claim (directSink). The claim (a short lease on the delivery rows, one statement for the
  * batch) keeps two workers from sending the same attempt; the delivery id in X-Service-Delivery
  * lets receivers drop the duplicates at-least-once delivery can still produce. Claims, and the
  * successes and scheduled retries, of the deliveries at the same stage at about the same time in

@@ -2,10 +2,12 @@
  * Fans outbox events out to webhooks. Each batch, in one transaction: take undispatched events
  * and mark them dispatched (one statement; SKIP LOCKED, so several workers share the work without
  * doubling it), create one delivery per (active subscribed webhook, event) in one multi-row
- * INSERT. After the commit, the first attempts go to the queue in one bulk add, as jobs of up to
- * `batchSize` deliveries of one webhook (a slow endpoint holds up its own jobs only). If the
- * process dies between the commit and the enqueue, the sweeper finds the overdue pending
- * deliveries and queues them again: nothing committed is lost.
+ * INSERT. In a process that also delivers, the first attempts it has room for are inserted
+ * claimed and handed to its sending slots after the commit (DirectSink, delivery.ts). The others
+ * go to the queue in one bulk add, as jobs of up to `batchSize` deliveries of one webhook (a slow
+ * endpoint holds up its own jobs only). If the process dies between the commit and the enqueue,
+ * or with deliveries handed over, the sweeper finds the overdue pending deliveries once their
+ * claims have lapsed and queues them again: nothing committed is lost.
  */
 import { onOutboxCommit, outboxChannel } from '../events/outbox.js';
 import type { Database } from '../platform/database.js';
