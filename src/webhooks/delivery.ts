@@ -17,6 +17,7 @@
  * A 410 Gone disables at once.
  */
 import type { Database, Sql } from '../platform/database.js';
+import { backendUnavailable } from '../platform/http/problems.js';
 import { CONNECTIONS_PER_ENDPOINT, postJson, type PostResult } from './outbound.js';
 import { enqueueDeliveries, jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
 import { webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
@@ -205,20 +206,42 @@ function workerOf(deps: WebhookDeps): Worker {
              FROM unnest($1::text[], $2::timestamptz[]) AS u(id, token), webhooks w
             WHERE d.id = u.id AND d.claimed_until = u.token AND (d.status || '') = 'pending' AND w.id = d.webhook_id AND w.status = 'active'
             RETURNING d.id, d.claimed_until`,
-          [items.map((i) => i.id), items.map((i) => i.token.toISOString()), String(leaseMs)],
+          [items.map((i) => i.id), items.map((i) => i.token.toISOString()), String(directLeaseMs(deps))],
         );
         const renewed = new Map(rows.map((r) => [r.id, r.claimed_until]));
         return items.map((i) => renewed.get(i.id) ?? null);
       }),
       direct: { total: 0, byWebhook: new Map(), waiters: new Set() },
       records: new Batcher(async (rows) => {
-        await recordAttempts(deps.db, rows);
-        return rows.map(() => null);
+        // Sent but not recorded is the one way a success gets sent again (the claim lapses and the
+        // sweeper re-queues it): through a short database outage (a restart), keep trying for up
+        // to RECORD_RETRY_MS, well inside the claim's lease.
+        const end = Date.now() + RECORD_RETRY_MS;
+        for (;;) {
+          try {
+            await recordAttempts(deps.db, rows);
+            return rows.map(() => null);
+          } catch (err) {
+            if (!backendUnavailable(err) || Date.now() >= end) throw err;
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        }
       }),
     };
     workers.set(deps, w);
   }
   return w!;
+}
+
+/** How long recording an attempt's outcome is retried through a database outage. */
+const RECORD_RETRY_MS = 4_000;
+
+/**
+ * The claim of a direct delivery: the timeout, the record retries and some slack, so that one
+ * that waited up to about 5 s for a slot still needs no renewal.
+ */
+function directLeaseMs(deps: WebhookDeps): number {
+  return deps.timeoutMs + RECORD_RETRY_MS + 10_000;
 }
 
 /** Direct deliveries a process holds at most (handed over, not yet recorded), and per webhook. */
@@ -256,7 +279,7 @@ export interface DirectSink {
 
 export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = () => {}): DirectSink {
   const w = workerOf(deps);
-  const leaseMs = deps.timeoutMs + 5_000;
+  const leaseMs = directLeaseMs(deps);
   const st = w.direct;
   let closed = false;
   const waiting = new Set<string>(); // handed over, request not started
@@ -286,7 +309,7 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
             return null;
           }
           waiting.delete(d.id);
-          if (Date.now() + deps.timeoutMs + 1_000 > deadline) {
+          if (Date.now() + deps.timeoutMs + RECORD_RETRY_MS + 1_000 > deadline) {
             const renewedAt = Date.now();
             if (!(await w.renewals.add({ id: d.id, token }))) return null;
             deadline = renewedAt + leaseMs;
