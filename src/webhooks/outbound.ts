@@ -159,10 +159,19 @@ function contextFor(ca: string[]): tls.SecureContext {
 // TLS connection instead of a handshake per event. The address is part of the key, so a
 // connection is only ever reused for the address that passed the check.
 const agents = new Map<string, https.Agent>();
+const caIds = new WeakMap<string[], number>();
+let nextCaId = 0;
+function caId(ca: string[]): number {
+  let id = caIds.get(ca);
+  if (id === undefined) caIds.set(ca, (id = ++nextCaId));
+  return id;
+}
 /** Connections per endpoint (origin and checked address). */
 export const CONNECTIONS_PER_ENDPOINT = 16;
 function agentFor(url: URL, address: { address: string; family: number }, ca: string[]): https.Agent {
-  const key = `${url.origin}|${address.address}|${ca.length}`;
+  // The CA set by identity: two sets of the same size (two runtimes in one process, the tests)
+  // must not share connections verified against the other's roots.
+  const key = `${url.origin}|${address.address}|${caId(ca)}`;
   let a = agents.get(key);
   if (!a) {
     const lookup: LookupFunction = (_host, options, cb) => {
