@@ -7,16 +7,16 @@
  *
  * (a) throughput: BENCH_EVENTS (10,000) events emitted as a burst (transactions of 500 emits);
  *     deliveries per second from the first emit until all EVENTS × 10 were received.
- * (b) latency: BENCH_RATE (150) events/s, one transaction each, for BENCH_SECONDS (20) s; p50/p99
+ * (b) latency: BENCH_RATE (200) events/s, one transaction each, for BENCH_SECONDS (20) s; p50/p99
  *     from emit (the event's timestamp) to receipt, and the delivery rate achieved.
  * Targets: ≥ 2,000 deliveries/s and p99 < 250 ms on 2 cores. Beside the figures: the CPU time
  * per delivery of the worker process and of this process (the receivers' TLS and HTTP, the emits),
  * and the PostgreSQL transactions per delivery (pg_stat_database), which vary less with the
  * machine's load than the rates. BENCH_COMPARE=1 runs the same with
- * WEBHOOK_BATCH_SIZE=1 (a queue job per delivery) as a baseline in the same run.
+ * WEBHOOK_DIRECT=false (every first attempt through the queue) as a baseline in the same run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -27,7 +27,9 @@ import { packageRoot } from '../src/platform/paths.js';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../test/helpers/tls.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
-const RATE = Number(process.env.BENCH_RATE ?? 150);
+// 200 events/s × 10 receivers offers the 2,000 deliveries/s of the target: the latency target is
+// measured at the throughput target, and means something only below capacity.
+const RATE = Number(process.env.BENCH_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const RECEIVERS = 10;
 const TARGET_RATE = 2000;
@@ -41,6 +43,35 @@ function cpuMs(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10;
 }
 
+/** CPU ms of every process whose command is `comm` (redis-server). */
+function cpuMsOf(comm: string): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (name === comm) total += cpuMs(Number(pid));
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
+}
+
+/** CPU ms per pid (processes already gone are left out). */
+function cpuByPid(pids: number[]): Map<number, number> {
+  const m = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      m.set(pid, cpuMs(pid));
+    } catch {
+      /* gone */
+    }
+  }
+  return m;
+}
+
 function quantile(sorted: number[], q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]! : NaN;
 }
@@ -51,12 +82,16 @@ interface Row {
   events: number;
   deliveries: number;
   distinct: number;
+  /** Deliveries emitted per second (events × receivers ÷ the time the emits took). */
+  'offered/s': number;
   'deliveries/s': number;
   'p50 ms': number;
   'p99 ms': number;
   'worker CPU ms/delivery': string;
   'bench+receivers CPU ms/delivery': string;
   'PG xacts/delivery': string;
+  'PG / Redis CPU ms/delivery': string;
+  load: string;
   target: string;
 }
 
@@ -112,18 +147,28 @@ async function run(label: string, extraEnv: Record<string, string>, pki: TestPki
     const count = () => receivers.reduce((a, r) => a + r.received.length, 0);
     const data = (i: number) => ({ field_id: `fld_bench${i}`, crop_type: 'wheat', harvest_date: '2025-08-01' });
 
-    const measure = async (phase: string, events: number, emitAll: () => Promise<void>, target: (rate: number, p99: number) => string): Promise<Row> => {
+    const measure = async (phase: string, events: number, emitAll: () => Promise<void>, target: (rate: number, p99: number, offered: number) => string): Promise<Row> => {
       for (const rx of receivers) rx.received.length = 0;
       const x0 = await xacts();
       const c0 = cpuMs(worker.pid!);
+      // The PostgreSQL server is shared (other databases, other users): count the backends of this
+      // database only (the server's background processes are left out).
+      const pgPids = async () => (await admin.unsafe(`SELECT pid FROM pg_stat_activity WHERE datname = '${dbName}'`)).map((r) => Number(r.pid));
+      const p0 = cpuByPid(await pgPids());
+      const r0 = cpuMsOf('redis-server');
       const b0 = process.cpuUsage();
+      const load0 = os.loadavg()[0]!;
       const t0 = Date.now();
       await emitAll();
+      const emitS = (Date.now() - t0) / 1000;
       const total = events * RECEIVERS;
       const deadline = Date.now() + 20 * 60_000;
       while (count() < total && Date.now() < deadline) await sleep(50);
       const c1 = cpuMs(worker.pid!);
+      const p1 = cpuByPid(await pgPids());
+      const r1 = cpuMsOf('redis-server');
       const b1 = process.cpuUsage(b0);
+      const load1 = os.loadavg()[0]!;
       await sleep(1200); // pg_stat counters are flushed about once a second
       const x1 = await xacts();
       const got = receivers.flatMap((r) => r.received);
@@ -142,7 +187,10 @@ async function run(label: string, extraEnv: Record<string, string>, pki: TestPki
         'worker CPU ms/delivery': ((c1 - c0) / got.length).toFixed(3),
         'bench+receivers CPU ms/delivery': ((b1.user + b1.system) / 1000 / got.length).toFixed(3),
         'PG xacts/delivery': ((x1 - x0) / got.length).toFixed(3),
-        target: target(rate, quantile(lat, 0.99)),
+        'PG / Redis CPU ms/delivery': `${([...p1].reduce((a, [pid, ms]) => a + ms - (p0.get(pid) ?? 0), 0) / got.length).toFixed(3)} / ${((r1 - r0) / got.length).toFixed(3)}`,
+        load: `${load0.toFixed(1)}→${load1.toFixed(1)}`,
+        'offered/s': Math.round(total / emitS),
+        target: target(rate, quantile(lat, 0.99), total / emitS),
       };
     };
 
@@ -177,7 +225,10 @@ async function run(label: string, extraEnv: Record<string, string>, pki: TestPki
           }
           await Promise.all(inflight);
         },
-        (_rate, p99) => `p99 < ${TARGET_P99_MS} ms: ${p99 < TARGET_P99_MS ? 'PASS' : 'MISS'}`,
+        // Meaningful at the throughput target: the emits must really have offered ≥ 2,000/s.
+        (_rate, p99, offered) =>
+          `p99 < ${TARGET_P99_MS} ms at ≥ ${TARGET_RATE}/s offered: ${p99 < TARGET_P99_MS && offered >= 0.98 * TARGET_RATE ? 'PASS' : 'MISS'}` +
+          (offered < 0.98 * TARGET_RATE ? ` (offered only ${Math.round(offered)}/s)` : ''),
       ),
     );
     return rows;
@@ -219,7 +270,7 @@ export default async function webhookBench(): Promise<void> {
   const receivers = await Promise.all(Array.from({ length: RECEIVERS }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })));
   try {
     const setups: Array<[string, Record<string, string>]> = [['PostgreSQL + Redis', {}]];
-    if (process.env.BENCH_COMPARE === '1') setups.push(['same, a job per delivery', { WEBHOOK_BATCH_SIZE: '1' }]);
+    if (process.env.BENCH_COMPARE === '1') setups.push(['same, first attempts through the queue', { WEBHOOK_DIRECT: 'false' }]);
     const rows: Row[] = [];
     for (const [label, extra] of setups) {
       const mine = await run(label, extra, pki, caFile, receivers);
@@ -230,7 +281,7 @@ export default async function webhookBench(): Promise<void> {
     if (rows.length > 2) {
       const ratio = (k: 'deliveries/s' | 'worker CPU ms/delivery', i: number) => (Number(rows[i]![k]) / Number(rows[i + 2]![k])).toFixed(2);
       console.log(
-        `batched ÷ a job per delivery: burst deliveries/s ×${ratio('deliveries/s', 0)}, worker CPU per delivery ×${ratio('worker CPU ms/delivery', 0)}; ` +
+        `direct ÷ through the queue: burst deliveries/s ×${ratio('deliveries/s', 0)}, worker CPU per delivery ×${ratio('worker CPU ms/delivery', 0)}; ` +
           `steady p99 ${rows[1]!['p99 ms']} ms vs ${rows[3]!['p99 ms']} ms`,
       );
     }

@@ -54,6 +54,7 @@ export async function emit<D extends Record<string, unknown>>(tx: Sql, accountId
     `WITH e AS (INSERT INTO outbox (id, account_id, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING created_at)
      SELECT e.created_at FROM e, (SELECT pg_notify(left('fa_outbox.' || current_schema(), 63), '')) AS n`,
     [id, accountId, type, JSON.stringify(data)],
+    { prepare: true },
   );
   tx.afterCommit?.(notify);
   return { id, account_id: accountId, type, timestamp: rows[0]!.created_at.toISOString(), data };

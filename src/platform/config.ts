@@ -67,6 +67,11 @@ export interface Config {
     concurrency: number;
     /** First attempts fanned out into one queue job (WEBHOOK_BATCH_SIZE). */
     batchSize: number;
+    /**
+     * A worker's dispatcher hands first attempts to the same process's sending slots instead of
+     * queueing them (WEBHOOK_DIRECT, default true; false: every first attempt through the queue).
+     */
+    direct: boolean;
   };
   /** How long a claimed job stays owned without a heartbeat before another worker may take it. */
   queueLeaseMs: number;
@@ -236,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
       sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 30_000, 1000, 3_600_000),
       concurrency: int(env, 'WEBHOOK_CONCURRENCY', 128, 1, 4096),
       batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 50, 1, 1000),
+      direct: bool(env, 'WEBHOOK_DIRECT', true),
     },
     queueLeaseMs: int(env, 'QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
     reports: {

@@ -11,8 +11,17 @@ import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import { migrationsDir } from './paths.js';
 
+export interface QueryOptions {
+  /**
+   * PostgreSQL: run as a named prepared statement (parsed and planned once per connection, then
+   * only bound and executed). For the hot statements of fixed text only: every distinct text is
+   * kept on every connection. Ignored by the embedded backend.
+   */
+  prepare?: boolean;
+}
+
 export interface Sql {
-  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  query<T = Record<string, unknown>>(text: string, params?: unknown[], opts?: QueryOptions): Promise<T[]>;
   /** Inside a transaction: runs `fn` after a successful commit (never on rollback). Outside: soon. */
   afterCommit?(fn: () => void): void;
 }
@@ -109,8 +118,8 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
     },
   });
   const wrap = (s: postgres.Sql | postgres.TransactionSql): Sql => ({
-    async query<T>(text: string, params?: unknown[]) {
-      const rows = await s.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[]);
+    async query<T>(text: string, params?: unknown[], opts?: QueryOptions) {
+      const rows = await s.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[], opts?.prepare ? { prepare: true } : undefined);
       return rows as unknown as T[];
     },
   });

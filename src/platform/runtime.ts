@@ -14,7 +14,7 @@ import { createJobQueues, type JobQueues } from './queue/job-queues.js';
 import { resolveSigningKey } from './settings.js';
 import { ComputePool } from '../compute/pool.js';
 import { collectImageryMetrics } from '../imagery/metrics.js';
-import { processDeliveryJob, type DeliveryJob } from '../webhooks/delivery.js';
+import { directSink, processDeliveryJob, type DeliveryJob } from '../webhooks/delivery.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { startSeasonScheduler } from '../events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
@@ -89,8 +89,11 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       ca: o.webhookCa,
       concurrency: config.webhooks.concurrency,
     };
+    // A process that delivers hands its dispatcher's first attempts to its own sending slots.
+    const direct = config.role !== 'api' && config.webhooks.direct ? directSink(webhooks, (err) => log('webhook delivery not recorded', err)) : undefined;
     const dispatcher = new Dispatcher(db, queues, {
       batchSize: config.webhooks.batchSize,
+      direct,
       pollMs: o.pollMs,
       sweepMs: Math.min(30_000, config.webhooks.sweepGraceMs),
       sweepGraceMs: config.webhooks.sweepGraceMs,
@@ -119,6 +122,9 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       const jobConcurrency = Math.max(8, Math.ceil(config.webhooks.concurrency / 4));
       queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await processDeliveryJob(webhooks, job)), { concurrency: jobConcurrency });
       dispatcher.start();
+      // Run in reverse: the dispatcher stops first, then the direct deliveries drain (those not
+      // started go to the queue, which closes after them).
+      if (direct) closers.push(() => direct.drain(jobGraceMs));
       closers.push(() => dispatcher.stop());
       closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));
     }

@@ -1,7 +1,8 @@
 /**
  * The delivery worker, as a pipeline of small steps: claim → sign → send → record → schedule.
  * A job attempts one delivery (a retry, a replay, a manual re-send) or a batch of first attempts
- * (the dispatcher's fan-out). The claim (a short lease on the delivery rows, one statement for the
+ * (the dispatcher's fan-out); first attempts handed over directly by this process's dispatcher
+ * skip the queue and the claim (directSink). The claim (a short lease on the delivery rows, one statement for the
  * batch) keeps two workers from sending the same attempt; the delivery id in X-Service-Delivery
  * lets receivers drop the duplicates at-least-once delivery can still produce. Claims, and the
  * successes and scheduled retries, of the deliveries at the same stage at about the same time in
@@ -16,8 +17,9 @@
  * A 410 Gone disables at once.
  */
 import type { Database, Sql } from '../platform/database.js';
-import { postJson, type PostResult } from './outbound.js';
-import { jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
+import { backendUnavailable } from '../platform/http/problems.js';
+import { CONNECTIONS_PER_ENDPOINT, postJson, type PostResult } from './outbound.js';
+import { enqueueDeliveries, jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
 import { webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
 import { signDelivery, type SecretBox } from './signing.js';
 
@@ -28,7 +30,7 @@ export interface DeliveryJob {
   delivery_ids?: string[];
 }
 
-interface Claimed {
+export interface Claimed {
   id: string;
   webhook_id: string;
   event_type: string;
@@ -45,16 +47,22 @@ interface Claimed {
 
 export type AttemptOutcome = 'succeeded' | 'retry_scheduled' | 'failed' | 'webhook_disabled' | 'skipped';
 
-/** Claims the next attempt of the pending deliveries (of active webhooks) among `ids`. */
+/**
+ * Claims the next attempt of the pending deliveries (of active webhooks) among `ids`. The rows are
+ * found by primary key only: written as `d.status = 'pending'`, the condition lets the planner
+ * AND a scan of the whole partial index of pending deliveries into the lookup, which made every
+ * claim of a burst cost time in proportion to the backlog.
+ */
 async function claim(db: Database, ids: string[], leaseMs: number): Promise<Claimed[]> {
   return db.query<Claimed>(
     `UPDATE deliveries d SET claimed_until = now() + ($2 || ' milliseconds')::interval
        FROM webhooks w
-      WHERE d.id = ANY($1) AND w.id = d.webhook_id AND d.status = 'pending' AND w.status = 'active'
+      WHERE d.id = ANY($1) AND w.id = d.webhook_id AND (d.status || '') = 'pending' AND w.status = 'active'
         AND (d.claimed_until IS NULL OR d.claimed_until < now())
       RETURNING d.id, d.webhook_id, d.event_type, d.body, d.attempt_count, d.cycle_base, d.first_attempt_at,
                 w.url, w.secret_sealed, w.status AS webhook_status, w.last_success_at, d.created_at`,
     [ids, String(leaseMs)],
+    { prepare: true },
   );
 }
 
@@ -98,6 +106,9 @@ class Slots {
   constructor(n: number) {
     this.free = n;
   }
+  idle(n: number): boolean {
+    return this.free === n && this.waiting.length === 0;
+  }
   async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.free > 0) this.free--;
     else await new Promise<void>((r) => this.waiting.push(r));
@@ -107,6 +118,26 @@ class Slots {
       const next = this.waiting.shift();
       if (next) next();
       else this.free++;
+    }
+  }
+}
+
+/**
+ * Direct deliveries in flight per webhook (CONNECTIONS_PER_ENDPOINT, the connections the agent
+ * keeps per endpoint): one slow endpoint cannot take every slot of the process, and a request
+ * does not wait for a connection inside the HTTP agent, where its timeout would already run. A
+ * delivery takes its webhook's slot before a process slot, so a waiting one holds no process slot.
+ */
+class EndpointSlots {
+  private readonly slots = new Map<string, Slots>();
+  constructor(private readonly n: number) {}
+  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    let s = this.slots.get(key);
+    if (!s) this.slots.set(key, (s = new Slots(this.n)));
+    try {
+      return await s.run(fn);
+    } finally {
+      if (s.idle(this.n)) this.slots.delete(key);
     }
   }
 }
@@ -146,8 +177,13 @@ export class Batcher<I, R> {
 
 interface Worker {
   slots: Slots;
+  endpoints: EndpointSlots;
   claims: Batcher<string, Claimed | null>;
+  /** Extends the claim of a direct delivery that waited long for a slot (see deliverDirect). */
+  renewals: Batcher<{ id: string; token: Date }, Date | null>;
   records: Batcher<AttemptRow, null>;
+  /** Direct deliveries handed over and not yet recorded, in total and per webhook. */
+  direct: { total: number; byWebhook: Map<string, number>; waiters: Set<() => void> };
 }
 
 const workers = new WeakMap<WebhookDeps, Worker>();
@@ -157,18 +193,169 @@ function workerOf(deps: WebhookDeps): Worker {
     const leaseMs = deps.timeoutMs + 5_000;
     w = {
       slots: new Slots(deps.concurrency ?? 128),
+      endpoints: new EndpointSlots(CONNECTIONS_PER_ENDPOINT),
       claims: new Batcher(async (ids) => {
         const rows = new Map((await claim(deps.db, ids, leaseMs)).map((d) => [d.id, d]));
         return ids.map((id) => rows.get(id) ?? null);
       }),
+      renewals: new Batcher(async (items) => {
+        // Only a claim that is still the one the dispatcher made (its exact expiry is the token):
+        // one that lapsed and was taken by a queue job meanwhile stays with that job.
+        const rows = await deps.db.query<{ id: string; claimed_until: Date }>(
+          `UPDATE deliveries d SET claimed_until = date_trunc('milliseconds', now()) + ($3 || ' milliseconds')::interval
+             FROM unnest($1::text[], $2::timestamptz[]) AS u(id, token), webhooks w
+            WHERE d.id = u.id AND d.claimed_until = u.token AND (d.status || '') = 'pending' AND w.id = d.webhook_id AND w.status = 'active'
+            RETURNING d.id, d.claimed_until`,
+          [items.map((i) => i.id), items.map((i) => i.token.toISOString()), String(directLeaseMs(deps))],
+        );
+        const renewed = new Map(rows.map((r) => [r.id, r.claimed_until]));
+        return items.map((i) => renewed.get(i.id) ?? null);
+      }),
+      direct: { total: 0, byWebhook: new Map(), waiters: new Set() },
       records: new Batcher(async (rows) => {
-        await recordAttempts(deps.db, rows);
-        return rows.map(() => null);
+        // Sent but not recorded is the one way a success gets sent again (the claim lapses and the
+        // sweeper re-queues it): through a short database outage (a restart), keep trying for up
+        // to RECORD_RETRY_MS, well inside the claim's lease.
+        const end = Date.now() + RECORD_RETRY_MS;
+        for (;;) {
+          try {
+            await recordAttempts(deps.db, rows);
+            return rows.map(() => null);
+          } catch (err) {
+            if (!backendUnavailable(err) || Date.now() >= end) throw err;
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        }
       }),
     };
     workers.set(deps, w);
   }
   return w!;
+}
+
+/** How long recording an attempt's outcome is retried through a database outage. */
+const RECORD_RETRY_MS = 4_000;
+
+/**
+ * The claim of a direct delivery: the timeout, the record retries and some slack, so that one
+ * that waited up to about 5 s for a slot still needs no renewal.
+ */
+function directLeaseMs(deps: WebhookDeps): number {
+  return deps.timeoutMs + RECORD_RETRY_MS + 10_000;
+}
+
+/** Direct deliveries a process holds at most (handed over, not yet recorded), and per webhook. */
+export const DIRECT_MAX = 2048;
+export const DIRECT_MAX_PER_WEBHOOK = 256;
+
+/**
+ * The in-process path of first attempts. When the dispatcher runs in a process that also delivers
+ * (ROLE=worker, or the single embedded process), it inserts the deliveries it hands over here
+ * already claimed (claimed_until = `token`, lease `leaseMs`) and gives them to this process's
+ * sending slots: no queue job, no claim statement, no round trip through the queue. Nothing is
+ * lost if the process dies: the rows are committed and pending, and once the claim has lapsed the
+ * sweeper queues them like any lost job. A delivery that waited so long for a slot that its claim
+ * might lapse during the request renews it first, and only if the claim is still the dispatcher's
+ * (the token): one that lapsed and was taken by another worker is left to it.
+ *
+ * Room: at most DIRECT_MAX deliveries in the process and DIRECT_MAX_PER_WEBHOOK per webhook; the
+ * dispatcher sends the rest through the queue (a slow endpoint's backlog goes to the queue and
+ * does not hold up the others), and takes fewer events from the outbox while the process is full
+ * (they stay there for another worker, or for this one once there is room). Webhooks at their own
+ * limit do not count against the process's, so slow endpoints never stop the dispatcher.
+ */
+export interface DirectSink {
+  readonly leaseMs: number;
+  /** Deliveries of this webhook the process takes now. */
+  room(webhookId: string): number;
+  /** Deliveries the process takes now, in total (webhooks at their own limit left out). */
+  totalRoom(): number;
+  /** Runs `fn` once the process has room again for a quarter of DIRECT_MAX. */
+  whenRoom(fn: () => void): void;
+  deliver(rows: Claimed[], token: Date, deadline: number): void;
+  /** Stops taking deliveries, waits up to `graceMs`, then hands the ones not started to the queue. */
+  drain(graceMs: number): Promise<void>;
+}
+
+export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = () => {}): DirectSink {
+  const w = workerOf(deps);
+  const leaseMs = directLeaseMs(deps);
+  const st = w.direct;
+  let closed = false;
+  const waiting = new Set<string>(); // handed over, request not started
+  const handback = new Set<string>(); // reached a slot after drain() began: not sent
+  const used = () => {
+    let n = st.total;
+    for (const c of st.byWebhook.values()) if (c >= DIRECT_MAX_PER_WEBHOOK) n -= c;
+    return n;
+  };
+  const done = (d: Claimed) => {
+    st.total--;
+    const c = (st.byWebhook.get(d.webhook_id) ?? 1) - 1;
+    if (c > 0) st.byWebhook.set(d.webhook_id, c);
+    else st.byWebhook.delete(d.webhook_id);
+    if (st.waiters.size && DIRECT_MAX - used() >= DIRECT_MAX / 4) {
+      const fns = [...st.waiters];
+      st.waiters.clear();
+      for (const f of fns) f();
+    }
+  };
+  const one = async (d: Claimed, token: Date, deadline: number): Promise<void> => {
+    try {
+      const sent = await w.endpoints.run(d.webhook_id, () =>
+        w.slots.run(async () => {
+          if (closed) {
+            handback.add(d.id);
+            return null;
+          }
+          waiting.delete(d.id);
+          if (Date.now() + deps.timeoutMs + RECORD_RETRY_MS + 1_000 > deadline) {
+            const renewedAt = Date.now();
+            if (!(await w.renewals.add({ id: d.id, token }))) return null;
+            deadline = renewedAt + leaseMs;
+          }
+          return send(deps, d);
+        }),
+      );
+      const outcome = sent ? await settle(deps, w, sent.d, sent.r, sent.attemptedAt) : 'skipped';
+      webhookDeliveries.inc({ outcome });
+    } catch (err) {
+      // Not recorded (the database is unavailable): the claim lapses and the sweeper queues it.
+      onError(err);
+    } finally {
+      waiting.delete(d.id);
+      done(d);
+    }
+  };
+  return {
+    leaseMs,
+    room: (webhookId) => (closed ? 0 : Math.max(0, DIRECT_MAX_PER_WEBHOOK - (st.byWebhook.get(webhookId) ?? 0))),
+    totalRoom: () => (closed ? 0 : Math.max(0, DIRECT_MAX - used())),
+    whenRoom: (fn) => void st.waiters.add(fn),
+    deliver(rows, token, deadline) {
+      for (const d of rows) {
+        st.total++;
+        st.byWebhook.set(d.webhook_id, (st.byWebhook.get(d.webhook_id) ?? 0) + 1);
+        waiting.add(d.id);
+        void one(d, token, deadline);
+      }
+    },
+    async drain(graceMs) {
+      closed = true;
+      const end = Date.now() + graceMs;
+      while (st.total > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      // Requests not started: their claims are released and they go to the queue (another
+      // worker, or this one after a restart); a request still running keeps its claim until it
+      // lapses, then the sweeper takes it.
+      const back = [...new Set([...handback, ...waiting])];
+      handback.clear();
+      waiting.clear();
+      if (!back.length) return;
+      await deps.db.query(`UPDATE deliveries SET claimed_until = NULL WHERE id = ANY($1) AND status = 'pending'`, [back]);
+      const stamp = Date.now();
+      await enqueueDeliveries(deps.db, deps.queues, back.map((id) => ({ deliveryIds: [id], jobId: `${jobIdFor(id, 1)}.handback${stamp}` })));
+    },
+  };
 }
 
 const opened = new Map<string, string>();
@@ -183,10 +370,12 @@ function openSecret(box: SecretBox, sealed: string): string {
 }
 
 async function send(deps: WebhookDeps, d: Claimed): Promise<{ d: Claimed; r: PostResult; attemptedAt: Date }> {
-  const raw = Buffer.from(d.body, 'utf8');
+  // The stored text, signed and sent as its UTF-8 bytes (HMAC.update and the request both encode
+  // a string as UTF-8): the signature covers exactly the bytes on the wire.
+  const raw = d.body;
   const headers = signDelivery({ secret: openSecret(deps.box, d.secret_sealed), event: d.event_type, deliveryId: d.id, rawBody: raw });
   const attemptedAt = new Date();
-  const r = await postJson(d.url, raw, { ...headers }, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca, cacheResolution: true });
+  const r = await postJson(d.url, raw, headers as unknown as Record<string, string>, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca, cacheResolution: true });
   return { d, r, attemptedAt };
 }
 
@@ -289,6 +478,7 @@ async function recordAttempts(db: Database, rows: AttemptRow[]): Promise<void> {
           rows.map((r) => r.next_attempt_at?.toISOString() ?? null),
           rows.map((r) => r.job_id),
         ],
+        { prepare: true },
       );
       return;
     } catch (err) {

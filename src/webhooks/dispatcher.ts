@@ -2,14 +2,17 @@
  * Fans outbox events out to webhooks. Each batch, in one transaction: take undispatched events
  * and mark them dispatched (one statement; SKIP LOCKED, so several workers share the work without
  * doubling it), create one delivery per (active subscribed webhook, event) in one multi-row
- * INSERT. After the commit, the first attempts go to the queue in one bulk add, as jobs of up to
- * `batchSize` deliveries of one webhook (a slow endpoint holds up its own jobs only). If the
- * process dies between the commit and the enqueue, the sweeper finds the overdue pending
- * deliveries and queues them again: nothing committed is lost.
+ * INSERT. In a process that also delivers, the first attempts it has room for are inserted
+ * claimed and handed to its sending slots after the commit (DirectSink, delivery.ts). The others
+ * go to the queue in one bulk add, as jobs of up to `batchSize` deliveries of one webhook (a slow
+ * endpoint holds up its own jobs only). If the process dies between the commit and the enqueue,
+ * or with deliveries handed over, the sweeper finds the overdue pending deliveries once their
+ * claims have lapsed and queues them again: nothing committed is lost.
  */
 import { onOutboxCommit, outboxChannel } from '../events/outbox.js';
 import type { Database } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
+import { DIRECT_MAX, type Claimed, type DirectSink } from './delivery.js';
 import { enqueueDeliveries, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
 
 interface EventRow {
@@ -21,29 +24,49 @@ interface EventRow {
   created_at: Date;
 }
 
-export async function dispatchBatch(db: Database, queues: DeliveryQueue, limit = 500, batchSize = 50): Promise<{ events: number; deliveries: number; jobs: number }> {
+/**
+ * `direct`: this process delivers too; the deliveries it has room for are inserted already claimed
+ * and handed to it after the commit, without a queue job (see DirectSink); the rest are queued.
+ */
+export async function dispatchBatch(
+  db: Database,
+  queues: DeliveryQueue,
+  limit = 500,
+  batchSize = 50,
+  direct?: DirectSink,
+): Promise<{ events: number; deliveries: number; jobs: number; direct: number }> {
+  const t0 = Date.now(); // before the transaction: the claim's lease ends no earlier than t0 + leaseMs
   const created = await db.transaction(async (tx) => {
-    const events = await tx.query<EventRow>(
+    const events = await tx.query<EventRow & { lease_until: Date }>(
       `UPDATE outbox o SET dispatched_at = now()
         WHERE o.id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-        RETURNING o.id, o.seq::int8::float8 AS seq, o.account_id, o.type, o.data, o.created_at`,
-      [limit],
+        RETURNING o.id, o.seq::int8::float8 AS seq, o.account_id, o.type, o.data, o.created_at,
+                  date_trunc('milliseconds', now()) + ($2 || ' milliseconds')::interval AS lease_until`,
+      [limit, String(direct?.leaseMs ?? 0)],
+      { prepare: true },
     );
-    if (!events.length) return { events: 0, jobs: [] as Array<{ deliveryIds: string[]; jobId: string }> };
+    if (!events.length) return { events: 0, jobs: [] as Array<{ deliveryIds: string[]; jobId: string }>, direct: [] as Claimed[], token: null };
     events.sort((a, b) => a.seq - b.seq);
+    // The claim of the direct deliveries; exact to the millisecond, so it survives the round trip
+    // as a Date and identifies the claim later (renewal).
+    const token = events[0]!.lease_until;
     const accounts = [...new Set(events.map((e) => e.account_id))];
-    const hooks = await tx.query<{ id: string; account_id: string; events: string[] }>(
-      `SELECT id, account_id, events FROM webhooks WHERE status = 'active' AND account_id = ANY($1) ORDER BY id`,
+    const hooks = await tx.query<{ id: string; account_id: string; events: string[]; url: string; secret_sealed: string }>(
+      `SELECT id, account_id, events, url, secret_sealed FROM webhooks WHERE status = 'active' AND account_id = ANY($1) ORDER BY id`,
       [accounts],
+      { prepare: true },
     );
-    const cols: { id: string[]; webhook: string[]; account: string[]; event: string[]; type: string[]; body: string[]; job: string[] } = {
+    const cols: { id: string[]; webhook: string[]; account: string[]; event: string[]; type: string[]; body: string[]; job: (string | null)[] } = {
       id: [], webhook: [], account: [], event: [], type: [], body: [], job: [],
     };
     const jobs: Array<{ deliveryIds: string[]; jobId: string }> = [];
+    const handed: Claimed[] = [];
     const bodies = new Map<string, string>();
+    const now = new Date();
     // Webhook-major, events in order within each webhook; a job per run of `batchSize`.
     for (const h of hooks) {
       let job: { deliveryIds: string[]; jobId: string } | null = null;
+      let room = direct ? direct.room(h.id) : 0;
       for (const e of events) {
         if (h.account_id !== e.account_id || !(h.events.includes('*') || h.events.includes(e.type))) continue;
         let body = bodies.get(e.id);
@@ -52,35 +75,56 @@ export async function dispatchBatch(db: Database, queues: DeliveryQueue, limit =
           bodies.set(e.id, body);
         }
         const id = newId('dlv');
-        if (!job || job.deliveryIds.length >= batchSize) {
-          job = { deliveryIds: [], jobId: batchSize === 1 ? jobIdFor(id, 1) : `${id}.batch` };
-          jobs.push(job);
-        }
-        job.deliveryIds.push(id);
         cols.id.push(id);
         cols.webhook.push(h.id);
         cols.account.push(e.account_id);
         cols.event.push(e.id);
         cols.type.push(e.type);
         cols.body.push(body);
+        if (room > 0) {
+          room--;
+          cols.job.push(null);
+          handed.push({
+            id, webhook_id: h.id, event_type: e.type, body, attempt_count: 0, cycle_base: 0, first_attempt_at: null,
+            url: h.url, secret_sealed: h.secret_sealed, webhook_status: 'active', last_success_at: null, created_at: now,
+          });
+          continue;
+        }
+        if (!job || job.deliveryIds.length >= batchSize) {
+          job = { deliveryIds: [], jobId: batchSize === 1 ? jobIdFor(id, 1) : `${id}.batch` };
+          jobs.push(job);
+        }
+        job.deliveryIds.push(id);
         cols.job.push(job.jobId);
       }
     }
+    let inserted: Set<string> | null = null;
     if (cols.id.length) {
-      // A conflicting row (the pair fanned out already) is skipped; its job then finds nothing to do for it.
-      await tx.query(
-        `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at, job_id)
-         SELECT u.id, u.webhook_id, u.account_id, u.event_id, u.event_type, u.body, 'pending', now(), u.job_id
+      // A conflicting row (the pair fanned out already) is skipped; its job then finds nothing to
+      // do for it, and it is not handed over. A direct delivery is inserted claimed (no job).
+      const rows = await tx.query<{ id: string }>(
+        `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at, job_id, claimed_until)
+         SELECT u.id, u.webhook_id, u.account_id, u.event_id, u.event_type, u.body, 'pending', now(), u.job_id,
+                CASE WHEN u.job_id IS NULL THEN $8::timestamptz END
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
                 AS u(id, webhook_id, account_id, event_id, event_type, body, job_id)
-         ON CONFLICT (webhook_id, event_id) DO NOTHING`,
-        [cols.id, cols.webhook, cols.account, cols.event, cols.type, cols.body, cols.job],
+         ON CONFLICT (webhook_id, event_id) DO NOTHING
+         RETURNING id`,
+        [cols.id, cols.webhook, cols.account, cols.event, cols.type, cols.body, cols.job, token.toISOString()],
+        { prepare: true },
       );
+      if (handed.length && rows.length < cols.id.length) inserted = new Set(rows.map((r) => r.id));
     }
-    return { events: events.length, jobs };
+    return { events: events.length, jobs, direct: inserted ? handed.filter((d) => inserted!.has(d.id)) : handed, token };
   });
+  if (direct && created.direct.length) direct.deliver(created.direct, created.token!, t0 + direct.leaseMs);
   await enqueueDeliveries(db, queues, created.jobs, true);
-  return { events: created.events, deliveries: created.jobs.reduce((n, j) => n + j.deliveryIds.length, 0), jobs: created.jobs.length };
+  return {
+    events: created.events,
+    deliveries: created.jobs.reduce((n, j) => n + j.deliveryIds.length, 0) + created.direct.length,
+    jobs: created.jobs.length,
+    direct: created.direct.length,
+  };
 }
 
 /**
@@ -127,8 +171,24 @@ export class Dispatcher {
   constructor(
     private readonly db: Database,
     private readonly queues: DeliveryQueue,
-    private readonly opts: { pollMs?: number; sweepMs?: number; sweepGraceMs?: number; batchSize?: number; onError?: (err: unknown) => void } = {},
+    private readonly opts: { pollMs?: number; sweepMs?: number; sweepGraceMs?: number; batchSize?: number; direct?: DirectSink; onError?: (err: unknown) => void } = {},
   ) {}
+
+  /** Deliveries per event in the last batch (a first guess before any). */
+  private fanout = 16;
+
+  /**
+   * Events to take now: with direct delivery, as many as the process has room for (at least a
+   * quarter of DIRECT_MAX, else none until there is: the events wait in the outbox, where
+   * another worker may take them); without, 500.
+   */
+  private limit(): number {
+    const direct = this.opts.direct;
+    if (!direct) return 500;
+    const room = direct.totalRoom();
+    if (room < DIRECT_MAX / 4) return 0;
+    return Math.max(1, Math.min(500, Math.floor(room / this.fanout)));
+  }
 
   private unsubscribe: (() => void) | null = null;
   private unlisten: Promise<(() => Promise<void>) | null> | null = null;
@@ -163,8 +223,14 @@ export class Dispatcher {
     this.running = true;
     let busy = false;
     try {
-      const r = await dispatchBatch(this.db, this.queues, 500, this.opts.batchSize);
-      busy = r.events > 0;
+      const limit = this.limit();
+      if (limit > 0) {
+        const r = await dispatchBatch(this.db, this.queues, limit, this.opts.batchSize, this.opts.direct);
+        busy = r.events > 0;
+        if (r.events) this.fanout = Math.max(1, r.deliveries / r.events);
+      } else {
+        this.opts.direct!.whenRoom(this.wake);
+      }
       if (Date.now() - this.lastSweep > (this.opts.sweepMs ?? 30_000)) {
         this.lastSweep = Date.now();
         await sweepOverdue(this.db, this.queues, this.opts.sweepGraceMs ?? 60_000);

@@ -159,8 +159,19 @@ function contextFor(ca: string[]): tls.SecureContext {
 // TLS connection instead of a handshake per event. The address is part of the key, so a
 // connection is only ever reused for the address that passed the check.
 const agents = new Map<string, https.Agent>();
+const caIds = new WeakMap<string[], number>();
+let nextCaId = 0;
+function caId(ca: string[]): number {
+  let id = caIds.get(ca);
+  if (id === undefined) caIds.set(ca, (id = ++nextCaId));
+  return id;
+}
+/** Connections per endpoint (origin and checked address). */
+export const CONNECTIONS_PER_ENDPOINT = 16;
 function agentFor(url: URL, address: { address: string; family: number }, ca: string[]): https.Agent {
-  const key = `${url.origin}|${address.address}|${ca.length}`;
+  // The CA set by identity: two sets of the same size (two runtimes in one process, the tests)
+  // must not share connections verified against the other's roots.
+  const key = `${url.origin}|${address.address}|${caId(ca)}`;
   let a = agents.get(key);
   if (!a) {
     const lookup: LookupFunction = (_host, options, cb) => {
@@ -169,7 +180,8 @@ function agentFor(url: URL, address: { address: string; family: number }, ca: st
     };
     // One secure context per CA set: passing `ca` alone makes Node parse every certificate of
     // the store again for each new TLS connection.
-    a = new https.Agent({ keepAlive: true, maxSockets: 16, keepAliveMsecs: 10_000, lookup, secureContext: contextFor(ca) });
+    // LIFO reuses the warmest connection and lets the others idle out.
+    a = new https.Agent({ keepAlive: true, maxSockets: CONNECTIONS_PER_ENDPOINT, scheduling: 'lifo', keepAliveMsecs: 10_000, lookup, secureContext: contextFor(ca) });
     if (agents.size > 1000) {
       for (const old of agents.values()) old.destroy();
       agents.clear();
@@ -179,54 +191,97 @@ function agentFor(url: URL, address: { address: string; family: number }, ca: st
   return a;
 }
 
-export async function postJson(rawUrl: string, body: Buffer, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
+/**
+ * What a delivery to one URL needs on every request, computed once per checked resolution: the
+ * URL's checks, the chosen (checked) address, its agent and the request options. Dropped with the
+ * resolution (RESOLVE_TTL_MS), so a changed DNS answer is checked again as before.
+ */
+interface Target {
+  at: number;
+  address: string;
+  agent: https.Agent;
+  options: https.RequestOptions;
+}
+const targets = new WeakMap<string[], Map<string, Target>>();
+
+async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], cache: boolean): Promise<Target> {
+  const now = Date.now();
+  let byUrl = targets.get(ca);
+  const key = `${allowPrivate ? 1 : 0}|${rawUrl}`;
+  if (cache) {
+    const hit = byUrl?.get(key);
+    if (hit && now - hit.at < RESOLVE_TTL_MS) return hit;
+  }
+  const target = await (cache ? resolveTargetCached : resolveTarget)(rawUrl, allowPrivate);
+  const chosen = target.addresses[0]!;
+  const agent = agentFor(target.url, chosen, ca);
+  const t: Target = {
+    at: now,
+    address: chosen.address,
+    agent,
+    options: {
+      method: 'POST',
+      protocol: 'https:',
+      hostname: target.url.hostname.replace(/^\[|\]$/g, ''),
+      port: target.url.port || 443,
+      path: target.url.pathname + target.url.search,
+      agent,
+    },
+  };
+  if (cache) {
+    if (!byUrl) targets.set(ca, (byUrl = new Map()));
+    if (byUrl.size >= 10_000) byUrl.clear();
+    byUrl.set(key, t);
+  }
+  return t;
+}
+
+/**
+ * `body`: the exact bytes, or a string sent as its UTF-8 bytes. A string goes out in the same
+ * write (one TLS record) as the request head; a Buffer makes Node write the two separately.
+ */
+export async function postJson(rawUrl: string, body: Buffer | string, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
   const timeoutMs = opts.timeoutMs ?? 5000;
   const maxBytes = opts.maxResponseBytes ?? 65_536;
   const started = performance.now();
-  let target: ResolvedTarget;
+  let target: Target;
   try {
-    target = await (opts.cacheResolution ? resolveTargetCached : resolveTarget)(rawUrl, opts.allowPrivateNetworks ?? false);
+    target = await targetFor(rawUrl, opts.allowPrivateNetworks ?? false, opts.ca ?? trustedCas(), opts.cacheResolution ?? false);
   } catch (err) {
     const e = err as OutboundError;
     return { ok: false, error: { kind: e.kind ?? 'network', message: e.message }, latencyMs: performance.now() - started };
   }
-  const chosen = target.addresses[0]!;
-  const agent = agentFor(target.url, chosen, opts.ca ?? trustedCas());
+  const address = target.address;
   return new Promise<PostResult>((resolve) => {
     let settled = false;
     const finish = (r: Omit<PostResult, 'latencyMs' | 'address'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ ...r, latencyMs: performance.now() - started, address: chosen.address });
+      resolve({ ...r, latencyMs: performance.now() - started, address });
     };
-    const req = https.request(
-      target.url,
-      {
-        method: 'POST',
-        headers: { ...headers, 'content-length': String(body.length), 'user-agent': 'field-analysis-webhooks/1' },
-        agent,
-      },
-      (res) => {
-        let read = 0;
-        res.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
-        });
-        const done = () => {
-          const status = res.statusCode ?? 0;
-          finish({ ok: status >= 200 && status < 300, status });
-        };
-        res.on('end', done);
-        res.on('close', done);
-        res.on('error', done);
-      },
-    );
+    const req = https.request({ ...target.options, headers: { ...headers, 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length), 'user-agent': USER_AGENT } }, (res) => {
+      let read = 0;
+      res.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
+      });
+      const done = () => {
+        const status = res.statusCode ?? 0;
+        finish({ ok: status >= 200 && status < 300, status });
+      };
+      res.on('end', done);
+      res.on('close', done);
+      res.on('error', done);
+    });
     const timer = setTimeout(() => {
       finish({ ok: false, error: { kind: 'timeout', message: `no complete response within ${timeoutMs} ms` } });
       req.destroy();
     }, timeoutMs);
     req.on('error', (err) => finish({ ok: false, error: classify(err as NodeJS.ErrnoException) }));
-    req.end(body);
+    if (typeof body === 'string') req.end(body, 'utf8');
+    else req.end(body);
   });
 }
+
+const USER_AGENT = 'field-analysis-webhooks/1';

@@ -12,7 +12,7 @@ import { emit } from '../../src/events/outbox.js';
 import type { Database } from '../../src/platform/database.js';
 import { newId } from '../../src/platform/ids.js';
 import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
-import { processDeliveryJob } from '../../src/webhooks/delivery.js';
+import { directSink, processDeliveryJob } from '../../src/webhooks/delivery.js';
 import { dispatchBatch, sweepOverdue } from '../../src/webhooks/dispatcher.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../../src/webhooks/service.js';
 import { SecretBox } from '../../src/webhooks/signing.js';
@@ -65,7 +65,7 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
       for (let i = 0; i < 7; i++) await emit(tx, accountId, 'season.ended', { field_id: `fld_${i}`, crop_type: null, harvest_date: '2025-08-01' });
     });
     const r = await dispatchBatch(db, queues, 500, 3);
-    expect(r).toEqual({ events: 7, deliveries: 14, jobs: 6 });
+    expect(r).toEqual({ events: 7, deliveries: 14, jobs: 6, direct: 0 });
     const jobs = await jobsOf();
     expect(jobs.map((j) => j.ids.length).sort()).toEqual([1, 1, 3, 3, 3, 3]);
     expect(new Set(jobs.map((j) => j.webhook_id))).toEqual(new Set([hooks.all, hooks.fails]));
@@ -124,5 +124,57 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
       }
     }
     expect(await sweepOverdue(db, queues, 1000)).toBe(0); // their new jobs are live
+  });
+
+  it('direct: the dispatcher hands first attempts to its own process, inserted claimed and without a job; each is sent once', async () => {
+    const d2: WebhookDeps = { ...deps };
+    const sink = directSink(d2);
+    const received = ok.received.length;
+    const events = await db.transaction(async (tx) => [
+      await emit(tx, accountId, 'season.ended', { field_id: 'fld_direct1', crop_type: null, harvest_date: '2025-08-01' }),
+      await emit(tx, accountId, 'season.ended', { field_id: 'fld_direct2', crop_type: null, harvest_date: '2025-08-01' }),
+    ]);
+    const r = await dispatchBatch(db, queues, 500, 3, sink);
+    expect(r).toEqual({ events: 2, deliveries: 4, jobs: 0, direct: 4 });
+    const ids = async () =>
+      db.query<{ id: string; webhook_id: string; status: string; job_id: string | null; attempt_count: number }>(
+        'SELECT id, webhook_id, status, job_id, attempt_count FROM deliveries WHERE event_id = ANY($1) ORDER BY id',
+        [events.map((e) => e.id)],
+      );
+    const end = Date.now() + 10_000;
+    while ((await ids()).some((d) => d.attempt_count === 0) && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
+    const rows = await ids();
+    for (const d of rows) {
+      if (d.webhook_id === hooks.all) expect(d).toMatchObject({ status: 'succeeded', job_id: null, attempt_count: 1 });
+      else expect(d).toMatchObject({ status: 'pending', job_id: `${d.id}.2`, attempt_count: 1 }); // the 503: a retry job of its own
+    }
+    const sent = ok.received.slice(received).map((x) => x.headers['x-service-delivery']);
+    expect(sent.sort()).toEqual(rows.filter((d) => d.webhook_id === hooks.all).map((d) => d.id));
+    await sink.drain(1000);
+  });
+
+  it('direct: a delivery that waited past its lease renews the claim first, and is not sent when the claim is no longer the dispatcher\'s', async () => {
+    const sink = directSink({ ...deps });
+    const insert = async (token: Date) => {
+      const id = newId('dlv');
+      await db.query(
+        `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at, claimed_until)
+         VALUES ($1, $2, $3, $4, 'season.ended', '{}', 'pending', now(), $5)`,
+        [id, hooks.all, accountId, newId('evt'), token],
+      );
+      return {
+        id, webhook_id: hooks.all, event_type: 'season.ended', body: '{}', attempt_count: 0, cycle_base: 0, first_attempt_at: null,
+        url: ok.url, secret_sealed: box.seal('s'.repeat(24)), webhook_status: 'active', last_success_at: null, created_at: new Date(),
+      };
+    };
+    const token = new Date(Date.now() + 60_000);
+    const mine = await insert(token);
+    const taken = await insert(new Date(Date.now() + 30_000)); // claimed by someone else meanwhile
+    const before = ok.received.length;
+    sink.deliver([mine, taken], token, Date.now() - 1); // both past their deadline: renewal first
+    await sink.drain(10_000); // both have their slots already: drain waits until they are recorded
+    expect(ok.received.slice(before).map((x) => x.headers['x-service-delivery'])).toEqual([mine.id]);
+    const rows = await db.query<{ id: string; status: string }>('SELECT id, status FROM deliveries WHERE id = ANY($1)', [[mine.id, taken.id]]);
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({ [mine.id]: 'succeeded', [taken.id]: 'pending' });
   });
 });
