@@ -20,7 +20,7 @@ import type { Database, Sql } from '../platform/database.js';
 import { backendUnavailable } from '../platform/http/problems.js';
 import { CONNECTIONS_PER_ENDPOINT, postJson, type PostResult } from './outbound.js';
 import { enqueueDeliveries, jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
-import { webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
+import { directSinks, webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
 import { signDelivery, type SecretBox } from './signing.js';
 
 export interface DeliveryJob {
@@ -284,6 +284,8 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
   let closed = false;
   const waiting = new Set<string>(); // handed over, request not started
   const handback = new Set<string>(); // reached a slot after drain() began: not sent
+  const gauge = { total: () => st.total, waiting: () => waiting.size };
+  directSinks.add(gauge);
   const used = () => {
     let n = st.total;
     for (const c of st.byWebhook.values()) if (c >= DIRECT_MAX_PER_WEBHOOK) n -= c;
@@ -350,6 +352,7 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
       const back = [...new Set([...handback, ...waiting])];
       handback.clear();
       waiting.clear();
+      directSinks.delete(gauge);
       if (!back.length) return;
       await deps.db.query(`UPDATE deliveries SET claimed_until = NULL WHERE id = ANY($1) AND status = 'pending'`, [back]);
       const stamp = Date.now();

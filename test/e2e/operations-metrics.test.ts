@@ -90,6 +90,9 @@ function expectWorkerFamilies(s: MetricSample[]) {
   const lag = metricSum(s, 'webhook_delivery_lag_seconds_sum') / metricSum(s, 'webhook_delivery_lag_seconds_count');
   expect(lag).toBeGreaterThan(0);
   expect(lag).toBeLessThan(60);
+  // The direct path's gauge: present on a delivering process, never negative, settled when idle.
+  expect(has(s, 'webhook_direct_deliveries')).toBe(true);
+  for (const state of ['waiting', 'in_flight']) expect(metricSum(s, 'webhook_direct_deliveries', { state })).toBeGreaterThanOrEqual(0);
   expect(metricSum(s, 'reports_generated_total', { type: 'scouting', format: 'json', outcome: 'ready' })).toBeGreaterThanOrEqual(1);
   expect(metricSum(s, 'report_generation_duration_seconds_count', { type: 'scouting', format: 'json' })).toBeGreaterThanOrEqual(1);
   expect(metricSum(s, 'compute_task_duration_seconds_count', { kind: 'field-index' })).toBeGreaterThanOrEqual(1);

@@ -14,6 +14,7 @@ import { newId } from '../../src/platform/ids.js';
 import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
 import { directSink, processDeliveryJob } from '../../src/webhooks/delivery.js';
 import { dispatchBatch, sweepOverdue } from '../../src/webhooks/dispatcher.js';
+import { registry } from '../../src/platform/metrics.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../../src/webhooks/service.js';
 import { SecretBox } from '../../src/webhooks/signing.js';
 import { dbBackends, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
@@ -176,5 +177,31 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     expect(ok.received.slice(before).map((x) => x.headers['x-service-delivery'])).toEqual([mine.id]);
     const rows = await db.query<{ id: string; status: string }>('SELECT id, status FROM deliveries WHERE id = ANY($1)', [[mine.id, taken.id]]);
     expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({ [mine.id]: 'succeeded', [taken.id]: 'pending' });
+  });
+  it('direct: webhook_direct_deliveries shows the deliveries a process holds, in flight while the receiver answers, none once recorded', async () => {
+    const gauge = async () => {
+      const m = await registry.getSingleMetric('webhook_direct_deliveries')!.get();
+      return Object.fromEntries(m.values.map((v) => [v.labels.state, v.value]));
+    };
+    const sink = directSink({ ...deps });
+    const respond = ok.respond;
+    ok.respond = () => ({ status: 200, delayMs: 600 });
+    try {
+      await db.transaction(async (tx) => emit(tx, accountId, 'season.ended', { field_id: 'fld_gauge', crop_type: null, harvest_date: '2025-08-01' }));
+      const r = await dispatchBatch(db, queues, 500, 3, sink);
+      expect(r.direct).toBeGreaterThanOrEqual(1);
+      const end = Date.now() + 5000;
+      let seen = 0;
+      while (Date.now() < end && !seen) {
+        const g = await gauge();
+        seen = (g.in_flight ?? 0) + (g.waiting ?? 0);
+        if (!seen) await new Promise((res) => setTimeout(res, 20));
+      }
+      expect(seen).toBeGreaterThanOrEqual(1);
+      await sink.drain(10_000);
+      expect(await gauge()).toEqual({ waiting: 0, in_flight: 0 });
+    } finally {
+      ok.respond = respond;
+    }
   });
 });
