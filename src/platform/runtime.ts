@@ -51,7 +51,10 @@ export interface RuntimeOverrides {
 
 export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
   const closers: Array<() => Promise<void> | void> = [];
-  let jobGraceMs = config.shutdownGraceMs;
+  // One deadline for the whole close: the direct deliveries' drain and the queue's wait for its
+  // running jobs share the grace period instead of each taking all of it.
+  let closeDeadline = Date.now() + config.shutdownGraceMs;
+  const graceLeft = () => Math.max(0, closeDeadline - Date.now());
   const log = o.log ?? ((msg, err) => console.error(msg, err ?? ''));
   try {
     let db: Database;
@@ -76,7 +79,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     await compute.ping();
 
     const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
-    closers.push(() => queues.close(jobGraceMs));
+    closers.push(() => queues.close(graceLeft()));
 
     const webhooks: WebhookDeps = {
       db,
@@ -124,7 +127,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       dispatcher.start();
       // Run in reverse: the dispatcher stops first, then the direct deliveries drain (those not
       // started go to the queue, which closes after them).
-      if (direct) closers.push(() => direct.drain(jobGraceMs));
+      if (direct) closers.push(() => direct.drain(graceLeft()));
       closers.push(() => dispatcher.stop());
       closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));
     }
@@ -140,7 +143,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       reports,
       readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
       async close(graceMs = config.shutdownGraceMs) {
-        jobGraceMs = graceMs;
+        closeDeadline = Date.now() + graceMs;
         for (const c of closers.reverse()) await c();
       },
     };
