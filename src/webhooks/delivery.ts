@@ -145,11 +145,22 @@ class EndpointSlots {
 /**
  * Group commit: the first item is written at once (next turn of the event loop); the items that
  * arrive while that write runs are written together by the next one, in one statement.
+ *
+ * Writes run one at a time, so one that never settles would hold up every later claim, record and
+ * renewal of the process for good: postgres.js can leave a query unsettled when its connection is
+ * cut mid-flight (a PostgreSQL restart). A write that has not settled within `timeoutMs` therefore
+ * fails its batch (the callers treat it as the database being unavailable: a claim is not taken, an
+ * outcome not recorded, so the delivery's claim lapses and the sweeper sends it again; receivers
+ * de-duplicate) and the next batch goes ahead. Its late result, if any, is ignored.
  */
 export class Batcher<I, R> {
   private queue: Array<{ item: I; resolve: (r: R) => void; reject: (e: unknown) => void }> = [];
   private writing = false;
-  constructor(private readonly write: (items: I[]) => Promise<R[]>, private readonly maxBatch = 500) {}
+  constructor(
+    private readonly write: (items: I[]) => Promise<R[]>,
+    private readonly maxBatch = 500,
+    private readonly timeoutMs = BATCH_WRITE_TIMEOUT_MS,
+  ) {}
 
   add(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -164,14 +175,34 @@ export class Batcher<I, R> {
   private async drain(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxBatch);
+      let timer: NodeJS.Timeout | undefined;
       try {
-        const results = await this.write(batch.map((b) => b.item));
+        const write = this.write(batch.map((b) => b.item));
+        write.catch(() => {}); // settles after the timeout: nobody waits for it any more
+        const results = await Promise.race([
+          write,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new BatchWriteTimeout(this.timeoutMs)), this.timeoutMs);
+          }),
+        ]);
         batch.forEach((b, i) => b.resolve(results[i]!));
       } catch (err) {
         for (const b of batch) b.reject(err);
+      } finally {
+        clearTimeout(timer);
       }
     }
     this.writing = false;
+  }
+}
+
+/** How long one group write may take before its batch fails and the next one goes ahead. */
+export const BATCH_WRITE_TIMEOUT_MS = 30_000;
+
+export class BatchWriteTimeout extends Error {
+  constructor(ms: number) {
+    super(`database write did not settle within ${ms} ms`);
+    this.name = 'BatchWriteTimeout';
   }
 }
 
