@@ -350,31 +350,16 @@ function writeStats(): void {
 
 /** Picks K from a finished block (NaN = no value): the value closest to the block's mean. */
 function pickK(p: usize, len: i32): void {
-  let n = 0;
-  let sum: f64 = 0;
-  for (let i = 0; i < len; i++) {
-    const x = load<f32>(p + (<usize>i << 2));
-    if (x == x) {
-      n++;
-      sum += <f64>x;
-    }
-  }
-  if (n == 0) return;
-  const mean = sum / <f64>n;
-  let best: f64 = Infinity;
-  for (let i = 0; i < len; i++) {
-    const x = load<f32>(p + (<usize>i << 2));
-    if (x == x && Math.abs(<f64>x - mean) < best) {
-      best = Math.abs(<f64>x - mean);
-      sK = x;
-    }
-  }
+  const k = chooseK(p, len);
+  if (k != k) return;
+  sK = k;
   haveK = true;
 }
 
 /**
- * The K that pickK would choose for a finished block (NaN when the block has no value), without
- * touching the run's statistics: the host-side JIT (src/compute/jit.ts) shifts its sums by it.
+ * The value of a finished block closest to its mean (NaN when the block has no value): the shift K
+ * of the statistics' sums. pickK takes it for the interpreter's run; the host-side JIT
+ * (src/compute/jit.ts) calls it directly.
  */
 export function chooseK(p: usize, len: i32): f32 {
   let n = 0;

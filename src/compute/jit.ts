@@ -99,6 +99,18 @@ function loadArith(b: Band): { mul: boolean; add: boolean } {
   return { mul, add };
 }
 
+/** The binary operations that are one instruction: [f32x4 opcode, f32 opcode]. */
+const PLAIN: Record<number, [number, number]> = {
+  [OP.ADD]: [V.f32x4_add, O.f32_add], [OP.SUB]: [V.f32x4_sub, O.f32_sub], [OP.MUL]: [V.f32x4_mul, O.f32_mul],
+  [OP.MIN]: [V.f32x4_min, O.f32_min], [OP.MAX]: [V.f32x4_max, O.f32_max],
+};
+
+/** The forms with a constant operand of the binary operations: [operation, constant on the left]. */
+const CONST_FORM: Record<number, [number, boolean]> = {
+  [OP.ADDC]: [OP.ADD, false], [OP.SUBC]: [OP.SUB, false], [OP.RSUBC]: [OP.SUB, true], [OP.MULC]: [OP.MUL, false],
+  [OP.DIVC]: [OP.DIV, false], [OP.RDIVC]: [OP.DIV, true], [OP.MINC]: [OP.MIN, false], [OP.MAXC]: [OP.MAX, false],
+};
+
 const SHIFT: Record<JitDtype, number> = { f32: 2, u16: 1, i16: 1, u8: 0 };
 const HIGH_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
 
@@ -134,34 +146,22 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const end8 = f.local(T.i32);
   // ---- loop-invariant vectors ----
   const vconst = new Map<string, number>();
-  const vc = (kind: 'f32' | 'i16' | 'i32', v: number): number => {
+  const vcInit: Array<() => void> = [];
+  /** The local holding constant vector v, filled in the prologue the first time it is asked for. */
+  const vconstant = (kind: 'f32' | 'i16' | 'i32', v: number): number => {
     const key = `${kind}:${kind === 'f32' ? Math.fround(v) : kind === 'i16' ? v & 0xffff : v | 0}:${Object.is(v, -0)}`;
     let l = vconst.get(key);
     if (l === undefined) {
-      l = f.local(T.v128);
-      vconst.set(key, l);
+      const local = f.local(T.v128);
+      l = local;
+      vconst.set(key, local);
+      vcInit.push(() => (kind === 'f32' ? f.f32x4(v) : kind === 'i32' ? f.i32x4(v) : f.i16x8(v)).set(local));
     }
     return l;
   };
-  const vcInit: Array<() => void> = [];
-  const vcf = (v: number) => {
-    const had = vconst.size;
-    const l = vc('f32', v);
-    if (vconst.size > had) vcInit.push(() => f.f32x4(v).set(l));
-    return l;
-  };
-  const vci32 = (v: number) => {
-    const had = vconst.size;
-    const l = vc('i32', v);
-    if (vconst.size > had) vcInit.push(() => f.i32x4(v).set(l));
-    return l;
-  };
-  const vci16 = (v: number) => {
-    const had = vconst.size;
-    const l = vc('i16', v);
-    if (vconst.size > had) vcInit.push(() => f.i16x8(v).set(l));
-    return l;
-  };
+  const vcf = (v: number) => vconstant('f32', v);
+  const vci32 = (v: number) => vconstant('i32', v);
+  const vci16 = (v: number) => vconstant('i16', v);
   const zero = vcf(0);
   /**
    * All ones in the lanes of local x that are NaN or ±Inf (the interpreter's x − x ≠ 0), on the
@@ -264,16 +264,12 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
 
   /** d = x op y on one half, the interpreter's opV. */
   const vBin = (op: number, x: () => void, y: () => void) => {
+    const plain = PLAIN[op];
+    if (plain) {
+      x(), y(), f.simd(plain[0]);
+      return;
+    }
     switch (op) {
-      case OP.ADD:
-        x(), y(), f.simd(V.f32x4_add);
-        return;
-      case OP.SUB:
-        x(), y(), f.simd(V.f32x4_sub);
-        return;
-      case OP.MUL:
-        x(), y(), f.simd(V.f32x4_mul);
-        return;
       case OP.DIV:
         y(), f.set(vtmp2);
         x(), f.get(vtmp2).simd(V.f32x4_div).get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
@@ -284,12 +280,6 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
         f.get(vtmp).get(vtmp2).simd(V.f32x4_sub);
         f.get(vtmp).get(vtmp2).simd(V.f32x4_add).tee(vtmp2).simd(V.f32x4_div);
         f.get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
-        return;
-      case OP.MIN:
-        x(), y(), f.simd(V.f32x4_min);
-        return;
-      case OP.MAX:
-        x(), y(), f.simd(V.f32x4_max);
         return;
     }
     throw new Error(`jit: binary op ${op}`);
@@ -362,33 +352,14 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
         const c = bitsToF32(bField);
         const x = () => f.get(vreg(h, a));
         const cv = () => f.get(vcf(c));
-        switch (op) {
-          case OP.ADDC:
-            vBin(OP.ADD, x, cv);
-            break;
-          case OP.SUBC:
-            vBin(OP.SUB, x, cv);
-            break;
-          case OP.RSUBC:
-            vBin(OP.SUB, cv, x);
-            break;
-          case OP.MULC:
-            vBin(OP.MUL, x, cv);
-            break;
-          case OP.DIVC:
-            // or(x / c, c == 0): all ones when c is 0, else the quotient
-            if (c === 0) f.i32x4(-1);
-            else x(), cv(), f.simd(V.f32x4_div);
-            break;
-          case OP.RDIVC:
-            vBin(OP.DIV, cv, x);
-            break;
-          case OP.MINC:
-            vBin(OP.MIN, x, cv);
-            break;
-          case OP.MAXC:
-            vBin(OP.MAX, x, cv);
-            break;
+        if (op === OP.DIVC) {
+          // or(x / c, c == 0): all ones when c is 0, else the quotient
+          if (c === 0) f.i32x4(-1);
+          else x(), cv(), f.simd(V.f32x4_div);
+        } else {
+          const [bop, constFirst] = CONST_FORM[op]!;
+          if (constFirst) vBin(bop, cv, x);
+          else vBin(bop, x, cv);
         }
       } else if (op === OP.MULCADD) {
         f.get(vreg(h, a & 0xffff)).get(vcf(bitsToF32(bField))).simd(V.f32x4_mul).get(vreg(h, a >>> 16)).simd(V.f32x4_add);
@@ -428,16 +399,12 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   };
 
   const sBin = (op: number, x: () => void, y: () => void) => {
+    const plain = PLAIN[op];
+    if (plain) {
+      x(), y(), f.op(plain[1]);
+      return;
+    }
     switch (op) {
-      case OP.ADD:
-        x(), y(), f.op(O.f32_add);
-        return;
-      case OP.SUB:
-        x(), y(), f.op(O.f32_sub);
-        return;
-      case OP.MUL:
-        x(), y(), f.op(O.f32_mul);
-        return;
       case OP.DIV: {
         const t = f.local(T.f32);
         y(), f.set(t);
@@ -458,12 +425,6 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
         f.get(ts).f32(0).op(O.f32_eq, O.select);
         return;
       }
-      case OP.MIN:
-        x(), y(), f.op(O.f32_min);
-        return;
-      case OP.MAX:
-        x(), y(), f.op(O.f32_max);
-        return;
     }
     throw new Error(`jit: binary op ${op}`);
   };
@@ -488,12 +449,8 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
       const c = bitsToF32(bField);
       const x = () => f.get(sreg(a));
       const cv = () => f.f32(c);
-      const map: Record<number, [number, boolean]> = {
-        [OP.ADDC]: [OP.ADD, false], [OP.SUBC]: [OP.SUB, false], [OP.RSUBC]: [OP.SUB, true], [OP.MULC]: [OP.MUL, false],
-        [OP.DIVC]: [OP.DIV, false], [OP.RDIVC]: [OP.DIV, true], [OP.MINC]: [OP.MIN, false], [OP.MAXC]: [OP.MAX, false],
-      };
-      const [bop, rev] = map[op]!;
-      if (rev) sBin(bop, cv, x);
+      const [bop, constFirst] = CONST_FORM[op]!;
+      if (constFirst) sBin(bop, cv, x);
       else sBin(bop, x, cv);
     } else if (op === OP.MULCADD) {
       f.get(sreg(a & 0xffff)).f32(bitsToF32(bField)).op(O.f32_mul).get(sreg(a >>> 16)).op(O.f32_add);
