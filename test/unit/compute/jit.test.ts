@@ -6,34 +6,18 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { compile, compileFormula, parseFormula, type Node } from '../../../src/compute/formula.js';
+import { compile, compileFormula, parseFormula } from '../../../src/compute/formula.js';
 import { jitModuleBytes, jitSupports } from '../../../src/compute/jit.js';
 import { jitFromEnv, Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
 import { referenceStats, referenceValues } from '../../../src/compute/reference.js';
 import { O, V } from '../../../src/compute/wasm-module.js';
+import { close, formulaTree, printFormula } from '../../helpers/formulas.js';
 
 const jit = new Kernel({ simd: true, jit: true });
 const vm = new Kernel({ simd: true, jit: false });
 
-function close(a: number, b: number, rel: number, abs = 0): boolean {
-  if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b);
-  return Math.abs(a - b) <= abs + rel * Math.max(Math.abs(a), Math.abs(b));
-}
-
 const BANDS = ['B02', 'B03', 'B04', 'B08', 'B11'] as const;
-const leaf = fc.oneof(
-  fc.constantFrom(...BANDS).map((b): Node => ({ k: 'band', b })),
-  fc.oneof(fc.constant(0), fc.constant(1), fc.constant(-0.5), fc.double({ min: -10, max: 10, noNaN: true }).map(Math.fround)).map((v): Node => ({ k: 'num', v })),
-);
-const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
-  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('bin'), tie('un'), tie('call')),
-  bin: fc.record({ k: fc.constant('bin' as const), op: fc.constantFrom('+', '-', '*', '/') as fc.Arbitrary<'+' | '-' | '*' | '/'>, a: tie('node') as fc.Arbitrary<Node>, b: tie('node') as fc.Arbitrary<Node> }),
-  un: fc.record({ k: fc.constant('neg' as const), a: tie('node') as fc.Arbitrary<Node> }),
-  call: fc.oneof(
-    fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('sqrt', 'abs') as fc.Arbitrary<'sqrt' | 'abs'>, args: fc.tuple(tie('node') as fc.Arbitrary<Node>) }),
-    fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('min', 'max') as fc.Arbitrary<'min' | 'max'>, args: fc.array(tie('node') as fc.Arbitrary<Node>, { minLength: 2, maxLength: 3 }) }),
-  ),
-})).node as fc.Arbitrary<Node>;
+const tree = formulaTree({ bands: BANDS, constants: [0, 1, -0.5], maxCallArgs: 3 });
 
 /** Formulas the compiler turns into its fused shapes (ND, NDB, MULCADD, constants in instructions). */
 const shaped = fc.constantFrom(
@@ -48,21 +32,6 @@ const shaped = fc.constantFrom(
   'B08',
   '(B08 - B04) / (B08 + B04 + 0)',
 );
-
-function print(n: Node): string {
-  switch (n.k) {
-    case 'num':
-      return n.v < 0 || Object.is(n.v, -0) ? `(0 - ${-n.v})` : String(n.v);
-    case 'band':
-      return n.b;
-    case 'neg':
-      return `(-${print(n.a)})`;
-    case 'bin':
-      return `(${print(n.a)} ${n.op} ${print(n.b)})`;
-    case 'call':
-      return `${n.f}(${n.args.map(print).join(', ')})`;
-  }
-}
 
 const dtypeSpec = fc.oneof(
   fc.record({ dtype: fc.constant('u16' as const), scale: fc.constantFrom(1, 0.0001, 2.75e-5), offset: fc.constantFrom(0, -0.1, -0.2), nodata: fc.constantFrom(undefined, 65535, 1) }),
@@ -175,7 +144,7 @@ describe('kernel JIT', () => {
   it('random formulas on random bands of every dtype equal the interpreter bit for bit, and the float32 reference', () => {
     fc.assert(
       fc.property(
-        fc.oneof({ weight: 3, arbitrary: tree.map(print) }, { weight: 1, arbitrary: shaped }),
+        fc.oneof({ weight: 3, arbitrary: tree.map(printFormula) }, { weight: 1, arbitrary: shaped }),
         fc.array(dtypeSpec, { minLength: 5, maxLength: 5 }),
         fc.integer({ min: 1, max: MAXN }),
         fc.array(fc.array(sample, { minLength: MAXN, maxLength: MAXN }), { minLength: 5, maxLength: 5 }),

@@ -6,52 +6,20 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { indexCatalog, indexProgram } from '../../../src/compute/catalog.js';
-import { compile, parseFormula, type Node } from '../../../src/compute/formula.js';
+import { compile, parseFormula } from '../../../src/compute/formula.js';
 import { Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
 import { referencePercentile, referenceStats, referenceValues } from '../../../src/compute/reference.js';
+import { close, formulaTree, printFormula } from '../../helpers/formulas.js';
 
 // The SIMD build with the per-formula JIT (what the service runs), the interpreter alone, and
 // the scalar build.
 const kernels = [new Kernel({ simd: true, jit: true }), new Kernel({ simd: true, jit: false }), new Kernel({ simd: false })];
 const label = (k: Kernel) => (k.simd ? (k.jit ? 'simd + jit' : 'simd interpreter') : 'scalar');
 
-/** Same value, or both NaN, or within a relative tolerance. */
-function close(a: number, b: number, rel: number, abs = 0): boolean {
-  if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b);
-  return Math.abs(a - b) <= abs + rel * Math.max(Math.abs(a), Math.abs(b));
-}
-
 const BANDS = ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'] as const;
 
 // Random formulas as syntax trees (printed back to text, so the parser is in the loop too).
-const leaf = fc.oneof(
-  fc.constantFrom(...BANDS).map((b): Node => ({ k: 'band', b })),
-  fc.oneof(fc.constant(0), fc.constant(1), fc.constant(0.5), fc.double({ min: -10, max: 10, noNaN: true }).map(Math.fround)).map((v): Node => ({ k: 'num', v })),
-);
-const tree: fc.Arbitrary<Node> = fc.letrec((tie) => ({
-  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('bin'), tie('un'), tie('call')),
-  bin: fc.record({ k: fc.constant('bin' as const), op: fc.constantFrom('+', '-', '*', '/') as fc.Arbitrary<'+' | '-' | '*' | '/'>, a: tie('node') as fc.Arbitrary<Node>, b: tie('node') as fc.Arbitrary<Node> }),
-  un: fc.record({ k: fc.constant('neg' as const), a: tie('node') as fc.Arbitrary<Node> }),
-  call: fc.oneof(
-    fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('sqrt', 'abs') as fc.Arbitrary<'sqrt' | 'abs'>, args: fc.tuple(tie('node') as fc.Arbitrary<Node>) }),
-    fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('min', 'max') as fc.Arbitrary<'min' | 'max'>, args: fc.tuple(tie('node') as fc.Arbitrary<Node>, tie('node') as fc.Arbitrary<Node>) }),
-  ),
-})).node as fc.Arbitrary<Node>;
-
-function print(n: Node): string {
-  switch (n.k) {
-    case 'num':
-      return n.v < 0 || Object.is(n.v, -0) ? `(0 - ${-n.v})` : String(n.v);
-    case 'band':
-      return n.b;
-    case 'neg':
-      return `(-${print(n.a)})`;
-    case 'bin':
-      return `(${print(n.a)} ${n.op} ${print(n.b)})`;
-    case 'call':
-      return `${n.f}(${n.args.map(print).join(', ')})`;
-  }
-}
+const tree = formulaTree({ bands: BANDS, constants: [0, 1, 0.5], maxCallArgs: 2 });
 
 const dnValue = fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 8, arbitrary: fc.integer({ min: 1, max: 12000 }) }, { weight: 1, arbitrary: fc.constant(65535) });
 const f32Value = fc.oneof(
@@ -64,7 +32,7 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
   it('random formulas on u16 digital numbers equal the float32-emulating reference exactly', () => {
     fc.assert(
       fc.property(tree, fc.integer({ min: 1, max: 70 }), fc.array(dnValue, { minLength: 70 * 6, maxLength: 70 * 6 }), (t, n, dns) => {
-        const program = compile(parseFormula(print(t)));
+        const program = compile(parseFormula(printFormula(t)));
         const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001, offset: -0.1, nodata: 65535 }));
         const prep = kernel.prepare(n, specs);
         const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
@@ -75,9 +43,9 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
         });
         kernel.run(program);
         const got = kernel.copyValues();
-        const want = referenceValues(parseFormula(print(t)), inputs, n, undefined, Math.fround);
+        const want = referenceValues(parseFormula(printFormula(t)), inputs, n, undefined, Math.fround);
         for (let i = 0; i < n; i++) {
-          if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: kernel ${got[i]} reference ${want[i]} for ${print(t)}`);
+          if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: kernel ${got[i]} reference ${want[i]} for ${printFormula(t)}`);
         }
       }),
       { numRuns: 300 },
@@ -87,7 +55,7 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
   it('random formulas on f32 inputs with zeros, NaN and negatives: exact against float32, close to float64', () => {
     fc.assert(
       fc.property(tree, fc.integer({ min: 1, max: 37 }), fc.array(f32Value, { minLength: 37 * 6, maxLength: 37 * 6 }), fc.array(fc.boolean(), { minLength: 37, maxLength: 37 }), (t, n, vals, maskBits) => {
-        const src = print(t);
+        const src = printFormula(t);
         const program = compile(parseFormula(src));
         const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'f32' }));
         const prep = kernel.prepare(n, specs, { mask: true });
