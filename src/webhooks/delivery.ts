@@ -210,7 +210,7 @@ interface Worker {
   slots: Slots;
   endpoints: EndpointSlots;
   claims: Batcher<string, Claimed | null>;
-  /** Extends the claim of a direct delivery that waited long for a slot (see deliverDirect). */
+  /** Extends the claim of a direct delivery that waited long for a slot (see directSink). */
   renewals: Batcher<{ id: string; token: Date }, Date | null>;
   records: Batcher<AttemptRow, null>;
   /** Direct deliveries handed over and not yet recorded, in total and per webhook. */

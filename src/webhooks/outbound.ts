@@ -78,21 +78,22 @@ export const RESOLVE_TTL_MS = 30_000;
 /** Forgets every cached resolution (tests). */
 export function clearResolveCache(): void {
   resolved.clear();
+  targets.clear();
 }
 
 /**
  * resolveTarget with the cache above. Registration and URL changes use resolveTarget itself, so
  * that a new URL is always looked up afresh.
  */
-export async function resolveTargetCached(rawUrl: string, allowPrivate: boolean, now = Date.now()): Promise<ResolvedTarget> {
+export async function resolveTargetCached(rawUrl: string, allowPrivate: boolean, now = Date.now()): Promise<ResolvedTarget & { at: number }> {
   const url = checkUrl(rawUrl);
   const key = `${allowPrivate ? 1 : 0}|${url.hostname}`;
   const hit = resolved.get(key);
-  if (hit && now - hit.at < RESOLVE_TTL_MS) return { url, addresses: hit.addresses };
+  if (hit && now - hit.at < RESOLVE_TTL_MS) return { url, addresses: hit.addresses, at: hit.at };
   const target = await resolveTarget(rawUrl, allowPrivate);
   if (resolved.size >= 10_000) resolved.clear();
   resolved.set(key, { at: now, addresses: target.addresses });
-  return target;
+  return { ...target, at: now };
 }
 
 /** Validates the URL (https only, no credentials) and resolves it; throws OutboundError. */
@@ -194,29 +195,31 @@ function agentFor(url: URL, address: { address: string; family: number }, ca: st
 /**
  * What a delivery to one URL needs on every request, computed once per checked resolution: the
  * URL's checks, the chosen (checked) address, its agent and the request options. Dropped with the
- * resolution (RESOLVE_TTL_MS), so a changed DNS answer is checked again as before.
+ * resolution it was built from (`at` is the resolution's time, so RESOLVE_TTL_MS counts from the
+ * DNS answer, not from this cache's fill), so a changed DNS answer is checked again as before.
  */
 interface Target {
+  /** When the addresses were resolved. */
   at: number;
   address: string;
   agent: https.Agent;
   options: https.RequestOptions;
 }
-const targets = new WeakMap<string[], Map<string, Target>>();
+/** Keyed by CA set (its identity), private-network switch and URL. */
+const targets = new Map<string, Target>();
 
 async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], cache: boolean): Promise<Target> {
   const now = Date.now();
-  let byUrl = targets.get(ca);
-  const key = `${allowPrivate ? 1 : 0}|${rawUrl}`;
+  const key = `${caId(ca)}|${allowPrivate ? 1 : 0}|${rawUrl}`;
   if (cache) {
-    const hit = byUrl?.get(key);
+    const hit = targets.get(key);
     if (hit && now - hit.at < RESOLVE_TTL_MS) return hit;
   }
-  const target = await (cache ? resolveTargetCached : resolveTarget)(rawUrl, allowPrivate);
+  const target = cache ? await resolveTargetCached(rawUrl, allowPrivate, now) : { ...(await resolveTarget(rawUrl, allowPrivate)), at: now };
   const chosen = target.addresses[0]!;
   const agent = agentFor(target.url, chosen, ca);
   const t: Target = {
-    at: now,
+    at: target.at,
     address: chosen.address,
     agent,
     options: {
@@ -229,9 +232,8 @@ async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], ca
     },
   };
   if (cache) {
-    if (!byUrl) targets.set(ca, (byUrl = new Map()));
-    if (byUrl.size >= 10_000) byUrl.clear();
-    byUrl.set(key, t);
+    if (targets.size >= 10_000) targets.clear();
+    targets.set(key, t);
   }
   return t;
 }

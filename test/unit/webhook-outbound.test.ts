@@ -41,6 +41,8 @@ describe('cached resolution at delivery', () => {
     const a = await resolveTargetCached('https://localhost/other?q=1', true, t0 + RESOLVE_TTL_MS - 1);
     expect(a.url.pathname).toBe('/other');
     expect(a.addresses).toEqual((await resolveTarget('https://localhost/x', true)).addresses);
+    // The answer's age is that of the lookup, so caches built on it expire with it.
+    expect(a.at).toBe(t0);
     clearResolveCache();
   });
 });
