@@ -607,10 +607,19 @@ function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
 const MAX_MODULES = 64;
 const modules = new Map<string, WebAssembly.Module>();
 
-/** A key for the module cache: the program and the band layout it is specialised on. */
-export function jitKey(program: Program, bands: JitBand[], hasMask: boolean, store: boolean): string {
-  const b = bands.map((x) => `${x.dtype},${Math.fround(x.scale ?? 1)},${Math.fround(x.offset ?? 0)},${Object.is(Math.fround(x.offset ?? 0), -0) ? 'n' : ''},${x.nodata ?? ''}`).join(';');
-  return `${program.code.join(',')}|${program.consts.map(([r, v]) => `${r}=${v}`).join(',')}|${program.resultReg}|${b}|${hasMask ? 1 : 0}${store ? 1 : 0}`;
+/** The program's part of a module cache key. */
+export function jitProgramKey(program: Program): string {
+  return `${program.code.join(',')}|${program.consts.map(([r, v]) => `${r}=${v}`).join(',')}|${program.resultReg}`;
+}
+
+/** The band layout's part of a module cache key (what the module is specialised on). */
+export function jitLayoutKey(bands: JitBand[]): string {
+  return bands.map((x) => `${x.dtype},${Math.fround(x.scale ?? 1)},${Math.fround(x.offset ?? 0)},${Object.is(Math.fround(x.offset ?? 0), -0) ? 'n' : ''},${x.nodata ?? ''}`).join(';');
+}
+
+/** A key for the module cache: the program, the band layout, the mask and whether values are stored. */
+export function jitKey(programKey: string, layoutKey: string, hasMask: boolean, store: boolean): string {
+  return `${programKey}|${layoutKey}|${hasMask ? 1 : 0}${store ? 1 : 0}`;
 }
 
 /** The module's bytes (for tests and debugging). */
@@ -627,7 +636,13 @@ export function jitModuleBytes(program: Program, bands: JitBand[], hasMask: bool
  * The compiled module of a program for a band layout (cached, at most 64 per thread, least
  * recently used dropped), or null when the program has operations the JIT does not emit.
  */
-export function jitModule(program: Program, bands: JitBand[], hasMask: boolean, store: boolean, key = jitKey(program, bands, hasMask, store)): WebAssembly.Module | null {
+export function jitModule(
+  program: Program,
+  bands: JitBand[],
+  hasMask: boolean,
+  store: boolean,
+  key = jitKey(jitProgramKey(program), jitLayoutKey(bands), hasMask, store),
+): WebAssembly.Module | null {
   const hit = modules.get(key);
   if (hit) {
     modules.delete(key);

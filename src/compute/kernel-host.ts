@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { wasmDir } from '../platform/paths.js';
 import type { BandId, Program } from './formula.js';
-import { jitInstantiate, jitKey, jitModule, jitSupports, type JitKernel } from './jit.js';
+import { jitInstantiate, jitKey, jitLayoutKey, jitModule, jitProgramKey, jitSupports, type JitKernel } from './jit.js';
 
 export type Dtype = 'f32' | 'u16' | 'i16' | 'u8';
 const DTYPE_CODE: Record<Dtype, number> = { f32: 0, u16: 1, i16: 2, u8: 3 };
@@ -157,7 +157,7 @@ export class Kernel {
     this.ensure(p);
     this.n = n;
     this.specs = bands;
-    this.specKey = bands.map((b) => `${b.dtype},${b.scale ?? 1},${Object.is(b.offset, -0) ? '-0' : b.offset ?? 0},${b.nodata ?? ''}`).join(';');
+    this.specKey = jitLayoutKey(bands);
     const buf = this.x.memory.buffer;
     const view = (b: BandSpec, ptr: number): BandArray => {
       switch (b.dtype) {
@@ -222,11 +222,11 @@ export class Kernel {
   private jitLookup(program: Program, writeValues: boolean): JitKernel | null {
     let pk = this.jitKeys.get(program);
     if (pk === undefined) {
-      pk = jitSupports(program) ? jitKey(program, [], false, false) : '';
+      pk = jitSupports(program) ? jitProgramKey(program) : '';
       this.jitKeys.set(program, pk);
     }
     if (pk === '') return null;
-    const key = `${pk}#${this.specKey}#${this.maskPtr ? 1 : 0}${writeValues ? 1 : 0}`;
+    const key = jitKey(pk, this.specKey, this.maskPtr !== 0, writeValues);
     let j = this.jitKernels.get(key);
     if (j === undefined) {
       try {
