@@ -84,20 +84,20 @@ export class FuncBuilder {
     this.code.push(...bytes);
     return this;
   }
-  get(l: number): this {
-    this.code.push(O.local_get);
+  /** An instruction with a local index. */
+  private withLocal(op: number, l: number): this {
+    this.code.push(op);
     uleb(this.code, l);
     return this;
+  }
+  get(l: number): this {
+    return this.withLocal(O.local_get, l);
   }
   set(l: number): this {
-    this.code.push(O.local_set);
-    uleb(this.code, l);
-    return this;
+    return this.withLocal(O.local_set, l);
   }
   tee(l: number): this {
-    this.code.push(O.local_tee);
-    uleb(this.code, l);
-    return this;
+    return this.withLocal(O.local_tee, l);
   }
   i32(v: number): this {
     this.code.push(O.i32_const);
