@@ -24,6 +24,14 @@ export interface ComputePoolOptions {
   size?: number;
   /** Tasks waiting beyond this are refused (load shedding); default 1000 per thread. */
   maxQueue?: number;
+  /**
+   * Tasks handed to a thread at once; default 2. With one, a thread that finishes a task idles
+   * until the caller's thread has taken the result and sent the next (a round trip through both
+   * event loops); with two, the next task is already waiting in its port, and a task that waits for
+   * file reads leaves the thread to the other. Tasks use the thread's kernel only in synchronous
+   * stretches (after their reads), so two on one thread never share it.
+   */
+  tasksPerThread?: number;
 }
 
 export class ComputePool {
@@ -36,6 +44,7 @@ export class ComputePool {
       minThreads: size,
       maxThreads: size,
       maxQueue: opts.maxQueue ?? size * 1000,
+      concurrentTasksPerWorker: opts.tasksPerThread ?? 2,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       // geotiff.js loads the web-worker shim, which reads `workerData` in any worker thread and
       // fails when it is absent; an empty object makes it behave as on the main thread.

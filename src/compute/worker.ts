@@ -67,7 +67,12 @@ function runIndex(t: IndexTask): IndexResult {
   return result;
 }
 
-/** Reads the field window straight from the files and runs the program on it, in this thread. */
+/**
+ * Reads the field window straight from the files and runs the program on it, in this thread. The
+ * pool hands a thread more than one task at once (COMPUTE_TASKS_PER_THREAD): after the window is
+ * read, everything that touches the thread's kernel runs without yielding (no await), so another
+ * task never finds the kernel half-prepared (test/unit/compute/pool.test.ts checks it).
+ */
 async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   const started = performance.now();
   const win = await windowFor(t.capture, t.boundary, t.program.bands as CaptureBand[], t.roots);

@@ -25,6 +25,8 @@ export interface Config {
   bodyLimitBytes: number;
   maxFieldAreaHa: number;
   computeThreads: number;
+  /** Compute tasks handed to a pool thread at once. */
+  computeTasksPerThread: number;
   /**
    * Port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process
    * serves nothing else, so it listens there always (default: PORT); api/all processes only when set.
@@ -208,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 512 * 1_048_576),
     maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
     computeThreads,
+    computeTasksPerThread: int(env, 'COMPUTE_TASKS_PER_THREAD', 2, 1, 16),
     metricsPort,
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000),
     shed: {

@@ -72,7 +72,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     await migrate(db);
     const signingKey = await resolveSigningKey(db, config.signingKey);
 
-    const compute = new ComputePool({ size: config.computeThreads });
+    const compute = new ComputePool({ size: config.computeThreads, tasksPerThread: config.computeTasksPerThread });
     closers.push(() => compute.close());
     closers.push(observePool(compute));
     closers.push(collectImageryMetrics());

@@ -1,6 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { indexProgram } from '../../../src/compute/catalog.js';
 import { ComputePool } from '../../../src/compute/pool.js';
+import type { FieldIndexResult } from '../../../src/compute/tasks.js';
+import { datesEvery, sceneField, writeSyntheticSeason } from '../../../src/imagery/synthetic.js';
+import type { CaptureSource } from '../../../src/imagery/window-reader.js';
 import { referenceStats, referenceValues } from '../../../src/compute/reference.js';
 import { registry } from '../../../src/platform/metrics.js';
 
@@ -73,4 +79,56 @@ describe('compute pool', () => {
     await expect(pool.runIndex({ program, bands: [{ dtype: 'u16', data: new Uint16Array(10) }, { dtype: 'u16', data: new Uint16Array(11) }] })).rejects.toThrow(/pixels/);
     await pool.ping();
   });
+});
+
+describe('compute pool, several tasks per thread', () => {
+  // Tasks handed to one thread at once share its kernel; a field-index task awaits its file reads
+  // and then uses the kernel without yielding, so interleaved tasks must give exactly the results
+  // they give one at a time.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'pool-interleave-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('interleaved field-index and index tasks on one thread equal the same tasks run one at a time', async () => {
+    const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100, seed: 11 };
+    const caps = writeSyntheticSeason(dir, spec, datesEvery('2025-06-02', '2025-07-14', 7), '2025-04-01', '2025-09-30');
+    const source = (c: (typeof caps)[number]): CaptureSource => ({
+      bands: Object.fromEntries(Object.entries(c.files).map(([b, href]) => [b, { href }])),
+      mask: { href: c.scl, kind: 'scl' },
+      scale: 0.0001,
+      offset: -0.1,
+    });
+    const programs = [indexProgram('NDVI'), indexProgram('EVI'), indexProgram('NDRE')];
+    const fieldTasks = caps.flatMap((c, k) =>
+      programs.map((program, j) => ({ capture: source(c), boundary: sceneField(spec, 0.3 + 0.1 * ((k + j) % 4)), program, roots: [dir], values: true, orderStats: true })),
+    );
+    const red = Uint16Array.from({ length: 5000 }, (_, i) => 300 + ((i * 11) % 2500));
+    const nir = Uint16Array.from({ length: 5000 }, (_, i) => (i % 37 === 0 ? 0 : 1800 + ((i * 5) % 3500)));
+    const indexTask = () => ({ program: programs[0]!, bands: [{ dtype: 'u16' as const, scale: 0.0001, data: red.slice() }, { dtype: 'u16' as const, scale: 0.0001, data: nir.slice() }], orderStats: true });
+
+    const strip = (r: FieldIndexResult) => ({ ...r, kernelMs: 0 });
+    const oneAtATime = new ComputePool({ size: 1, tasksPerThread: 1 });
+    const expected: FieldIndexResult[] = [];
+    for (const t of fieldTasks) expected.push(strip(await oneAtATime.runFieldIndex(t)));
+    const expectedIndex = strip((await oneAtATime.runIndex(indexTask())) as FieldIndexResult);
+    await oneAtATime.close();
+
+    const interleaved = new ComputePool({ size: 1, tasksPerThread: 4 });
+    try {
+      // every field task twice, with index tasks between them, all submitted at once
+      const runs = [...fieldTasks, ...fieldTasks].map((t, i) => ({ i: i % fieldTasks.length, p: interleaved.runFieldIndex(t) }));
+      const index = Array.from({ length: 12 }, () => interleaved.runIndex(indexTask()));
+      for (const { i, p } of runs) {
+        const got = strip(await p);
+        const want = expected[i]!;
+        expect(got.stats).toEqual(want.stats);
+        expect(got.order).toEqual(want.order);
+        expect(got.window).toEqual(want.window);
+        expect(Buffer.from(got.values!.buffer).equals(Buffer.from(want.values!.buffer))).toBe(true);
+        expect(Buffer.from(got.inside!.buffer).equals(Buffer.from(want.inside!.buffer))).toBe(true);
+      }
+      for (const p of index) expect(strip((await p) as FieldIndexResult)).toEqual(expectedIndex);
+    } finally {
+      await interleaved.close();
+    }
+  }, 60_000);
 });
