@@ -52,6 +52,11 @@ export default async function poolBench(): Promise<void> {
   const { pool, ms: poolMs2, kernelMs } = await concurrent(2);
   const poolMs1 = Math.min(one.ms, one2.ms);
   const poolMs = Math.min(two.ms, poolMs2);
+  // A no-op task (no buffers, a tiny result): what Piscina's round trip costs by itself.
+  await Promise.all(Array.from({ length: 2000 }, () => pool.ping()));
+  const tp = performance.now();
+  await Promise.all(Array.from({ length: TASKS }, () => pool.ping()));
+  const pingMs = performance.now() - tp;
   // Sequential round trips: latency of one task through the pool.
   const seq = 500;
   const t = performance.now();
@@ -66,6 +71,7 @@ export default async function poolBench(): Promise<void> {
     { what: `inline on one thread (baseline), ${TASKS} × ${N} px`, 'tasks/s': (TASKS / inlineMs * 1000).toFixed(0), 'Mpx/s': ((TASKS * N) / inlineMs / 1000).toFixed(0) },
     { what: `pool of 2 workers, ${TASKS} concurrent tasks, 1 task per thread at once`, 'tasks/s': (TASKS / poolMs1 * 1000).toFixed(0), 'Mpx/s': ((TASKS * N) / poolMs1 / 1000).toFixed(0), 'pool ÷ inline': (inlineMs / poolMs1).toFixed(2) },
     { what: `pool of 2 workers, ${TASKS} concurrent tasks, 2 per thread (the default)`, 'tasks/s': (TASKS / poolMs * 1000).toFixed(0), 'Mpx/s': ((TASKS * N) / poolMs / 1000).toFixed(0), 'pool ÷ inline': (inlineMs / poolMs).toFixed(2) },
+    { what: `pool of 2 workers, ${TASKS} concurrent no-op tasks (ping)`, 'tasks/s': (TASKS / pingMs * 1000).toFixed(0) },
     { what: 'one task at a time through the pool', 'tasks/s': (seq / seqMs * 1000).toFixed(0), 'µs per task': ((seqMs / seq) * 1000).toFixed(1), 'overhead µs (round trip − kernel)': (((seqMs - seqKernel) / seq) * 1000).toFixed(1) },
   ]);
   console.log(`mean kernel time per task inside the workers: ${((kernelMs / TASKS) * 1000).toFixed(1)} µs`);
