@@ -227,6 +227,30 @@ describe('kernel JIT', () => {
     expect(Math.abs(stats.std - ref.std) / ref.std).toBeLessThan(1e-9);
   });
 
+  it('NDVI fused with its statistics on 10 million nearly equal pixels (std/mean ~4e-4) agrees with the two-pass reference to 1e-9', () => {
+    // a uniform canopy: digital numbers within a few counts of each other
+    const n = 10_000_000;
+    const ndvi = compileFormula('(B08 - B04) / (B08 + B04)');
+    for (const offset of [0, -0.1]) {
+      const prep = jit.prepare(n, [{ dtype: 'u16', scale: 0.0001, offset }, { dtype: 'u16', scale: 0.0001, offset }]);
+      let seed = 3;
+      const red = prep.bands[0]! as Uint16Array;
+      const nir = prep.bands[1]! as Uint16Array;
+      for (let i = 0; i < n; i++) {
+        seed = (seed * 1664525 + 1013904223) >>> 0;
+        red[i] = i % 89 === 0 ? 0 : 1500 + (seed >>> 30);
+        nir[i] = 6000 + ((seed >>> 12) & 3);
+      }
+      const stats = jit.run(ndvi, { writeValues: false });
+      jit.run(ndvi, { stats: false });
+      const ref = referenceStats(jit.values());
+      expect(ref.std / ref.mean).toBeLessThan(1e-3);
+      expect(stats.count).toBe(ref.count);
+      expect(Math.abs(stats.mean - ref.mean) / Math.abs(ref.mean), `offset ${offset}`).toBeLessThan(1e-9);
+      expect(Math.abs(stats.std - ref.std) / ref.std, `offset ${offset}`).toBeLessThan(1e-9);
+    }
+  });
+
   it('exp, log and pow are left to the interpreter; results still equal', () => {
     for (const src of ['exp(B04) + B08', 'log(B08) * 2', 'pow(B08, 1.5) - B04']) {
       const program = compileFormula(src);

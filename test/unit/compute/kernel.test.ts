@@ -327,4 +327,25 @@ describe('statistics on 10 million values', () => {
     expect(Math.abs(got.mean - ref.mean) / Math.abs(ref.mean)).toBeLessThan(1e-9);
     expect(Math.abs(got.std - ref.std) / ref.std).toBeLessThan(1e-9);
   });
+  it('agree to 1e-9 when the spread is tiny against the mean (std/mean ~1e-5), and a constant gives std 0 exactly', () => {
+    // What the shift by K is for: Σx² − (Σx)²/n in float64 would lose the variance here.
+    const kernel = kernels[0]!;
+    const n = 10_000_000;
+    const values = new Float32Array(n);
+    let seed = 7;
+    for (let i = 0; i < n; i++) {
+      seed = (seed * 1664525 + 1013904223) >>> 0;
+      values[i] = i % 97 === 0 ? NaN : 0.8125 + (seed / 4294967296 - 0.5) * 3e-5;
+    }
+    const got = kernel.statsOf(values);
+    const ref = referenceStats(values);
+    expect(ref.std / ref.mean).toBeLessThan(2e-5);
+    expect(got.count).toBe(ref.count);
+    expect(Math.abs(got.mean - ref.mean) / ref.mean).toBeLessThan(1e-9);
+    expect(Math.abs(got.std - ref.std) / ref.std).toBeLessThan(1e-9);
+    values.fill(0.7);
+    const flat = kernel.statsOf(values);
+    expect(flat.mean).toBe(Math.fround(0.7));
+    expect(flat.std).toBe(0);
+  });
 });
