@@ -92,8 +92,9 @@ function cReference(n: number, build: CBuild): CFigures | null {
   }
 }
 
+/** Each loop's better figure of two runs. */
 const bestOf = (a: CFigures | null, b: CFigures | null): CFigures | null =>
-  !a ? b : !b ? a : { checked: Math.max(a.checked, b.checked), plain: Math.max(a.plain, b.plain), fused: Math.max(a.fused, b.fused), simd128: Math.max(a.simd128, b.simd128), simd256: Math.max(a.simd256, b.simd256) };
+  !a || !b ? (a ?? b) : (Object.fromEntries(Object.entries(a).map(([k, v]) => [k, Math.max(v, b[k as keyof CFigures])])) as unknown as CFigures);
 
 /**
  * Mpx/s of each variant: interleaved rounds, the best round's median per variant. `perRound` runs

@@ -33,6 +33,23 @@ typedef struct {
   double s, q;
 } Stats;
 
+typedef Stats (*FusedLoop)(const uint16_t *red, const uint16_t *nir, long n, double k);
+
+// The statistics from the vector accumulators, stored lane by lane: c (the 16-bit lanes count -1
+// per pixel without a value), the float lanes of min and max, the double lanes of the shifted sums.
+// `done` pixels were processed (a tail of n % 8 is left out: the benchmark's n are multiples of 8).
+static Stats finish(const short c[8], const float *mn, const float *mx, int lanes, const double *s, const double *q, int dlanes, long done, double k) {
+  long bad = 0;
+  Stats r = {0, INFINITY, -INFINITY, 0, 0};
+  for (int l = 0; l < 8; l++) bad -= c[l];
+  for (int l = 0; l < lanes; l++) r.mn = fminf(r.mn, mn[l]), r.mx = fmaxf(r.mx, mx[l]);
+  for (int l = 0; l < dlanes; l++) r.s += s[l], r.q += q[l];
+  r.cnt = done - bad;
+  r.s += bad * k; // the lanes without a value added 0 - K and K^2
+  r.q -= bad * k * k;
+  return r;
+}
+
 __attribute__((target("sse4.1"))) static Stats fused128(const uint16_t *red, const uint16_t *nir, long n, double k) {
   __m128i zero = _mm_setzero_si128(), cnt = zero;
   __m128 mn = _mm_set1_ps(INFINITY), mx = _mm_set1_ps(-INFINITY);
@@ -65,14 +82,7 @@ __attribute__((target("sse4.1"))) static Stats fused128(const uint16_t *red, con
   _mm_storeu_ps(x4, mx);
   _mm_storeu_pd(s2, s);
   _mm_storeu_pd(q2, q);
-  long bad = 0;
-  Stats r = {0, INFINITY, -INFINITY, 0, 0};
-  for (int l = 0; l < 8; l++) bad -= c[l];
-  for (int l = 0; l < 4; l++) r.mn = fminf(r.mn, m4[l]), r.mx = fmaxf(r.mx, x4[l]);
-  r.cnt = i - bad; // (a tail of n % 8 pixels is left out: the benchmark's n are multiples of 8)
-  r.s = s2[0] + s2[1] + bad * k;
-  r.q = q2[0] + q2[1] - bad * k * k;
-  return r;
+  return finish(c, m4, x4, 4, s2, q2, 2, i, k);
 }
 
 __attribute__((target("avx2"))) static Stats fused256(const uint16_t *red, const uint16_t *nir, long n, double k) {
@@ -104,13 +114,16 @@ __attribute__((target("avx2"))) static Stats fused256(const uint16_t *red, const
   _mm256_storeu_ps(x8, mx);
   _mm256_storeu_pd(s4, s);
   _mm256_storeu_pd(q4, q);
-  long bad = 0;
-  Stats r = {0, INFINITY, -INFINITY, 0, 0};
-  for (int l = 0; l < 8; l++) bad -= c[l], r.mn = fminf(r.mn, m8[l]), r.mx = fmaxf(r.mx, x8[l]);
-  r.cnt = i - bad;
-  r.s = s4[0] + s4[1] + s4[2] + s4[3] + bad * k;
-  r.q = q4[0] + q4[1] + q4[2] + q4[3] - bad * k * k;
-  return r;
+  return finish(c, m8, x8, 8, s4, q4, 4, i, k);
+}
+
+// Runs one fused loop, keeps its best time, adds its statistics to the checksum.
+static void timeFused(FusedLoop f, const uint16_t *red, const uint16_t *nir, long n, double *best, double *sum) {
+  double t = now_ms();
+  Stats st = f(red, nir, n, 0.5);
+  double d = now_ms() - t;
+  if (d < *best) *best = d;
+  *sum += st.cnt + st.mn + st.mx + st.s / st.cnt + st.q / st.cnt;
 }
 
 int main(int argc, char **argv) {
@@ -157,18 +170,8 @@ int main(int argc, char **argv) {
     d = now_ms() - t;
     if (d < fused) fused = d;
     sum += cnt + mn + mx + s1 / cnt + s2 / cnt;
-    t = now_ms();
-    Stats st = fused128(red, nir, n, 0.5);
-    d = now_ms() - t;
-    if (d < simd128) simd128 = d;
-    sum += st.cnt + st.mn + st.mx + st.s / st.cnt + st.q / st.cnt;
-    if (avx2) {
-      t = now_ms();
-      st = fused256(red, nir, n, 0.5);
-      d = now_ms() - t;
-      if (d < simd256) simd256 = d;
-      sum += st.cnt + st.mn + st.mx + st.s / st.cnt + st.q / st.cnt;
-    }
+    timeFused(fused128, red, nir, n, &simd128, &sum);
+    if (avx2) timeFused(fused256, red, nir, n, &simd256, &sum);
   }
   printf("%ld %.6f %.6f %.6f %.6f %.6f %f\n", n, best, plain, fused, simd128, avx2 ? simd256 : 0.0, sum);
   return 0;

@@ -205,21 +205,27 @@ describe('kernel JIT', () => {
     );
   });
 
-  it('NDVI fused with its statistics on 10 million pixels agrees with a float64 two-pass reference to 1e-9', () => {
+  /**
+   * NDVI on 10 million pixels of u16 bands filled by `dn` (from an LCG draw and the pixel index):
+   * the fused statistics (nothing stored), and the two-pass float64 reference over the values.
+   */
+  const fusedNdvi10M = (offset: number, seed: number, dn: (draw: number, i: number) => [red: number, nir: number]) => {
     const n = 10_000_000;
     const ndvi = compileFormula('(B08 - B04) / (B08 + B04)');
-    const prep = jit.prepare(n, [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001 }]);
-    let seed = 42;
+    const prep = jit.prepare(n, [{ dtype: 'u16', scale: 0.0001, offset }, { dtype: 'u16', scale: 0.0001, offset }]);
     const red = prep.bands[0]! as Uint16Array;
     const nir = prep.bands[1]! as Uint16Array;
     for (let i = 0; i < n; i++) {
       seed = (seed * 1664525 + 1013904223) >>> 0;
-      red[i] = i % 101 === 0 ? 0 : 300 + (seed >>> 20);
-      nir[i] = 2000 + ((seed >>> 8) & 4095);
+      [red[i], nir[i]] = dn(seed, i);
     }
     const stats = jit.run(ndvi, { writeValues: false });
     jit.run(ndvi, { stats: false });
-    const ref = referenceStats(jit.values());
+    return { stats, ref: referenceStats(jit.values()) };
+  };
+
+  it('NDVI fused with its statistics on 10 million pixels agrees with a float64 two-pass reference to 1e-9', () => {
+    const { stats, ref } = fusedNdvi10M(0, 42, (s, i) => [i % 101 === 0 ? 0 : 300 + (s >>> 20), 2000 + ((s >>> 8) & 4095)]);
     expect(stats.count).toBe(ref.count);
     expect(stats.min).toBe(ref.min);
     expect(stats.max).toBe(ref.max);
@@ -229,21 +235,8 @@ describe('kernel JIT', () => {
 
   it('NDVI fused with its statistics on 10 million nearly equal pixels (std/mean ~4e-4) agrees with the two-pass reference to 1e-9', () => {
     // a uniform canopy: digital numbers within a few counts of each other
-    const n = 10_000_000;
-    const ndvi = compileFormula('(B08 - B04) / (B08 + B04)');
     for (const offset of [0, -0.1]) {
-      const prep = jit.prepare(n, [{ dtype: 'u16', scale: 0.0001, offset }, { dtype: 'u16', scale: 0.0001, offset }]);
-      let seed = 3;
-      const red = prep.bands[0]! as Uint16Array;
-      const nir = prep.bands[1]! as Uint16Array;
-      for (let i = 0; i < n; i++) {
-        seed = (seed * 1664525 + 1013904223) >>> 0;
-        red[i] = i % 89 === 0 ? 0 : 1500 + (seed >>> 30);
-        nir[i] = 6000 + ((seed >>> 12) & 3);
-      }
-      const stats = jit.run(ndvi, { writeValues: false });
-      jit.run(ndvi, { stats: false });
-      const ref = referenceStats(jit.values());
+      const { stats, ref } = fusedNdvi10M(offset, 3, (s, i) => [i % 89 === 0 ? 0 : 1500 + (s >>> 30), 6000 + ((s >>> 12) & 3)]);
       expect(ref.std / ref.mean).toBeLessThan(1e-3);
       expect(stats.count).toBe(ref.count);
       expect(Math.abs(stats.mean - ref.mean) / Math.abs(ref.mean), `offset ${offset}`).toBeLessThan(1e-9);
