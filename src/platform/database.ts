@@ -80,7 +80,7 @@ const reconnectDelaySeconds = (failures: number): number => Math.min(0.25, 0.01 
 const LOST = new Set(['CONNECTION_CLOSED', 'ECONNRESET', 'EPIPE', '57P01', '57P02', '08003', '08006']);
 const connectionLost = (err: unknown) => LOST.has(String((err as { code?: unknown })?.code ?? ''));
 
-/** A read is retried only within this time from its start; the retry's connect must fit in it too. */
+/** A read (or a transaction that never began) is retried only within this time from its start. */
 const READ_DEADLINE_MS = 10_000;
 
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
@@ -147,18 +147,20 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
   });
   const root = wrap(sql);
   /**
-   * Runs a statement on a connection of its own, closed afterwards. The pool learns that its
-   * other connections died with the same event one socket at a time, over several turns of the
-   * event loop, so a retry through the pool may meet another dead one.
+   * Runs `work` on a connection of its own, closed afterwards. The pool learns that its other
+   * connections died with the same event one socket at a time, over several turns of the event
+   * loop, so a retry through the pool may meet another dead one.
    */
-  const onFreshConnection = async <T>(text: string, params: unknown[] | undefined, opts: QueryOptions | undefined, msLeft: number): Promise<T[]> => {
+  const onFreshConnection = async <T>(msLeft: number, work: (one: postgres.Sql) => Promise<T>): Promise<T> => {
     const one = postgres(url, { ...options, max: 1, connect_timeout: Math.max(1, Math.floor(msLeft / 1000)) });
     try {
-      return await wrap(one).query<T>(text, params, opts);
+      return await work(one);
     } finally {
       await one.end({ timeout: 1 });
     }
   };
+  const begin = <T>(s: postgres.Sql, fn: (tx: Sql) => Promise<T>, hooks: Array<() => void>) =>
+    s.begin((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) })) as Promise<T>;
   return {
     kind: 'postgres',
     schema,
@@ -173,10 +175,23 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
       } catch (err) {
         const msLeft = started + READ_DEADLINE_MS - Date.now();
         if (!READ_ONLY.test(text) || !connectionLost(err) || msLeft < 1000) throw err;
-        return onFreshConnection<T>(text, params, opts, msLeft);
+        return onFreshConnection(msLeft, (one) => wrap(one).query<T>(text, params, opts));
       }
     },
-    transaction: (fn) => withAfterCommit((hooks) => sql.begin((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) })) as Promise<never>),
+    // A transaction whose BEGIN met a dead connection ran nothing: it runs once more, likewise.
+    transaction: (fn) =>
+      withAfterCommit(async (hooks) => {
+        const started = Date.now();
+        let entered = false;
+        const body = (tx: Sql) => ((entered = true), fn(tx));
+        try {
+          return await begin(sql, body, hooks);
+        } catch (err) {
+          const msLeft = started + READ_DEADLINE_MS - Date.now();
+          if (entered || !connectionLost(err) || msLeft < 1000) throw err;
+          return onFreshConnection(msLeft, (one) => begin(one, body, hooks));
+        }
+      }),
     afterCommit: (f) => setImmediate(f),
     // postgres.js keeps one dedicated connection for LISTEN and re-listens after a reconnect.
     listen: async (channel, onNotify) => {

@@ -26,6 +26,42 @@ function terminateElsewhere(url: string, pids: number[]): void {
   execFileSync(process.execPath, ['--input-type=module', '-e', script, url, JSON.stringify(pids)], { stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
+/** A TCP proxy to the test server, whose connections the test may cut and whose port it may close. */
+async function startProxy(opts: { cutWhen?: (fromClient: Buffer) => boolean } = {}) {
+  const target = new URL(TEST_DATABASE_URL!);
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((client) => {
+    const server = net.connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, server]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => sockets.delete(s));
+    }
+    client.on('data', (chunk: Buffer) => {
+      if (!opts.cutWhen?.(chunk)) return void server.write(chunk);
+      client.resetAndDestroy();
+      server.destroy();
+    });
+    server.pipe(client);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+  const port = (proxy.address() as net.AddressInfo).port;
+  const url = new URL(TEST_DATABASE_URL!);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    sockets,
+    listen: () => new Promise<void>((r) => proxy.listen(port, '127.0.0.1', () => r())),
+    /** Cuts every connection and stops listening. */
+    close: async () => {
+      const closed = new Promise((r) => proxy.close(() => r(undefined)));
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
+
 describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and restarted', () => {
   const opened: Database[] = [];
   afterAll(async () => {
@@ -51,6 +87,18 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
     }
   }, 30_000);
 
+  it('a transaction whose BEGIN met a terminated connection runs once more (nothing of it ran)', async () => {
+    const { db, pids } = await poolOfTwo();
+    terminateElsewhere(TEST_DATABASE_URL!, pids);
+    let runs = 0;
+    const pid = await db.transaction(async (tx) => {
+      runs++;
+      return (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))[0]!.pid;
+    });
+    expect(runs).toBe(1);
+    expect(pids).not.toContain(pid);
+  }, 30_000);
+
   it('a write on a terminated connection is not retried (it may have been applied)', async () => {
     const { db, pids } = await poolOfTwo();
     terminateElsewhere(TEST_DATABASE_URL!, pids);
@@ -58,33 +106,60 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
     expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
   }, 30_000);
 
+  it('a statement sent in reaction to a reset connection is answered, not left hanging', async () => {
+    const p = await startProxy();
+    const db = await openDatabase({ url: p.url, maxConnections: 1 });
+    opened.push(db);
+    try {
+      expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
+      // Statements starting with WITH count as writes: not retried, so their errors reach the caller.
+      let second: Promise<unknown> | undefined;
+      const first = db.query('WITH s AS (SELECT pg_sleep(2)) SELECT 1 FROM s').catch((err: { code?: string }) => {
+        second = db.query('WITH s AS (SELECT 1) SELECT 2 FROM s').then(() => 'answered', (e: { code?: string }) => e.code);
+        return err.code;
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      for (const s of p.sockets) s.resetAndDestroy();
+      expect(await first).toBe('ECONNRESET');
+      // postgres.js 3.4.9 never settled it: the connection's close after a socket error rejected
+      // nothing (patches/postgres+3.4.9.patch); this test then ran out of time.
+      expect(await second).toBe('CONNECTION_CLOSED');
+      expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
+    } finally {
+      await p.close();
+    }
+  }, 15_000);
+
+  it('a connection lost during its first statement (the type query) ends nothing but that statement', async () => {
+    let cut = true;
+    const p = await startProxy({ cutWhen: (chunk) => cut && chunk.includes('pg_catalog.pg_type') });
+    const db = await openDatabase({ url: p.url, maxConnections: 1 });
+    opened.push(db);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(db.query('SELECT 1')).rejects.toMatchObject({ code: 'ECONNRESET' });
+      await new Promise((r) => setTimeout(r, 100));
+      // postgres.js 3.4.9 left the type query's rejection unhandled, which ends a Node process.
+      expect(unhandled).toEqual([]);
+      cut = false;
+      expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await p.close();
+    }
+  }, 15_000);
+
   it('reads fail at once while the server refuses connections, and succeed as soon as it accepts them again', async () => {
-    const target = new URL(TEST_DATABASE_URL!);
-    const sockets = new Set<net.Socket>();
-    const proxy = net.createServer((client) => {
-      const server = net.connect(Number(target.port || 5432), target.hostname);
-      for (const s of [client, server]) {
-        sockets.add(s);
-        s.on('error', () => {});
-        s.on('close', () => sockets.delete(s));
-      }
-      client.pipe(server);
-      server.pipe(client);
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
-    const port = (proxy.address() as net.AddressInfo).port;
-    const url = new URL(TEST_DATABASE_URL!);
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
-    const db = await openDatabase({ url: url.toString(), maxConnections: 2 });
+    const p = await startProxy();
+    const db = await openDatabase({ url: p.url, maxConnections: 2 });
     opened.push(db);
     try {
       expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
 
       // Down: every connection cut, nothing listens (a restarting server).
-      const closed = new Promise((r) => proxy.close(r));
-      for (const s of sockets) s.destroy();
-      await closed;
+      await p.close();
       const codes: string[] = [];
       for (let i = 0; i < 12; i++) {
         const err = (await db.query('SELECT 1').then(() => null, (e: { code?: string }) => e)) as { code?: string } | null;
@@ -95,12 +170,10 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
       expect(codes.filter((c) => c === 'ECONNREFUSED').length).toBeGreaterThanOrEqual(10);
 
       // Back: the first read succeeds.
-      await new Promise<void>((r) => proxy.listen(port, '127.0.0.1', () => r()));
+      await p.listen();
       expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
     } finally {
-      const closed = new Promise((r) => proxy.close(r));
-      for (const s of sockets) s.destroy();
-      await closed;
+      await p.close();
     }
   }, 20_000);
 });
