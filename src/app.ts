@@ -68,7 +68,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     await registerRateLimit(v1, s.config);
     fieldRoutes(v1, s);
     webhookRoutes(v1, s, s.webhooks);
-    const heavy = new HeavyWork({ ...s.config.heavy, retryAfterSeconds: s.config.shed.retryAfterSeconds });
+    const heavy = { work: new HeavyWork({ ...s.config.heavy, retryAfterSeconds: s.config.shed.retryAfterSeconds }), compute: s.heavyCompute ?? s.compute };
     indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl, heavy });
     imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
     alertRoutes(v1, s);

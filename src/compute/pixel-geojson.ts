@@ -103,18 +103,26 @@ function putValue(out: Buffer, at: number, v: number): number {
   return at;
 }
 
+/** Bytes left free before and after the collection, for the caller to write what surrounds it. */
+export interface Room {
+  before: number;
+  after: number;
+}
+
 /**
- * The FeatureCollection as bytes, counter-clockwise rings in lon/lat (RFC 7946). The result owns
- * its whole ArrayBuffer (exactly its length), so that a worker can transfer it.
+ * The FeatureCollection as bytes, counter-clockwise rings in lon/lat (RFC 7946), from byte
+ * `room.before` to `room.after` bytes before the end: the API thread writes the response's head
+ * and tail there instead of copying megabytes into a new buffer. The result owns its whole
+ * ArrayBuffer (exactly its length), so that a worker can transfer it.
  */
-export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array): Buffer {
+export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array, room: Room = { before: 0, after: 0 }): Buffer {
   const nodes = gridNodes(grid);
   const cols = grid.width + 1;
   let features = 0;
   for (let k = 0; k < inside.length; k++) features += inside[k] ? 1 : 0;
   const perFeature = FEATURE.length + 5 * nodes.longest + 4 + PROPS.length + VALUE_MAX + 3;
-  const out = Buffer.allocUnsafe(OPEN.length + features * perFeature + CLOSE.length);
-  let at = put(out, 0, OPEN);
+  const out = Buffer.allocUnsafe(room.before + OPEN.length + features * perFeature + CLOSE.length + room.after);
+  let at = put(out, room.before, OPEN);
   const { bytes, start } = nodes;
   const node = (k: number) => {
     at = put(out, at, bytes, start[k]!, start[k + 1]!);
@@ -148,5 +156,5 @@ export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint
   at = put(out, at, CLOSE);
   // An exact copy in an ArrayBuffer of its own (a small Buffer would sit in Node's shared pool):
   // the slack of the estimate is not kept alive, and the buffer can be transferred.
-  return Buffer.from(out.buffer.slice(out.byteOffset, out.byteOffset + at));
+  return Buffer.from(out.buffer.slice(out.byteOffset, out.byteOffset + at + room.after));
 }

@@ -32,6 +32,11 @@ export interface ComputePoolOptions {
    * stretches (after their reads), so two on one thread never share it.
    */
   tasksPerThread?: number;
+  /**
+   * Nice value of the threads (0-19; Linux only, where it is per thread): a pool for background
+   * work yields the cores to the API thread and to the other pool whenever they want them.
+   */
+  nice?: number;
 }
 
 export class ComputePool {
@@ -47,8 +52,8 @@ export class ComputePool {
       concurrentTasksPerWorker: opts.tasksPerThread ?? 2,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       // geotiff.js loads the web-worker shim, which reads `workerData` in any worker thread and
-      // fails when it is absent; an empty object makes it behave as on the main thread.
-      workerData: {},
+      // fails when it is absent; an object makes it behave as on the main thread.
+      workerData: { nice: opts.nice ?? 0 },
     });
   }
 
@@ -91,12 +96,21 @@ export class ComputePool {
   }
 
   private async timed(kind: string, msg: Task, signal?: AbortSignal): Promise<unknown> {
+    return this.timedTransfer(kind, msg, undefined, signal);
+  }
+
+  private async timedTransfer(kind: string, msg: Task, transferList: ArrayBuffer[] | undefined, signal?: AbortSignal): Promise<unknown> {
     const end = computeTaskDuration.startTimer({ kind });
     try {
-      return await this.piscina.run(msg, { signal });
+      return await this.piscina.run(msg, { signal, ...(transferList ? { transferList } : {}) });
     } finally {
       end();
     }
+  }
+
+  /** gzip of `data`, whose buffer is transferred (detached here); the result is transferred back. */
+  async gzip(data: Uint8Array, level: number): Promise<Uint8Array> {
+    return this.timedTransfer('gzip', { kind: 'gzip', v: 1, data, level }, [data.buffer as ArrayBuffer]) as Promise<Uint8Array>;
   }
 
   async ping(): Promise<void> {

@@ -6,6 +6,7 @@ import type { BandSpec, OrderStats, Stats } from './kernel-host.js';
 import type { Program } from './formula.js';
 import type { Boundary } from '../fields/boundary.js';
 import type { CaptureSource, FieldWindow } from '../imagery/window-reader.js';
+import type { Room } from './pixel-geojson.js';
 
 export interface BandInput extends BandSpec {
   /** Digital numbers or reflectance, one per pixel; its buffer is transferred to the worker. */
@@ -46,8 +47,11 @@ export interface FieldIndexTask {
   roots: string[];
   values?: boolean;
   orderStats?: boolean;
-  /** Return the per-pixel GeoJSON (written in the worker, pixel-geojson.ts) instead of the values. */
-  geojson?: boolean;
+  /**
+   * Return the per-pixel GeoJSON (written in the worker, pixel-geojson.ts) instead of the values,
+   * with this many free bytes before and after it.
+   */
+  geojson?: Room;
 }
 
 export interface FieldIndexResult extends IndexResult {
@@ -56,7 +60,7 @@ export interface FieldIndexResult extends IndexResult {
   validPixels: number;
   /** Per pixel: 1 inside the field (the GeoJSON has one feature per such pixel). */
   inside?: Uint8Array;
-  /** The FeatureCollection as JSON bytes, when asked for (transferred back). */
+  /** The FeatureCollection as JSON bytes within the room asked for (transferred back). */
   geojson?: Uint8Array;
 }
 
@@ -92,4 +96,12 @@ export interface PingTask {
   v: 1;
 }
 
-export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | PingTask;
+/** gzip of bytes (a response body), so that the CPU it takes is the pool's, not the API thread's. */
+export interface GzipTask {
+  kind: 'gzip';
+  v: 1;
+  data: Uint8Array;
+  level: number;
+}
+
+export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | GzipTask | PingTask;

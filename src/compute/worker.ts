@@ -3,6 +3,9 @@
  * keeps fresh WebAssembly on its baseline compiler for a while; a warm-up pass gets the optimised
  * code in before the first request, the per-formula JIT modules of the common layouts included).
  */
+import os from 'node:os';
+import { gzipSync } from 'node:zlib';
+import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from './formula.js';
 import { Kernel } from './kernel-host.js';
@@ -14,6 +17,10 @@ import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
 import { pixelGeoJson } from './pixel-geojson.js';
 
 registerFastDecoders();
+
+// Linux keeps a nice value per thread: this one alone yields (ComputePoolOptions.nice).
+const nice = Number((workerData as { nice?: number } | undefined)?.nice ?? 0);
+if (nice > 0 && process.platform === 'linux') os.setPriority(nice);
 
 /** The field window, from the cache when this thread read it before. */
 async function windowFor(capture: FieldIndexTask['capture'], boundary: FieldIndexTask['boundary'], bands: CaptureBand[], roots: string[]): Promise<FieldWindow> {
@@ -93,7 +100,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     validPixels: win.validPixels,
   };
   if (t.orderStats) result.order = kernel.orderStats();
-  if (t.geojson) result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside);
+  if (t.geojson) result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
   else if (t.values) {
     result.values = kernel.copyValues(new Float32Array(n));
     result.inside = win.inside.slice(); // transferred back: the cached window keeps its own
@@ -132,6 +139,12 @@ export default async function handle(task: Task): Promise<unknown> {
       return inspectCapture(task.capture, task.roots);
     case 'coverage':
       return runCoverage(task);
+    case 'gzip': {
+      const z = gzipSync(task.data, { level: task.level });
+      // A small result sits in Node's shared buffer pool: transfer a copy that owns its memory.
+      const own = z.byteOffset === 0 && z.byteLength === z.buffer.byteLength ? z : new Uint8Array(z);
+      return move(own as never);
+    }
     default:
       throw new Error(`unknown task kind ${(task as { kind: string }).kind}`);
   }

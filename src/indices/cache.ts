@@ -12,9 +12,9 @@ import type { FieldState } from './field-state.js';
 import type { CachedStats } from './stats-store.js';
 import { Lru } from '../platform/lru.js';
 
-/** A GeoJSON response body and, once asked for, its gzip encoding. */
+/** A GeoJSON response body: plain, gzip-encoded, or both (each made when first asked for). */
 export interface CachedBody {
-  raw: Buffer;
+  raw?: Buffer;
   gzip?: Buffer;
 }
 
@@ -27,7 +27,7 @@ export class IndexCache {
   /** Per `boundary hash|formula hash`: the statistics by capture id; bounded in captures. */
   readonly stats = new Lru<Map<string, CachedStats>>(200_000, (g) => g.size + 1);
   /** Whole GET indices bodies with GeoJSON, bounded in bytes (GEOJSON_CACHE_MB, default 64). */
-  readonly bodies = new Lru<CachedBody>(bodyLimit(), (b) => b.raw.byteLength + (b.gzip?.byteLength ?? 0));
+  readonly bodies = new Lru<CachedBody>(bodyLimit(), (b) => (b.raw?.byteLength ?? 0) + (b.gzip?.byteLength ?? 0));
   /** Work under way, so that a burst of identical misses computes once. */
   private readonly running = new Map<string, Promise<unknown>>();
 

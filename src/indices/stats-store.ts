@@ -83,6 +83,7 @@ export async function rememberStats(deps: IndexDeps, fieldId: string, state: Fie
     `INSERT INTO index_stats (imagery_id, field_id, boundary_hash, formula_hash, stats) VALUES ($1, $2, $3, $4, $5::jsonb)
      ON CONFLICT (imagery_id, field_id, boundary_hash, formula_hash) DO ${s.order !== undefined ? 'UPDATE SET stats = EXCLUDED.stats' : 'NOTHING'}`,
     [imageryId, fieldId, state.boundaryHash, fHash, JSON.stringify(s)],
+    { cacheWrite: true }, // field states do not read it: no reason to re-check their stamps
   );
 }
 

@@ -18,6 +18,11 @@ export interface QueryOptions {
    * kept on every connection. Ignored by the embedded backend.
    */
   prepare?: boolean;
+  /**
+   * The statement writes only a cache of values derived from immutable inputs (index_stats): it
+   * is not counted by writeCount, so caches that watch the count are not re-read because of it.
+   */
+  cacheWrite?: boolean;
 }
 
 export interface Sql {
@@ -96,8 +101,8 @@ async function openPglite(dataDir: string | undefined, schema: string): Promise<
   }
   let writes = 0;
   const wrap = (q: { query: PGlite['query'] }): Sql => ({
-    async query<T>(text: string, params?: unknown[]) {
-      if (!READ_ONLY.test(text)) writes++;
+    async query<T>(text: string, params?: unknown[], opts?: QueryOptions) {
+      if (!READ_ONLY.test(text) && !opts?.cacheWrite) writes++;
       const r = await q.query<T>(text, params as unknown[] | undefined);
       return r.rows;
     },

@@ -77,6 +77,9 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     closers.push(observePool(compute));
     closers.push(collectImageryMetrics());
     await compute.ping();
+    // Per-pixel GeoJSON runs here, at a low priority, so that it takes only cores nothing else wants.
+    const heavyCompute = config.role === 'worker' ? undefined : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, nice: config.heavy.nice });
+    if (heavyCompute) closers.push(() => heavyCompute.close());
 
     const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
     closers.push(() => queues.close(graceLeft()));
@@ -140,6 +143,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       webhooks,
       dispatcher,
       compute,
+      heavyCompute,
       reports,
       readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
       async close(graceMs = config.shutdownGraceMs) {

@@ -2,8 +2,8 @@
  * Heavy requests cannot starve cheap ones: uncached per-pixel GeoJSON runs under a bound of its
  * own (HEAVY_CONCURRENCY at once, HEAVY_QUEUE waiting, then 503 problem+json with Retry-After),
  * and a cheap request (warm zonal statistics) is answered while heavy ones are running and queued.
- * The compute thread is kept busy by the test (big index tasks) so that the heavy requests stay
- * in flight for as long as the test looks: ordering, not timing.
+ * The heavy requests' own compute thread is kept busy by the test (big index tasks) so that they
+ * stay in flight for as long as the test looks: ordering, not timing.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -42,12 +42,12 @@ describe('heavy work bound', () => {
     const cheap = url(0, false);
     expect((await t.app.inject({ method: 'GET', url: cheap, headers: t.auth() })).statusCode).toBe(200); // warm: no compute task
 
-    // Occupy the only compute thread: the heavy requests' tasks wait behind these.
+    // Occupy the heavy requests' thread: their tasks wait behind these.
     const program = compileFormula('(B08 - B04) / (B08 + B04)');
     const n = 1 << 22;
     const band = () => ({ dtype: 'u16' as const, scale: 0.0001, data: new Uint16Array(n).fill(1234) });
     let busy = true;
-    const blockers = Promise.all(Array.from({ length: 8 }, () => t.runtime.compute.runIndex({ program, bands: [band(), band()], orderStats: true }))).finally(() => (busy = false));
+    const blockers = Promise.all(Array.from({ length: 8 }, () => t.runtime.heavyCompute!.runIndex({ program, bands: [band(), band()], orderStats: true }))).finally(() => (busy = false));
 
     const settled = new Set<number>();
     const heavy = [1, 2].map((k) => t.app.inject({ method: 'GET', url: url(k, true), headers: t.auth() }).finally(() => settled.add(k)));

@@ -14,6 +14,8 @@ export interface Services {
   readiness: Record<string, () => Promise<void>>;
   webhooks: WebhookDeps;
   compute: ComputePool;
+  /** Threads of their own, at a low priority, for heavy requests (HEAVY_*); absent in ROLE=worker. */
+  heavyCompute?: ComputePool;
   reports: ReportDeps;
 }
 

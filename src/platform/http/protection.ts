@@ -60,15 +60,15 @@ export async function registerLoadShedding(app: FastifyInstance, shedCfg: Config
 /**
  * A bound of its own for heavy work (per-pixel GeoJSON: a compute task that writes megabytes, then
  * gzip): at most `concurrency` at once and `queue` more waiting in order; past that a request is
- * refused at once with 503 and Retry-After, as load shedding does. Cheap requests never wait here,
- * and the compute pool keeps threads free for them, so a burst of heavy requests delays only
- * other heavy ones.
+ * refused at once with 503 and Retry-After, as load shedding does. Cheap requests never wait here
+ * (and the work itself runs in low-priority threads of its own, runtime.ts), so a burst of heavy
+ * requests delays only other heavy ones.
  */
 export class HeavyWork {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly limits: Config['heavy'] & { retryAfterSeconds: number }) {}
+  constructor(private readonly limits: Pick<Config['heavy'], 'concurrency' | 'queue'> & { retryAfterSeconds: number }) {}
 
   /** Heavy work running and waiting for a slot. */
   get load(): { running: number; waiting: number } {

@@ -2,9 +2,10 @@
  * Per-pixel GeoJSON is written in the compute thread that holds the values, never on the API
  * thread (a 100 ha field is 2 MB of text: tens of ms that stalled every other request): a
  * field-index task asked for `geojson` answers the FeatureCollection's bytes, transferred, equal
- * to the writer applied to the values the same task computes, and no values.
+ * to the writer applied to the values the same task computes, within the room asked for (where
+ * the API thread writes the response's head), and no values.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -32,13 +33,40 @@ describe('compute pool, per-pixel GeoJSON', () => {
       orderStats: true,
     };
     const withValues = await pool.runFieldIndex({ ...task, values: true });
-    const withGeo = await pool.runFieldIndex({ ...task, geojson: true });
+    const room = { before: 16, after: 1 };
+    const withGeo = await pool.runFieldIndex({ ...task, geojson: room });
     expect(withGeo.geojson).toBeInstanceOf(Uint8Array);
     expect(withGeo.values).toBeUndefined();
     expect(withGeo.stats).toEqual(withValues.stats);
     const expected = pixelGeoJson(withValues.window, withValues.values!, withValues.inside!);
-    expect(Buffer.from(withGeo.geojson!).equals(expected)).toBe(true);
-    const fc = JSON.parse(Buffer.from(withGeo.geojson!).toString());
+    const fcBytes = Buffer.from(withGeo.geojson!).subarray(room.before, -room.after); // the room is the caller's
+    expect(fcBytes.equals(expected)).toBe(true);
+    const fc = JSON.parse(fcBytes.toString());
     expect(fc.features.length).toBe(withValues.inside!.reduce((a, b) => a + b, 0));
+  }, 60_000);
+});
+
+/** Nice value of each thread of this process (Linux: /proc/self/task/<tid>/stat, field 19). */
+function threadNice(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    out.set(Number(tid), Number(fields[16]));
+  }
+  return out;
+}
+
+describe.runIf(process.platform === 'linux')('compute pool at a low priority', () => {
+  it('runs its threads at the nice value asked for, and only them', async () => {
+    const before = threadNice();
+    const pool = new ComputePool({ size: 2, nice: 7 });
+    try {
+      await Promise.all([pool.ping(), pool.ping()]);
+      const added = [...threadNice()].filter(([tid]) => !before.has(tid));
+      expect(added.filter(([, nice]) => nice === 7).length).toBeGreaterThanOrEqual(2);
+      expect(threadNice().get(process.pid)).toBe(before.get(process.pid)); // this thread is untouched
+    } finally {
+      await pool.close();
+    }
   }, 60_000);
 });
