@@ -7,13 +7,19 @@
  * - beside it, the peer: a Python script with rasterio and numpy computing the same statistics for
  *   the same field from the same files (Debian's python3-rasterio), run before and after ours;
  *   our rate ÷ theirs, and PASS/MISS for each target. The service's CPU ms per request (from
- *   /proc) is printed too: it moves less than latency when others load the machine.
+ *   /proc) is printed too: it moves less than latency when others load the machine;
+ * - starvation: the warm zonal-statistics request's p99 alone, then with HEAVY_CLIENTS clients
+ *   asking for per-pixel GeoJSON that no cache holds (from a worker thread, so that their reading
+ *   does not delay this thread's clock), in alternating rounds, and the ratio against the goal
+ *   (mixed ≤ 2× alone).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { packageRoot } from '../src/platform/paths.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
@@ -58,18 +64,26 @@ async function cannon(url: string, key: string, seconds: number, connections = 4
  * A keep-alive load loop on node:http that reads bodies as bytes: autocannon appends each body to
  * a string, which on gzip (random-looking bytes) costs the client more than the server's work.
  */
-async function loop(url: string, headers: Record<string, string>, seconds: number, connections = 4) {
+async function loop(url: string | ((i: number) => string), headers: Record<string, string>, seconds: number | (() => boolean), connections = 4) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const lat: number[] = [];
   let errors = 0;
+  let shed = 0;
   let bytes = 0;
+  let sent = 0;
   const one = () =>
     new Promise<void>((resolve) => {
       const t = performance.now();
-      const req = http.get(url, { agent, headers }, (res) => {
+      const req = http.get(typeof url === 'string' ? url : url(sent++), { agent, headers }, (res) => {
         let n = 0;
         res.on('data', (c: Buffer) => (n += c.length));
         res.on('end', () => {
+          if (res.statusCode === 503) {
+            // Load shedding: a client that honours Retry-After (at most 1 s here, to keep the run short).
+            shed++;
+            setTimeout(resolve, Math.min(1000, Number(res.headers['retry-after'] ?? 1) * 1000));
+            return;
+          }
           if (res.statusCode !== 200) errors++;
           bytes = n;
           lat.push(performance.now() - t);
@@ -82,14 +96,53 @@ async function loop(url: string, headers: Record<string, string>, seconds: numbe
       });
     });
   const t0 = performance.now();
-  const until = t0 + seconds * 1000;
+  const going = typeof seconds === 'number' ? () => performance.now() < t0 + seconds * 1000 : seconds;
   await Promise.all(Array.from({ length: connections }, async () => {
-    while (performance.now() < until) await one();
+    while (going()) await one();
   }));
   const elapsed = (performance.now() - t0) / 1000;
   agent.destroy();
-  lat.sort((a, b) => a - b);
-  return { rps: lat.length / elapsed, p50: lat[Math.floor(lat.length * 0.5)] ?? NaN, p99: lat[Math.floor(lat.length * 0.99)] ?? NaN, errors, total: lat.length, bytes };
+  return { ...summary(lat, elapsed), errors, shed, bytes, lat };
+}
+
+/** Rate, median and 99th percentile of latencies (ms) measured over `seconds`. */
+function summary(lat: number[], seconds: number) {
+  const s = [...lat].sort((a, b) => a - b);
+  return { rps: s.length / seconds, p50: s[Math.floor(s.length * 0.5)] ?? NaN, p99: s[Math.floor(s.length * 0.99)] ?? NaN, total: s.length };
+}
+
+type LoopResult = Awaited<ReturnType<typeof loop>>;
+
+const HEAVY_CLIENTS = 8;
+/** Alone and mixed alternate, so that the machine's other load falls on both alike. */
+const STARVATION_ROUNDS = 3;
+const STARVATION_S = 5;
+/** Fields the heavy clients cycle over (× 5 indices × 52 captures: far more than the body cache holds). */
+const HEAVY_FIELDS = 5;
+
+/** In a worker thread: `connections` clients cycling through `urls` until the parent says stop. */
+if (!isMainThread && workerData?.role === 'heavy-clients') {
+  const w = workerData as { urls: string[]; headers: Record<string, string>; connections: number };
+  let stop = false;
+  parentPort!.once('message', () => (stop = true));
+  void loop((i) => w.urls[i % w.urls.length]!, w.headers, () => !stop, w.connections).then((r) => parentPort!.postMessage(r));
+}
+
+/** Starts the heavy clients in a worker thread; `stop()` ends them and returns their figures. */
+function heavyClients(urls: string[], headers: Record<string, string>, connections: number): { stop(): Promise<LoopResult> } {
+  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { role: 'heavy-clients', urls, headers, connections } });
+  const done = new Promise<LoopResult>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return {
+    async stop() {
+      worker.postMessage('stop');
+      const r = await done;
+      await worker.terminate();
+      return r;
+    },
+  };
 }
 
 /** CPU time (user + system, all threads) of a process in ms, from /proc; null elsewhere. */
@@ -133,7 +186,7 @@ function runPeer(job: unknown): Peer | null {
   }
 }
 
-const TARGET = { warmP99: 50, peerRatio: 5, seriesMs: 20 };
+const TARGET = { warmP99: 50, peerRatio: 5, seriesMs: 20, starvation: 2 };
 
 export default async function httpBench(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fa-bench-'));
@@ -149,6 +202,12 @@ export default async function httpBench(): Promise<void> {
     const key = /\b(fak_[A-Za-z0-9_-]{43})\b/.exec(svc.output())![1]!;
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const f = await (await fetch(`${svc.base}/v1/fields`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench 100 ha', boundary: field }) })).json() as { id: string; area_ha: number };
+    // Fields one pixel smaller each side, for the heavy clients of the starvation row.
+    const heavyFields = [f.id];
+    for (let k = 1; k < HEAVY_FIELDS; k++) {
+      const r = await fetch(`${svc.base}/v1/fields`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `bench heavy ${k}`, boundary: sceneField(spec, (100 - 2 * k) / 256) }) });
+      heavyFields.push(((await r.json()) as { id: string }).id);
+    }
     const ids: string[] = [];
     for (const c of caps) {
       const r = await fetch(`${svc.base}/v1/imagery`, { method: 'POST', headers: auth, body: JSON.stringify({ source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, scale: 0.0001, offset: -0.1 }) });
@@ -183,6 +242,34 @@ export default async function httpBench(): Promise<void> {
     await (await fetch(series, { headers: auth })).text(); // fills the statistics cache
     const seriesRun = await measured(svc, () => cannon(series, key, 8));
     const seriesOne = await measured(svc, () => cannon(series, key, 6, 1));
+    // Starvation: the cheap request alone, then beside clients asking for GeoJSON that no cache
+    // holds (every field × index × capture in turn: far more bodies than GEOJSON_CACHE_MB keeps),
+    // in alternating rounds; each phase's latencies pooled.
+    const heavyUrls = heavyFields.flatMap((fid) => ['NDVI', 'NDRE', 'EVI', 'SAVI', 'MSAVI2'].flatMap((ix) => ids.map((id, k) => `${svc.base}/v1/fields/${fid}/indices?index=${ix}&date=${dates[k]}&imagery_id=${id}&zonal_stats=true`)));
+    const bearer = { authorization: `Bearer ${key}` };
+    const aloneLat: number[] = [];
+    const mixedLat: number[] = [];
+    const heavyRuns: LoopResult[] = [];
+    let heavySent = 0;
+    const c0 = cpuMs(svc.child.pid!);
+    for (let round = 0; round < STARVATION_ROUNDS; round++) {
+      aloneLat.push(...(await loop(one, bearer, STARVATION_S)).lat);
+      const heavy = heavyClients([...heavyUrls.slice(heavySent), ...heavyUrls.slice(0, heavySent)], { ...bearer, 'accept-encoding': 'gzip' }, HEAVY_CLIENTS);
+      await new Promise((r) => setTimeout(r, 500));
+      mixedLat.push(...(await loop(one, bearer, STARVATION_S)).lat);
+      const h = await heavy.stop();
+      heavySent = (heavySent + h.total + h.shed) % heavyUrls.length;
+      heavyRuns.push(h);
+    }
+    const alone = { ...summary(aloneLat, STARVATION_ROUNDS * STARVATION_S), errors: 0, cpu: null };
+    const mixed = { ...summary(mixedLat, STARVATION_ROUNDS * STARVATION_S), errors: 0, cpu: null };
+    const heavyRun = {
+      ...summary(heavyRuns.flatMap((h) => h.lat), STARVATION_ROUNDS * (STARVATION_S + 0.5)),
+      errors: heavyRuns.reduce((n, h) => n + h.errors, 0),
+      shed: heavyRuns.reduce((n, h) => n + h.shed, 0),
+      cpu: null,
+    };
+    const starvationCpuS = c0 === null ? null : ((cpuMs(svc.child.pid!) ?? c0) - c0) / 1000;
     await stop(svc);
     peers.push(runPeer(job));
     const peer = peers.filter((p): p is Peer => !!p).sort((a, b) => b.runs_per_s - a.runs_per_s)[0] ?? null;
@@ -198,6 +285,9 @@ export default async function httpBench(): Promise<void> {
       row(`  same, node:http client, gzip (${(geoGzip.bytes / 1e6).toFixed(2)} MB)`, geoGzip),
       row('GET one-year weekly time series (53 intervals), cached statistics (autocannon)', seriesRun),
       row('  same, 1 connection', seriesOne),
+      row(`GET indices, zonal_stats, warm, alone (node:http client; ${STARVATION_ROUNDS} rounds of ${STARVATION_S} s)`, alone),
+      row(`  same, beside ${HEAVY_CLIENTS} clients asking for uncached per-pixel GeoJSON (gzip), rounds between those`, mixed),
+      row(`  the ${HEAVY_CLIENTS} GeoJSON clients meanwhile (${heavyRun.shed} shed with 503)`, heavyRun),
       ...peers.map((p, i) => (p ? { what: `peer: rasterio + numpy, one request = open, read, mask, compute (${i ? 'after' : 'before'} ours)`, 'req/s': p.runs_per_s.toFixed(0), 'p50 ms': p.ms_per_run.toFixed(1), 'p99 ms': '', 'CPU ms/req': '', errors: 0 } : null)).filter((x) => x),
     ]);
     const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
@@ -213,6 +303,9 @@ export default async function httpBench(): Promise<void> {
       console.log(`target: one-year weekly series under ${TARGET.seriesMs} ms at ${n} connection${n > 1 ? 's' : ''}: p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms → ${verdict(r.p99 < TARGET.seriesMs && r.p50 < TARGET.seriesMs)}`);
     }
     console.log(`GeoJSON gzip: ${(geoPlain.bytes / geoGzip.bytes).toFixed(1)}× fewer bytes`);
+    const starved = mixed.p99 / alone.p99;
+    console.log(`target: warm zonal_stats p99 beside ${HEAVY_CLIENTS} uncached GeoJSON clients ≤ ${TARGET.starvation}× alone: ${alone.p99.toFixed(1)} ms alone, ${mixed.p99.toFixed(1)} ms mixed = ${starved.toFixed(2)}× → ${verdict(starved <= TARGET.starvation)}` +
+      ` (service CPU during the starvation rounds ${starvationCpuS === null ? '?' : starvationCpuS.toFixed(1)} s; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
