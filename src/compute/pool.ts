@@ -33,10 +33,10 @@ export interface ComputePoolOptions {
    */
   tasksPerThread?: number;
   /**
-   * Nice value of the threads (0-19; Linux only, where it is per thread): a pool for background
-   * work yields the cores to the API thread and to the other pool whenever they want them.
+   * Threads for background work (Linux: SCHED_IDLE, else nice 19, both per thread): they run
+   * only on cores that the API thread and the other pool leave idle.
    */
-  nice?: number;
+  background?: boolean;
 }
 
 export class ComputePool {
@@ -53,7 +53,7 @@ export class ComputePool {
       idleTimeout: Number.MAX_SAFE_INTEGER,
       // geotiff.js loads the web-worker shim, which reads `workerData` in any worker thread and
       // fails when it is absent; an object makes it behave as on the main thread.
-      workerData: { nice: opts.nice ?? 0 },
+      workerData: { background: !!opts.background },
     });
   }
 

@@ -3,6 +3,8 @@
  * keeps fresh WebAssembly on its baseline compiler for a while; a warm-up pass gets the optimised
  * code in before the first request, the per-formula JIT modules of the common layouts included).
  */
+import { execFileSync } from 'node:child_process';
+import { readlinkSync } from 'node:fs';
 import os from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { workerData } from 'node:worker_threads';
@@ -18,9 +20,16 @@ import { pixelGeoJson } from './pixel-geojson.js';
 
 registerFastDecoders();
 
-// Linux keeps a nice value per thread: this one alone yields (ComputePoolOptions.nice).
-const nice = Number((workerData as { nice?: number } | undefined)?.nice ?? 0);
-if (nice > 0 && process.platform === 'linux') os.setPriority(nice);
+// Threads for background work (ComputePoolOptions.background) run under SCHED_IDLE on Linux: the
+// scheduler gives them a core only when nothing else wants it, and takes it back the moment
+// something wakes. Nice 19 where chrt (util-linux) is missing: also per thread on Linux.
+if ((workerData as { background?: boolean } | undefined)?.background && process.platform === 'linux') {
+  try {
+    execFileSync('chrt', ['--idle', '-p', '0', readlinkSync('/proc/thread-self').split('/').pop()!], { stdio: 'ignore' });
+  } catch {
+    os.setPriority(19);
+  }
+}
 
 /** The field window, from the cache when this thread read it before. */
 async function windowFor(capture: FieldIndexTask['capture'], boundary: FieldIndexTask['boundary'], bands: CaptureBand[], roots: string[]): Promise<FieldWindow> {

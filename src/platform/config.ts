@@ -44,12 +44,12 @@ export interface Config {
   };
   /**
    * Heavy requests (per-pixel GeoJSON not cached): prepared at once, each in a compute thread of
-   * their own at this nice value, and waiting beyond that (more: 503).
+   * their own (background priority unless turned off), and waiting beyond that (more: 503).
    */
   heavy: {
     concurrency: number;
     queue: number;
-    nice: number;
+    background: boolean;
   };
   /** Every HTTP(S) range read of remote imagery must finish within this (IMAGERY_TIMEOUT_MS). */
   imageryTimeoutMs: number;
@@ -231,7 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     heavy: {
       concurrency: int(env, 'HEAVY_CONCURRENCY', Math.max(1, Math.floor(computeThreads / 2)), 1, 1024),
       queue: int(env, 'HEAVY_QUEUE', 32, 0, 100_000),
-      nice: int(env, 'HEAVY_NICE', 10, 0, 19),
+      background: bool(env, 'HEAVY_BACKGROUND', true),
     },
     imageryTimeoutMs: imageryTimeoutMs(env),
     imageryAllowPrivateNetworks: imageryAllowPrivateNetworks(env),

@@ -77,8 +77,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     closers.push(observePool(compute));
     closers.push(collectImageryMetrics());
     await compute.ping();
-    // Per-pixel GeoJSON runs here, at a low priority, so that it takes only cores nothing else wants.
-    const heavyCompute = config.role === 'worker' ? undefined : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, nice: config.heavy.nice });
+    // Per-pixel GeoJSON runs here, in the background, so that it takes only cores nothing else wants.
+    const heavyCompute = config.role === 'worker' ? undefined : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, background: config.heavy.background });
     if (heavyCompute) closers.push(() => heavyCompute.close());
 
     const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
