@@ -18,12 +18,15 @@ import type { Imagery, ImageryCreate } from './schemas.js';
 import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
+import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
 import { CAPTURE_BANDS, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
   db: Database;
   compute: ComputePool;
   roots: string[];
+  /** DATA_DIR/imagery/uploads: at registration, only the caller's own folder in it may be named. */
+  uploadDir?: string;
   /** Where failures after the response is decided go (a field's coverage, alert evaluation). */
   log?: { warn(obj: object, msg: string): void };
 }
@@ -64,14 +67,15 @@ export function normalise(input: ImageryCreate): { capture: CaptureSource; sourc
   };
 }
 
+const bandPath = (band: string) => (band === 'mask' ? '/body/mask' : `/body/bands/${band}`);
+
 /** Errors from the worker arrive as `band: reason`. */
 function fromWorker(err: unknown): AppError {
   const m = (err as Error)?.message ?? String(err);
   const hit = /^(B\d\d|B8A|mask): (.*)$/s.exec(m);
   if (hit) {
     const band = hit[1]!;
-    const path = band === 'mask' ? '/body/mask' : `/body/bands/${band}`;
-    return invalid(path, 'unreadable_file', `${band}: ${hit[2]}`);
+    return invalid(bandPath(band), 'unreadable_file', `${band}: ${hit[2]}`);
   }
   return invalid('/body', 'unreadable_file', m);
 }
@@ -129,8 +133,28 @@ interface ImageryRow {
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
+/**
+ * Every local href of the capture must lie in IMAGERY_ROOTS, and in the uploads directory only in
+ * the caller's own folder; checked here, where the account is known, before any file is opened.
+ * One answer for every path outside (existing or not), so the disk cannot be probed.
+ */
+async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: CaptureSource): Promise<void> {
+  const rules = registrationRules(deps.roots, deps.uploadDir, accountId);
+  const refs: Array<[string, string]> = [...Object.entries(capture.bands).map(([b, src]): [string, string] => [b, src!.href]), ...(capture.mask ? [['mask', capture.mask.href] as [string, string]] : [])];
+  for (const [band, href] of refs) {
+    if (/^https?:\/\//i.test(href)) continue;
+    try {
+      await resolveLocal(href, rules);
+    } catch (err) {
+      if (!(err instanceof LocalPathError)) throw err;
+      throw invalid(bandPath(band), err.kind === 'outside' ? 'path_not_allowed' : 'file_not_found', `${band}: ${err.message}`);
+    }
+  }
+}
+
 export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery> {
   const { capture, source, date, cloud } = normalise(input);
+  await checkLocalPaths(deps, accountId, capture);
   const info = await deps.compute.inspect({ capture, roots: deps.roots }).catch((err) => {
     throw fromWorker(err);
   });

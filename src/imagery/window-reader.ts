@@ -7,14 +7,13 @@
  * treats DN 0 and the declared no-data value as "no value".
  */
 import { fromCustomClient, fromFile, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
-import { realpathSync } from 'node:fs';
-import path from 'node:path';
 import type { Dtype } from '../compute/kernel-host.js';
 import type { Boundary } from '../fields/boundary.js';
 import { CrsError, epsgFromGeoKeys, fromWgs84 } from './crs.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { readWindow } from './raw-window.js';
 import { TimedFetchClient } from './http-client.js';
+import { resolveLocal } from './local-path.js';
 import { countLocalReads } from './metrics.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
@@ -99,30 +98,9 @@ interface Grid {
 const MAX_OPEN = 256;
 const tiffs = new Map<string, Promise<GeoTIFF>>();
 
-export function resolveLocal(href: string, roots: string[]): string {
-  const p = href.startsWith('file://') ? new URL(href).pathname : href;
-  let real: string;
-  try {
-    real = realpathSync(path.resolve(p));
-  } catch {
-    throw new Error(`file not found: ${p}`);
-  }
-  const ok = roots.some((r) => {
-    let root: string;
-    try {
-      root = realpathSync(path.resolve(r));
-    } catch {
-      return false;
-    }
-    return real === root || real.startsWith(root + path.sep);
-  });
-  if (!ok) throw new Error(`the path is outside the allowed imagery directories (IMAGERY_ROOTS)`);
-  return real;
-}
-
 export async function openTiff(href: string, roots: string[], signal?: AbortSignal): Promise<GeoTIFF> {
   const remote = /^https?:\/\//i.test(href);
-  const key = remote ? href : resolveLocal(href, roots);
+  const key = remote ? href : await resolveLocal(href, roots);
   let t = tiffs.get(key);
   if (t) {
     tiffs.delete(key);
