@@ -13,16 +13,11 @@ import { fromFile } from 'geotiff';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CrsError, fromWgs84, toWgs84 } from '../../../src/imagery/crs.js';
 import { crsFromGeoKeys, type GeoKeys } from '../../../src/imagery/geokeys.js';
+import { gdalAvailable } from '../../helpers/gdal.js';
 import { writeGeoTiff } from '../../../src/imagery/tiff-writer.js';
 import { pixelAreaHa } from '../../../src/reports/content/raster.js';
 
-let gdal = false;
-try {
-  execFileSync('gdalinfo', ['--version'], { stdio: 'ignore' });
-  gdal = true;
-} catch {
-  console.warn('[test] gdalinfo not found: the CRS checks against GDAL are SKIPPED (apt-get install gdal-bin)');
-}
+const gdal = gdalAvailable('the CRS checks against GDAL are');
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'crs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
