@@ -4,7 +4,8 @@
  * catches corrupt and truncated files); all bands share the CRS and their resolutions divide
  * each other. Runs in a worker thread (it decodes pixels).
  */
-import { epsgFromGeoKeys } from './crs.js';
+import { CrsError, crsLabel, type CrsRef } from './crs.js';
+import { crsFromGeoKeys } from './geokeys.js';
 import { readWindow } from './raw-window.js';
 import { ImageryError, openTiff, type CaptureSource } from './window-reader.js';
 import type { InspectResult } from '../compute/tasks.js';
@@ -20,11 +21,11 @@ export async function inspectCapture(capture: CaptureSource, roots: string[]): P
     } catch (err) {
       throw new ImageryError(band, describeOpenError(err as Error));
     }
-    let epsg: number;
+    let epsg: CrsRef;
     try {
-      epsg = epsgFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
+      epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
     } catch (err) {
-      throw new ImageryError(band, (err as Error).message);
+      throw new ImageryError(band, err instanceof CrsError ? `unsupported CRS: ${err.message}` : (err as Error).message);
     }
     let origin: number[], res: number[];
     try {
@@ -54,7 +55,7 @@ export async function inspectCapture(capture: CaptureSource, roots: string[]): P
   const list = Object.entries(out);
   const [firstName, first] = list[0]!;
   for (const [band, b] of list) {
-    if (b.epsg !== first.epsg) throw new ImageryError(band, `CRS EPSG:${b.epsg} differs from ${firstName}'s EPSG:${first.epsg}: all bands must share one CRS`);
+    if (b.epsg !== first.epsg) throw new ImageryError(band, `CRS ${crsLabel(b.epsg)} differs from ${firstName}'s ${crsLabel(first.epsg)}: all bands must share one CRS`);
     const ratio = Math.abs(b.resX) / Math.abs(first.resX);
     const r = ratio >= 1 ? ratio : 1 / ratio;
     if (Math.abs(r - Math.round(r)) > 1e-6) throw new ImageryError(band, `resolution ${Math.abs(b.resX)} does not divide ${firstName}'s ${Math.abs(first.resX)}: bands must line up`);

@@ -14,6 +14,12 @@ export interface GeoTiffSpec {
   /** Row-major pixels; with several samples per pixel, interleaved (s0 s1 … of a pixel together). */
   data: Uint16Array | Uint8Array;
   epsg: number;
+  /**
+   * GeoKeys added to (or replacing) the ones `epsg` implies, by key id: a user-defined CRS is
+   * `epsg: 32767` plus its keys. Keys 2053–2062 and 3077–3096 are doubles (GeoDoubleParamsTag),
+   * the others SHORT values.
+   */
+  geoKeys?: Record<number, number | number[]>;
   /** Top-left corner in CRS units and the pixel size (positive). */
   originX: number;
   originY: number;
@@ -87,6 +93,28 @@ const LONG = 4;
 const DOUBLE = 12;
 const ASCII = 2;
 
+const isDoubleKey = (key: number) => (key >= 2053 && key <= 2062 && key !== 2054 && key !== 2056 && key !== 2060) || (key >= 3077 && key <= 3096);
+
+/** The GeoKeyDirectory (version 1.1.0, keys ascending) and the GeoDoubleParams it points into. */
+function geoKeyDirectory(spec: GeoTiffSpec): { geoKeys: number[]; geoDoubles: number[] } {
+  const geographic = spec.epsg === 4326 || spec.geoKeys?.[1024] === 2;
+  const keys: Record<number, number | number[]> = { 1024: geographic ? 2 : 1, 1025: 1, [geographic ? 2048 : 3072]: spec.epsg, ...spec.geoKeys };
+  const ids = Object.keys(keys).map(Number).sort((a, b) => a - b);
+  const geoKeys = [1, 1, 0, ids.length];
+  const geoDoubles: number[] = [];
+  for (const id of ids) {
+    const v = keys[id]!;
+    if (isDoubleKey(id)) {
+      const list = typeof v === 'number' ? [v] : v;
+      geoKeys.push(id, 34736, list.length, geoDoubles.length);
+      geoDoubles.push(...list);
+    } else {
+      geoKeys.push(id, 0, 1, v as number);
+    }
+  }
+  return { geoKeys, geoDoubles };
+}
+
 export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
   const { width, height, data } = spec;
   const tile = spec.tileSize ?? 256;
@@ -115,7 +143,7 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
       tiles.push(compression === 'deflate' ? deflateSync(raw, { level: 6 }) : compression === 'lzw' ? lzwEncode(raw) : Buffer.from(raw));
     }
   }
-  const geoKeys = [1, 1, 0, 3, 1024, 0, 1, spec.epsg === 4326 ? 2 : 1, 1025, 0, 1, 1, spec.epsg === 4326 ? 2048 : 3072, 0, 1, spec.epsg];
+  const { geoKeys, geoDoubles } = geoKeyDirectory(spec);
   const entries: Array<{ tag: number; type: number; values: number[] | string }> = [
     { tag: 256, type: LONG, values: [width] },
     { tag: 257, type: LONG, values: [height] },
@@ -134,6 +162,7 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
     { tag: 33550, type: DOUBLE, values: [spec.resolution, spec.resolution, 0] },
     { tag: 33922, type: DOUBLE, values: [0, 0, 0, spec.originX, spec.originY, 0] },
     { tag: 34735, type: SHORT, values: geoKeys },
+    ...(geoDoubles.length ? [{ tag: 34736, type: DOUBLE, values: geoDoubles }] : []),
     ...(spec.nodata !== undefined ? [{ tag: 42113, type: ASCII, values: `${spec.nodata}\0` }] : []),
   ];
   const size = (e: (typeof entries)[number]) => (typeof e.values === 'string' ? e.values.length : e.values.length * (e.type === DOUBLE ? 8 : e.type === LONG ? 4 : 2));

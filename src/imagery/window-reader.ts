@@ -9,7 +9,8 @@
 import { fromCustomClient, fromFile, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
 import type { Dtype } from '../compute/kernel-host.js';
 import type { Boundary } from '../fields/boundary.js';
-import { CrsError, epsgFromGeoKeys, fromWgs84 } from './crs.js';
+import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
+import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { readWindow } from './raw-window.js';
 import { TimedFetchClient } from './http-client.js';
@@ -57,7 +58,8 @@ export interface WindowBand {
 export interface FieldWindow {
   width: number;
   height: number;
-  epsg: number;
+  /** The raster's CRS: an EPSG code, or the proj4 definition of a CRS its GeoKeys define. */
+  epsg: CrsRef;
   /** Raster CRS coordinates of the window's top-left corner and the pixel size (y negative). */
   originX: number;
   originY: number;
@@ -82,7 +84,7 @@ export interface ReadOptions {
 
 interface Grid {
   image: GeoTIFFImage;
-  epsg: number;
+  epsg: CrsRef;
   ox: number;
   oy: number;
   rx: number;
@@ -131,11 +133,11 @@ async function gridOf(band: string, href: string, opts: ReadOptions): Promise<Gr
   } catch (err) {
     throw new ImageryError(band, `not a readable GeoTIFF (${(err as Error).message})`);
   }
-  let epsg: number;
+  let epsg: CrsRef;
   try {
-    epsg = epsgFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
+    epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
   } catch (err) {
-    throw new ImageryError(band, (err as CrsError).message);
+    throw new ImageryError(band, err instanceof CrsError ? `unsupported CRS: ${err.message}` : (err as Error).message);
   }
   let origin: number[];
   let res: number[];
@@ -218,13 +220,16 @@ export async function readFieldWindow(capture: CaptureSource, boundary: Boundary
   }
   const first = grids.get(bands[0]!)!;
   for (const [b, g] of grids) {
-    if (g.epsg !== first.epsg) throw new ImageryError(b, `CRS EPSG:${g.epsg} differs from ${bands[0]}'s EPSG:${first.epsg}`);
+    if (g.epsg !== first.epsg) throw new ImageryError(b, `CRS ${crsLabel(g.epsg)} differs from ${bands[0]}'s ${crsLabel(first.epsg)}`);
   }
   // The finest band defines the grid of the window.
   const fineBand = bands.reduce((a, b) => (Math.abs(grids.get(b)!.rx) < Math.abs(grids.get(a)!.rx) ? b : a));
   const g = grids.get(fineBand)!;
   const project = fromWgs84(g.epsg);
   const rings: Ring[] = ringsOf(boundary).map((ring) => ring.map((p) => project(p)));
+  if (!rings.every((ring) => ring.every(([x, y]) => Number.isFinite(x) && Number.isFinite(y)))) {
+    throw new ImageryError(fineBand, `the field cannot be projected to the raster's ${crsLabel(g.epsg)} (it lies outside the projection's domain)`);
+  }
   let minC = Infinity, maxC = -Infinity, minR = Infinity, maxR = -Infinity;
   for (const ring of rings) {
     for (const [x, y] of ring) {
@@ -261,7 +266,7 @@ export async function readFieldWindow(capture: CaptureSource, boundary: Boundary
   const valid = inside.slice();
   if (capture.mask) {
     const mg = await gridOf('mask', capture.mask.href, opts);
-    if (mg.epsg !== g.epsg) throw new ImageryError('mask', `CRS EPSG:${mg.epsg} differs from the bands' EPSG:${g.epsg}`);
+    if (mg.epsg !== g.epsg) throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
     const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
     for (let k = 0; k < valid.length; k++) if (valid[k] && SCL_MASKED.has(data[k]!)) valid[k] = 0;
   }

@@ -51,7 +51,9 @@ describe('scouting', () => {
     expect(threshold.mad).toBeCloseTo(mad, 4);
     expect(threshold.value).toBeCloseTo(med - 2 * Math.max(1.4826 * mad, 0.02), 4);
     expect(total).toBe(2);
-    expect(anomalies.map((a) => a.content.area_ha)).toEqual([1.2, 0.25]);
+    // Ground areas: 120 and 25 pixels of 10 m grid, each 100.04 m² on the ground (UTM's scale factor
+    // is 0.99981 130 km east of zone 31's central meridian).
+    expect(anomalies.map((a) => a.content.area_ha)).toEqual([1.2005, 0.2501]);
     expect(anomalies[0]!.content).toMatchObject({ rank: 1, severity: 'high', share_of_field_pct: 3.33 });
     expect(anomalies[0]!.content.mean).toBeCloseTo(0.45, 5);
     expect(anomalies[1]!.content.severity).toBe('high'); // 0.1 below a median with σ floor 0.02: z = 5
