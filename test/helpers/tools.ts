@@ -17,7 +17,9 @@ export function toolAvailable(what: string, install: string, probe: () => void):
 }
 
 export const hasGdal = (): boolean =>
-  toolAvailable('GDAL (gdal_translate)', 'gdal-bin', () => execFileSync('gdal_translate', ['--version'], { stdio: 'ignore' }));
+  toolAvailable('GDAL (gdalinfo, gdal_translate, ogr2ogr)', 'gdal-bin', () => {
+    for (const tool of ['gdalinfo', 'gdal_translate', 'ogr2ogr']) execFileSync(tool, ['--version'], { stdio: 'ignore' });
+  });
 
 export const hasRasterio = (): boolean =>
   toolAvailable('python3-rasterio', 'python3-rasterio', () => execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' }));

@@ -14,12 +14,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gdalAvailable } from '../helpers/gdal.js';
+import { hasGdal } from '../helpers/tools.js';
 import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { dbBackends } from '../helpers/backends.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 
-const gdal = gdalAvailable('the national-grid and user-defined CRS captures are');
+const gdal = hasGdal();
 
 // Albers Equal Area for the conterminous US on NAD83 (datum by code), as a GeoTIFF writer that
 // does not know EPSG:5070 would describe it: ProjectedCSTypeGeoKey 32767 and the parameters.

@@ -13,11 +13,11 @@ import { fromFile } from 'geotiff';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CrsError, fromWgs84, toWgs84 } from '../../../src/imagery/crs.js';
 import { crsFromGeoKeys, type GeoKeys } from '../../../src/imagery/geokeys.js';
-import { gdalAvailable } from '../../helpers/gdal.js';
+import { hasGdal } from '../../helpers/tools.js';
 import { writeGeoTiff } from '../../../src/imagery/tiff-writer.js';
 import { pixelAreaHa } from '../../../src/reports/content/raster.js';
 
-const gdal = gdalAvailable('the CRS checks against GDAL are');
+const gdal = hasGdal();
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'crs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
