@@ -18,6 +18,7 @@ import { healthRoutes } from './platform/http/health.js';
 import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
+import { registerNulGuard } from './platform/http/nul-guard.js';
 import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
 import { registerRequestLog } from './platform/http/request-log.js';
 
@@ -57,6 +58,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
   // instead of being refused as 415.
   app.removeContentTypeParser('text/plain');
   registerProblemHandlers(app);
+  registerNulGuard(app);
   registerRequestLog(app);
   await registerLoadShedding(app, s.config.shed, s.compute);
   await registerOpenApi(app, s.config.publicBaseUrl);

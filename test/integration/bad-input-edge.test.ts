@@ -1,10 +1,13 @@
 /**
  * Hostile input at the edge of the HTTP API, each answered 4xx application/problem+json, never a
  * 5xx, a reset or a hang:
+ * - the NUL character (which PostgreSQL cannot store) in every place a string enters: body fields
+ *   and keys, path ids, query filters, imagery `source`, the metadata part of an upload; on both
+ *   database backends, where it used to be a 500;
  * - a revoked and an unknown API key, which must be indistinguishable.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +35,94 @@ function expectProblem(res: Answer, status: number, code: string): Record<string
 }
 
 const fromInject = (r: { statusCode: number; headers: Record<string, unknown>; body: string }): Answer => ({ status: r.statusCode, contentType: String(r.headers['content-type'] ?? ''), body: r.body });
+
+const NUL = '\u0000';
+const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 40, seed: 7 };
+
+interface Ctx {
+  fieldId: string;
+  cap: SyntheticCapture;
+}
+interface NulCase {
+  name: string;
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  url: (c: Ctx) => string;
+  payload?: (c: Ctx) => unknown;
+  /** JSON Pointer the answer must name. */
+  path: string;
+}
+
+const field = { name: 'north', boundary: square(5, 51) };
+const nulCases: NulCase[] = [
+  { name: 'field name', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, name: `a${NUL}b` }), path: '/body/name' },
+  { name: 'crop_type', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, crop_type: `maize${NUL}` }), path: '/body/crop_type' },
+  { name: 'crop_type in a PATCH', method: 'PATCH', url: (c) => `/v1/fields/${c.fieldId}`, payload: () => ({ crop_type: NUL }), path: '/body/crop_type' },
+  { name: 'a property name', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, [`na${NUL}me`]: 'x' }), path: `/body/na${NUL}me` },
+  { name: 'a boundary member', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, boundary: { ...field.boundary, type: `Polygon${NUL}` } }), path: '/body/boundary/type' },
+  { name: 'a field id in the path', method: 'GET', url: () => '/v1/fields/fld_%00', path: '/path/id' },
+  { name: 'a field id in a nested path', method: 'GET', url: () => '/v1/fields/fld_%00x/imagery', path: '/path/id' },
+  { name: 'a report id in the path', method: 'DELETE', url: () => '/v1/reports/rpt_%00', path: '/path/id' },
+  { name: 'the crop_type filter', method: 'GET', url: () => '/v1/fields?crop_type=maize%00', path: '/query/crop_type' },
+  { name: 'the field_id filter of reports', method: 'GET', url: () => '/v1/reports?field_id=%00', path: '/query/field_id' },
+  { name: 'an imagery_id in the query', method: 'GET', url: (c) => `/v1/fields/${c.fieldId}/indices?index=NDVI&date=2025-06-01&imagery_id=img_%00`, path: '/query/imagery_id' },
+  { name: 'a download signature', method: 'GET', url: () => '/v1/reports/rpt_x/download?expires=1&signature=%00', path: '/query/signature' },
+  {
+    name: 'imagery source',
+    method: 'POST',
+    url: () => '/v1/imagery',
+    payload: (c) => ({ source: `sentinel-2${NUL}`, capture_date: c.cap.date, bands: { B04: c.cap.files.B04, B08: c.cap.files.B08 } }),
+    path: '/body/source',
+  },
+  { name: 'a custom index name', method: 'POST', url: (c) => `/v1/fields/${c.fieldId}/indices/custom`, payload: () => ({ name: NUL, formula: 'B08 - B04', date: '2025-06-01' }), path: '/body/name' },
+  { name: 'an alert index', method: 'POST', url: (c) => `/v1/fields/${c.fieldId}/alerts`, payload: () => ({ alert_type: 'crop_health', index: `NDVI${NUL}`, operator: 'below', threshold: 0.3 }), path: '/body/index' },
+  { name: 'a webhook event', method: 'POST', url: () => '/v1/webhooks', payload: () => ({ url: 'https://example.com/hook', events: [`field.updated${NUL}`] }), path: '/body/events/0' },
+  { name: 'a report option', method: 'POST', url: (c) => `/v1/fields/${c.fieldId}/reports`, payload: () => ({ type: 'scouting', format: 'json', options: { imagery_id: `img_${NUL}` } }), path: '/body/options/imagery_id' },
+];
+
+describe.each(dbBackends)('NUL characters are refused at the edge on $name', (backend) => {
+  let t: TestApp;
+  let scratch: string;
+  const ctx = {} as Ctx;
+  const count = async (table: string) => (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(path.join(os.tmpdir(), 'edge-'));
+    t = await buildTestApp(backend, { env: { DATA_DIR: path.join(scratch, 'data'), IMAGERY_ROOTS: path.join(scratch, 'src') } });
+    [ctx.cap] = writeSyntheticSeason(path.join(scratch, 'src'), spec, datesEvery('2025-06-01', '2025-06-01', 1), '2025-04-01', '2025-09-30') as [SyntheticCapture];
+    const res = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'scene', boundary: sceneField(spec) } });
+    expect(res.statusCode, res.body).toBe(201);
+    ctx.fieldId = res.json().id;
+  });
+  afterAll(async () => {
+    await t?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it.each(nulCases)('$name → 400 validation_failed naming $path', async (c) => {
+    const res = await t.app.inject({ method: c.method, url: c.url(ctx), headers: t.auth(), ...(c.payload ? { payload: c.payload(ctx) as object } : {}) });
+    const body = expectProblem(fromInject(res), 400, 'validation_failed');
+    expect(body.errors).toContainEqual({ path: c.path, code: 'nul_character', message: expect.stringMatching(/NUL/) });
+  });
+
+  it('the metadata part of an upload → 400 naming /body/source, and no file is kept', async () => {
+    const form = new FormData();
+    form.append('metadata', JSON.stringify({ source: `drone${NUL}`, capture_date: ctx.cap.date, bands: { B04: 'red', B08: 'nir' } }));
+    form.append('red', new Blob([Buffer.from('II*\0')]), 'red.tif');
+    form.append('nir', new Blob([Buffer.from('II*\0')]), 'nir.tif');
+    const res = await t.app.inject({ method: 'POST', url: '/v1/imagery/upload', headers: t.auth(), payload: form });
+    const body = expectProblem(fromInject(res), 400, 'validation_failed');
+    expect(body.errors).toContainEqual({ path: '/body/source', code: 'nul_character', message: expect.stringMatching(/NUL/) });
+    const uploads = path.join(scratch, 'data', 'imagery', 'uploads');
+    expect(existsSync(uploads) ? readdirSync(uploads) : []).toEqual([]);
+  });
+
+  it('nothing was stored by any of them', async () => {
+    expect(await count('fields')).toBe(1);
+    expect(await count('imagery')).toBe(0);
+    expect(await count('webhooks')).toBe(0);
+    expect(await count('reports')).toBe(0);
+  });
+});
 
 describe.each(dbBackends)('a revoked and an unknown key on $name', (backend) => {
   let t: TestApp;
