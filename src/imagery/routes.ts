@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { Type } from 'typebox';
 import { AppError } from '../platform/errors.js';
 import type { Api, Services } from '../platform/http/context.js';
+import { assertNoNul } from '../platform/http/nul-guard.js';
 import { describeIssues, validationIssues } from '../platform/http/problems.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
@@ -71,6 +72,7 @@ async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number)
     } catch (err) {
       throw new AppError('malformed_json', `the metadata part is not valid JSON: ${(err as Error).message}`);
     }
+    assertNoNul(meta, '/body');
     if (!checkMetadata(meta)) {
       const issues = validationIssues('body', checkMetadata.errors ?? []);
       throw new AppError('validation_failed', describeIssues(issues), { errors: issues });

@@ -20,8 +20,13 @@ export interface Config {
   publicBaseUrl: string;
   /** HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set. */
   signingKey?: string;
-  /** Key that encrypts webhook secrets at rest; derived from SIGNING_KEY when not set. */
+  /**
+   * Key that encrypts webhook secrets at rest. Not set: DATA_DIR/secrets.key (created, mode 0600,
+   * with the embedded database; read if present with DATABASE_URL), else SIGNING_KEY with a warning.
+   */
   secretsKey?: string;
+  /** Earlier secrets keys (SECRETS_KEY_PREVIOUS, comma-separated): secrets sealed under them are re-sealed at start. */
+  secretsKeyPrevious: string[];
   bodyLimitBytes: number;
   maxFieldAreaHa: number;
   computeThreads: number;
@@ -191,6 +196,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (signingKey !== undefined && signingKey.length < 32) throw new ConfigError('SIGNING_KEY', 'must be at least 32 characters');
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== undefined && secretsKey.length < 32) throw new ConfigError('SECRETS_KEY', 'must be at least 32 characters');
+  const secretsKeyPrevious = (str(env, 'SECRETS_KEY_PREVIOUS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  if (secretsKeyPrevious.some((k) => k.length < 32)) throw new ConfigError('SECRETS_KEY_PREVIOUS', 'must list keys of at least 32 characters each, separated by commas');
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const role = oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all');
   // A worker serves its operations routes on PORT unless METRICS_PORT says otherwise.
@@ -207,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     signingKey,
     secretsKey,
+    secretsKeyPrevious,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 512 * 1_048_576),
     maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
     computeThreads,

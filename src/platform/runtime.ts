@@ -18,6 +18,7 @@ import { directSink, processDeliveryJob, type DeliveryJob } from '../webhooks/de
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { startSeasonScheduler } from '../events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
+import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from '../webhooks/secret-keys.js';
 import { SecretBox } from '../webhooks/signing.js';
 import { REPORT_QUEUE, type ReportDeps } from '../reports/service.js';
 import { processReportJob, startReportSweeper, type ReportJob } from '../reports/worker.js';
@@ -71,6 +72,20 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     }
     await migrate(db);
     const signingKey = await resolveSigningKey(db, config.signingKey);
+    // Webhook secrets are sealed with a key kept outside the database (secret-keys.ts).
+    const secretKeys = resolveSecretKeys({
+      configured: config.secretsKey,
+      previous: config.secretsKeyPrevious,
+      keyFile: o.db ? undefined : path.join(config.dataDir, KEY_FILE_NAME),
+      createKeyFile: !o.db && !config.databaseUrl,
+      signingKey,
+      externalDatabase: db.kind === 'postgres',
+      warn: (msg) => log(msg),
+    });
+    const box = new SecretBox(secretKeys.current, secretKeys.previous);
+    const sealed = await resealWebhookSecrets(db, box);
+    if (sealed.resealed) log(`webhook secrets: ${sealed.resealed} re-sealed under the ${secretKeys.source}`);
+    if (sealed.unreadable) log(`WARNING: ${sealed.unreadable} webhook secrets open with none of the configured keys (SECRETS_KEY, SECRETS_KEY_PREVIOUS, the key file, SIGNING_KEY): their deliveries fail until the key that sealed them is given in SECRETS_KEY_PREVIOUS`);
 
     const compute = new ComputePool({ size: config.computeThreads, tasksPerThread: config.computeTasksPerThread });
     closers.push(() => compute.close());
@@ -84,7 +99,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     const webhooks: WebhookDeps = {
       db,
       queues,
-      box: new SecretBox(config.secretsKey ?? signingKey),
+      box,
       retryDelaysMs: config.webhooks.retryDelaysMs,
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
