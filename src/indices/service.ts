@@ -13,7 +13,7 @@ import type { CaptureSource } from '../imagery/window-reader.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { pixelGeoJson } from './geojson.js';
-import { selectBestCapture, type Candidate } from './selection.js';
+import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState, type FieldState } from './field-state.js';
 import { formulaHash, rememberStats, statsFor, toCached, type CachedStats } from './stats-store.js';
@@ -102,8 +102,14 @@ async function pickCapture(db: Database, accountId: string, fieldId: string, cap
   }
   if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`, { status: 404, title: 'No imagery for the field' });
   const best = selectBestCapture(captures, q.date, program.bands);
-  if (!best) throw new AppError('missing_bands', `No capture of field ${fieldId} has the bands ${program.bands.join(', ')}`, { status: 422, title: 'No imagery with the bands the index reads' });
-  return best;
+  if (best) return best;
+  const withBands = captures.filter((c) => hasBands(c, program.bands));
+  if (!withBands.length) throw new AppError('missing_bands', `No capture of field ${fieldId} has the bands ${program.bands.join(', ')}`, { status: 422, title: 'No imagery with the bands the index reads' });
+  throw new AppError(
+    'no_usable_imagery',
+    `None of the ${withBands.length} captures of field ${fieldId} with the bands the index reads has a usable pixel over the field (all cloud, shadow or no-data); pin one with imagery_id to use it anyway`,
+    { status: 422, title: 'No capture with a usable pixel over the field' },
+  );
 }
 
 export async function chooseCapture(db: Database, accountId: string, fieldId: string, q: { date: string; imagery_id?: string }, program: Program): Promise<CaptureRow> {

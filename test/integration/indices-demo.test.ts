@@ -1,6 +1,7 @@
 /**
  * The index endpoints on the demo season (src/imagery/demo.ts, the field a first start creates),
- * on every database backend: formulas that read no band.
+ * on every database backend: formulas that read no band, and the "best available image" rule (a
+ * capture with no usable field pixel is never chosen unless pinned).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import { fieldCaptures } from '../../src/indices/service.js';
 import type { Candidate } from '../../src/indices/selection.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
+import { waitReport } from '../helpers/reports.js';
 
 /** Formulas without a band: the constant each pixel gets (null: not finite, so no value). */
 const CONSTANT_FORMULAS: Array<[string, number | null]> = [
@@ -88,6 +90,76 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
         expect(e).toMatchObject({ mean: value, min: value, max: value, std: value === null ? null : 0 });
         expect(e.valid_fraction).toBeCloseTo(value === null ? 0 : 1 - e.cloud_cover / 100, 3);
       }
+    });
+  });
+
+  describe('best available image', () => {
+    it('date=2025-04-25 (that day entirely under cloud) uses the nearest capture with usable pixels: 05-01 (0 % cloud) over 04-19 (same distance, 54 %)', async () => {
+      const res = await get(`/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-25&zonal_stats=true&geojson=false`);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ date: '2025-05-01', imagery_id: byDate('2025-05-01').id });
+      expect(res.json().zonal_stats.valid_fraction).toBe(1);
+      // 04-22 is 3 days from 04-19 and from 04-25: 04-25 has no usable pixel, so 04-19.
+      expect((await get(`/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-22&geojson=false`)).json().date).toBe('2025-04-19');
+    });
+
+    it('pinned by imagery_id, the cloudy capture is used (every statistic null)', async () => {
+      const cloudy = byDate('2025-04-25');
+      const res = await get(`/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-25&imagery_id=${cloudy.id}&zonal_stats=true&geojson=false`);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ imagery_id: cloudy.id, zonal_stats: { count: 0, mean: null, valid_fraction: 0 } });
+    });
+
+    it('the time series never uses a capture without a usable pixel, even with max_cloud_cover=100', async () => {
+      const res = await get(`/v1/fields/${fieldId}/indices/timeseries?index=NDVI&start_date=2025-04-24&end_date=2025-04-26&interval=daily&max_cloud_cover=100`);
+      expect(res.statusCode, res.body).toBe(200);
+      const day = res.json().find((e: { interval_start: string }) => e.interval_start === '2025-04-25');
+      expect(day).toMatchObject({ date: '2025-04-25', imagery_id: null, mean: null, cloud_cover: 100 });
+    });
+
+    it('a scouting report for options.date=2025-04-25 uses the same rule (05-01), instead of failing', async () => {
+      const post = await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'scouting', format: 'json', options: { date: '2025-04-25' } } });
+      expect(post.statusCode, post.body).toBe(202);
+      const r = await waitReport(t, post.json().id, 120_000);
+      expect(r.status, r.error).toBe('ready');
+      const content = (await t.app.inject({ method: 'GET', url: new URL(r.download_url).pathname + new URL(r.download_url).search })).json();
+      expect(content.capture).toMatchObject({ date: '2025-05-01', usable_fraction: 1 });
+    });
+  });
+
+  describe('errors: 422 problem+json', () => {
+    let other: { key: string; accountId: string };
+    let otherField: string;
+    let redNir: string;
+    beforeAll(async () => {
+      // Another account: the demo's captures do not cover its field. One capture with B04 and B08
+      // only (the demo's 2025-07-12 files), one entirely under cloud (2025-04-25).
+      other = await t.otherAccount();
+      const field = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(other.key), payload: { name: 'other', boundary: (await get(`/v1/fields/${fieldId}`)).json().boundary } });
+      expect(field.statusCode, field.body).toBe(201);
+      otherField = field.json().id;
+      const files = (d: string, bands: string[]) => Object.fromEntries(bands.map((b) => [b, path.join(dir, 'demo', `${d}_${b}.tif`)]));
+      const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(other.key), payload: { source: 'sentinel-2-l2a', capture_date: '2025-07-12', bands: files('2025-07-12', ['B04', 'B08']), offset: -0.1 } });
+      expect(img.statusCode, img.body).toBe(201);
+      redNir = img.json().id;
+    });
+
+    const problem = async (url: string, key: string) => {
+      const res = await get(url, key);
+      expect(res.statusCode, res.body).toBe(422);
+      expect(res.headers['content-type']).toContain('application/problem+json');
+      return res.json();
+    };
+
+    it('no_usable_imagery when every capture with the bands is entirely under cloud; pinned, it is used', async () => {
+      const bands = Object.fromEntries(['B04', 'B05', 'B08'].map((b) => [b, path.join(dir, 'demo', `2025-04-25_${b}.tif`)]));
+      const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(other.key), payload: { source: 'sentinel-2-l2a', capture_date: '2025-04-25', bands, mask: { href: path.join(dir, 'demo', '2025-04-25_SCL.tif'), kind: 'scl' }, offset: -0.1 } });
+      expect(img.statusCode, img.body).toBe(201);
+      const body = await problem(`/v1/fields/${otherField}/indices?index=NDRE&date=2025-04-25`, other.key);
+      expect(body.code).toBe('no_usable_imagery');
+      const pinned = await get(`/v1/fields/${otherField}/indices?index=NDRE&date=2025-04-25&imagery_id=${img.json().id}&zonal_stats=true&geojson=false`, other.key);
+      expect(pinned.statusCode, pinned.body).toBe(200);
+      expect(pinned.json().zonal_stats).toMatchObject({ count: 0, mean: null });
     });
   });
 });
