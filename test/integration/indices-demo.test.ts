@@ -1,7 +1,8 @@
 /**
  * The index endpoints on the demo season (src/imagery/demo.ts, the field a first start creates),
- * on every database backend: formulas that read no band, and the "best available image" rule (a
- * capture with no usable field pixel is never chosen unless pinned).
+ * on every database backend: formulas that read no band, the "best available image" rule (a
+ * capture with no usable field pixel is never chosen unless pinned), and `missing_bands` naming
+ * only the missing bands.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -127,7 +128,7 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     });
   });
 
-  describe('errors: 422 problem+json', () => {
+  describe('errors: 422 problem+json naming what is missing', () => {
     let other: { key: string; accountId: string };
     let otherField: string;
     let redNir: string;
@@ -150,6 +151,20 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
       expect(res.headers['content-type']).toContain('application/problem+json');
       return res.json();
     };
+
+    it.each([
+      ['NDRE (B05, B08): only B05 is missing', 'index=NDRE', ['B05']],
+      ['EVI (B02, B04, B08): only B02 is missing', 'index=EVI', ['B02']],
+      ['a custom formula on B03, B04, B08, B11', `index=custom&formula=${encodeURIComponent('(B03 + B11) / (B08 - B04)')}`, ['B03', 'B11']],
+    ])('missing_bands, %s', async (_name, q, missing) => {
+      for (const pin of ['', `&imagery_id=${redNir}`]) {
+        const body = await problem(`/v1/fields/${otherField}/indices?${q}&date=2025-07-12${pin}`, other.key);
+        expect(body.code).toBe('missing_bands');
+        for (const b of ['B04', 'B08']) expect(body.detail, `${b} is present`).not.toContain(b);
+        for (const b of missing) expect(body.detail).toContain(b);
+        expect(body.missing_bands).toEqual(missing);
+      }
+    });
 
     it('no_usable_imagery when every capture with the bands is entirely under cloud; pinned, it is used', async () => {
       const bands = Object.fromEntries(['B04', 'B05', 'B08'].map((b) => [b, path.join(dir, 'demo', `2025-04-25_${b}.tif`)]));
