@@ -1,8 +1,8 @@
 /**
- * The index endpoints on the demo season (src/imagery/demo.ts, the field a first start creates),
- * on every database backend: formulas that read no band, the "best available image" rule (a
- * capture with no usable field pixel is never chosen unless pinned), and `missing_bands` naming
- * only the missing bands.
+ * The index endpoints and the scouting report on the demo season (src/imagery/demo.ts, the field a
+ * first start creates), on every database backend: formulas that read no band, the "best
+ * available image" rule (a capture with no usable field pixel is never chosen unless pinned),
+ * `missing_bands` naming only the missing bands, and the scouting report's default capture.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -176,5 +176,23 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
       expect(pinned.statusCode, pinned.body).toBe(200);
       expect(pinned.json().zonal_stats).toMatchObject({ count: 0, mean: null });
     });
+  });
+
+  it('the default scouting report uses the latest clear capture (≥ 70 % of the field usable) inside the season', async () => {
+    const field = (await get(`/v1/fields/${fieldId}`)).json();
+    expect(field).toMatchObject({ planting_date: '2025-04-10', harvest_date: '2025-09-20' });
+    const clearInSeason = caps
+      .filter((c) => c.valid_pixels / c.field_pixels >= 0.7 && c.capture_date >= field.planting_date && c.capture_date <= field.harvest_date)
+      .map((c) => c.capture_date)
+      .sort();
+    // The demo has clear captures after harvest too (2025-10-04): those are bare soil.
+    expect(caps.some((c) => c.capture_date > field.harvest_date && c.valid_pixels / c.field_pixels >= 0.7)).toBe(true);
+    const post = await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'scouting', format: 'json' } });
+    expect(post.statusCode, post.body).toBe(202);
+    const r = await waitReport(t, post.json().id, 120_000);
+    expect(r.status, r.error).toBe('ready');
+    const content = (await t.app.inject({ method: 'GET', url: new URL(r.download_url).pathname + new URL(r.download_url).search })).json();
+    expect(content.capture.date).toBe(clearInSeason.at(-1));
+    expect(content.capture.usable_fraction).toBeGreaterThanOrEqual(0.7);
   });
 });
