@@ -19,7 +19,7 @@ import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
 import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
-import { CAPTURE_BANDS, type CaptureBand, type CaptureSource } from './window-reader.js';
+import { CAPTURE_BANDS, coverageBands, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
   db: Database;
@@ -131,13 +131,6 @@ function bboxOf(ring: Array<[number, number]>): [number, number, number, number]
     b[3] = Math.max(b[3], y);
   }
   return b;
-}
-
-/** The bands a coverage check reads: red and NIR when present (what most indices use), else the first. */
-function coverageBands(capture: CaptureSource): CaptureBand[] {
-  const have = Object.keys(capture.bands) as CaptureBand[];
-  const rn = (['B04', 'B08'] as CaptureBand[]).filter((b) => have.includes(b));
-  return rn.length ? rn : [have[0]!];
 }
 
 interface ImageryRow {

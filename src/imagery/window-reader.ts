@@ -40,6 +40,17 @@ export interface CaptureSource {
   offset: number;
 }
 
+/**
+ * The bands a coverage check reads: red and NIR when present (what most indices use), else the
+ * first. A formula that reads no band is evaluated on their window and validity mask too, so its
+ * valid pixels are the capture's usable field pixels.
+ */
+export function coverageBands(capture: CaptureSource): CaptureBand[] {
+  const have = Object.keys(capture.bands) as CaptureBand[];
+  const rn = (['B04', 'B08'] as CaptureBand[]).filter((b) => have.includes(b));
+  return rn.length ? rn : [have[0]!];
+}
+
 export class ImageryError extends Error {
   constructor(readonly band: string, readonly reason: string) {
     super(`${band}: ${reason}`);

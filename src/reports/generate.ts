@@ -88,8 +88,8 @@ async function pickCapture(deps: ReportDeps, row: ReportRow, field: Field, o: Re
   if (!all.length) throw new ReportFailure(`no imagery of field ${row.field_id} has the bands ${o.index} needs (${program.bands.join(', ')})`);
   all.sort((a, b) => b.capture_date.localeCompare(a.capture_date));
   const clear = all.filter((c) => c.field_pixels > 0 && c.valid_pixels / c.field_pixels >= MIN_VALID_FRACTION);
-  // A prescription is drawn from the crop: prefer the latest clear capture inside the season.
-  const inSeason = row.type === 'prescription' && field.planting_date ? clear.find((c) => c.capture_date >= field.planting_date! && (!field.harvest_date || c.capture_date <= field.harvest_date)) : undefined;
+  // Scouting and prescription look at the crop: prefer the latest clear capture inside the season.
+  const inSeason = field.planting_date ? clear.find((c) => c.capture_date >= field.planting_date! && (!field.harvest_date || c.capture_date <= field.harvest_date)) : undefined;
   const usable = inSeason ?? clear[0];
   if (!usable) throw new ReportFailure(`none of the ${all.length} captures of the field has at least ${MIN_VALID_FRACTION * 100} % of it clear of cloud; give options.date or options.imagery_id to use one anyway`);
   return { id: usable.id, date: usable.capture_date, usable: usable.valid_pixels / usable.field_pixels };
