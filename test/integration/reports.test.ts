@@ -244,7 +244,7 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect((await post(seeded.fieldId, body, { 'idempotency-key': 'é' })).statusCode).toBe(400);
   });
 
-  it('signed links: no key needed; tampered → 403; expired → 403; GET re-signs for another 7 days and keeps it', async () => {
+  it('signed links: no key needed; tampered → 403; expired → 403; the list and GET re-sign for another 7 days and keep it', async () => {
     const r = await ready({ type: 'scouting', format: 'csv' });
     const u = new URL(r.download_url);
     expect(u.origin + u.pathname).toBe(`http://localhost:3000/v1/reports/${r.id}/download`);
@@ -270,14 +270,26 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const expired = await t.app.inject({ method: 'GET', url: `${u.pathname}?expires=${past}&signature=${signDownload(SIGNING_KEY, r.id, past)}` });
     expect(expired.statusCode).toBe(403);
     expect(expired.json().code).toBe('link_expired');
-    // The stored link expires: GET gives a fresh one for another 7 days, persisted.
+    // The stored link expires: GET /v1/reports lists a fresh one for another 7 days, persisted.
+    const fresh7d = (x: any) => {
+      expect(x.status).toBe('ready');
+      expect(Math.abs(Date.parse(x.expires_at) - (Date.now() + 7 * 86_400_000))).toBeLessThan(60_000);
+      expect(Number(new URL(x.download_url).searchParams.get('expires')) * 1000).toBe(Date.parse(x.expires_at));
+    };
+    const list = async () => (await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${seeded.fieldId}&per_page=100`, headers: t.auth() })).json().data;
+    const r2 = await ready({ type: 'scouting', format: 'json' });
+    await t.db.query(`UPDATE reports SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [[r.id, r2.id]]);
+    const listed = await list();
+    for (const id of [r.id, r2.id]) {
+      const x = listed.find((y: any) => y.id === id);
+      fresh7d(x);
+      expect((await download(x.download_url)).statusCode).toBe(200);
+      expect((await t.app.inject({ method: 'GET', url: `/v1/reports/${id}`, headers: t.auth() })).json().download_url).toBe(x.download_url);
+    }
+    // The same through GET /v1/reports/{id}.
     await t.db.query(`UPDATE reports SET expires_at = now() - interval '1 second' WHERE id = $1`, [r.id]);
-    const listed = (await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${seeded.fieldId}&per_page=100`, headers: t.auth() })).json().data.find((x: any) => x.id === r.id);
-    expect(listed.download_url).toBeNull();
     const fresh = (await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth() })).json();
-    expect(fresh.status).toBe('ready');
-    expect(Math.abs(Date.parse(fresh.expires_at) - (Date.now() + 7 * 86_400_000))).toBeLessThan(60_000);
-    expect(Number(new URL(fresh.download_url).searchParams.get('expires')) * 1000).toBe(Date.parse(fresh.expires_at));
+    fresh7d(fresh);
     expect((await download(fresh.download_url)).statusCode).toBe(200);
     const again = (await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth() })).json();
     expect(again.expires_at).toBe(fresh.expires_at);
