@@ -11,16 +11,9 @@ import { emit } from '../../src/events/outbox.js';
 import { attemptDelivery } from '../../src/webhooks/delivery.js';
 import { jobIdFor, WEBHOOK_QUEUE } from '../../src/webhooks/service.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/wait.js';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../helpers/tls.js';
 
-const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 15_000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // The first retry comes 1.5 s after a failure: the 5th failure is recorded well before that, even
 // on a busy machine; the others are short.
@@ -56,7 +49,7 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
       for (let k = 0; k < 40; k++) await emit(tx, svc.accountId, 'season.ended', { field_id: `${mode}_${k}`, crop_type: null, harvest_date: '2025-08-01' });
     });
     svc.wake();
-    await until('disabled', async () => (await get(`/v1/webhooks/${wh.id}`)).status === 'disabled');
+    await until('disabled', async () => (await get(`/v1/webhooks/${wh.id}`)).status === 'disabled', 15_000);
     // Attempts in flight when it was disabled finish and are recorded. Wait until nothing changes
     // for longer than the timeout (the slowest in flight is recorded by then) and the first retry
     // delay (a retry not stopped would have been sent by then).
@@ -101,7 +94,7 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
              FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt = d.attempt_count WHERE d.webhook_id = $1`,
           [wh.id],
         ))[0];
-      await until('the first attempt recorded', async () => (await row())?.attempt_count === 1);
+      await until('the first attempt recorded', async () => (await row())?.attempt_count === 1, 15_000);
       const scheduled: number[] = [];
       for (let attempt = 1; attempt <= 4; attempt++) {
         const d = (await row())!;

@@ -5,17 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
 import { emit } from '../../src/events/outbox.js';
+import { until } from '../helpers/wait.js';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../helpers/tls.js';
 import { buildServiceApp, queueBackends, square, type TestApp as ServiceApp } from '../helpers/app.js';
-
-const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 describe.each(queueBackends)('webhooks on $name', (backend) => {
   let pki: TestPki;
