@@ -99,6 +99,12 @@ describe.each(dbBackends)('webhook disabling on $name', (backend) => {
       for (const id of [...bad, bad5]) expect(await attemptDelivery(deps, { delivery_id: id })).toBe('succeeded');
       expect(sentTo(bad5)).toBe(2);
       expect(await state(wh)).toEqual({ status: 'active', failures: 0 });
+      // A new url that passes its test starts the count afresh too.
+      rx.respond = (r) => ({ status: r.body?.event === 'webhook.test' ? 200 : 503 });
+      expect(await attemptDelivery(deps, { delivery_id: await addDelivery(wh, 'bad6') })).toBe('retry_scheduled');
+      expect(await state(wh)).toEqual({ status: 'active', failures: 1 });
+      await updateWebhook(deps, accountId, wh, { url: `${rx.url}?v=2` });
+      expect(await state(wh)).toEqual({ status: 'active', failures: 0 });
     } finally {
       rx.respond = (r) => ({ status: String(r.body?.data?.field_id).startsWith('ok') ? 200 : 503 });
     }
