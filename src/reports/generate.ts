@@ -2,7 +2,7 @@
  * Generation of one report: gather the data through the services the API already uses (field,
  * capture choice, index window in the compute pool, time series with its statistics cache, alert
  * history), build the content (domain code in content/), render it as PDF, JSON or CSV.
- * Expected failures (field deleted, no imagery in the period, too few clear captures) are
+ * Expected failures (field deleted, no imagery in the period, no clear capture) are
  * ReportFailure with a reason for the client; anything else is an unexpected error.
  */
 import { indexProgram } from '../compute/catalog.js';
@@ -19,7 +19,7 @@ import { buildPrescription } from './content/prescription.js';
 import { validValues, type IndexRaster } from './content/raster.js';
 import type { Capture, HealthContent, Meta, ReportContent } from './content/schema.js';
 import { buildScouting } from './content/scouting.js';
-import { buildSeasonal, NotEnoughData, type Point } from './content/seasonal.js';
+import { buildSeasonal, NoClearCapture, type Point } from './content/seasonal.js';
 import { colourRange, indexMapPng, zoneMapPng } from './render/colormap.js';
 import { renderCsv } from './render/csv.js';
 import { renderPdf, type MapImage } from './render/pdf.js';
@@ -163,7 +163,7 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       try {
         return { content: buildSeasonal(meta, { start, end, basis }, points, skipped) };
       } catch (err) {
-        if (err instanceof NotEnoughData) throw new ReportFailure(err.message);
+        if (err instanceof NoClearCapture) throw new ReportFailure(err.message);
         throw err;
       }
     }
