@@ -8,7 +8,7 @@
  * outcomes of the deliveries at the same stage at about the same time in this process, are
  * written together (Batcher: one statement for many).
  *
- * Disabling ("5 consecutive failed delivery attempts", README): the webhook counts its failed
+ * Disabling ("5 consecutive failed delivery attempts", docs/api.md): the webhook counts its failed
  * attempts in a row across all its deliveries (webhooks.consecutive_failures), in the order the
  * outcomes are recorded; a 2xx sets it back to 0. The count is kept by the statement that records
  * the attempts (the webhook row's lock orders concurrent workers; an attempt recorded twice is
