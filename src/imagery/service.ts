@@ -19,6 +19,7 @@ import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
 import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
+import { limitOf } from './decode-limits.js';
 import { CAPTURE_BANDS, coverageBands, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
@@ -72,12 +73,18 @@ const bandPath = (band: string) => (band === 'mask' ? '/body/mask' : `/body/band
 /** inspect.ts and window-reader.ts start the reason of a CrsError so. */
 const CRS_REASON = /^unsupported CRS: /;
 
-/** Errors from the worker arrive as `band: reason`. */
+/**
+ * Errors from the worker arrive as `band: reason`; a file refused by the decode limits as
+ * `band: [code] reason` (decode-limits.ts), and its code (decompression_bomb, ifd_loop,
+ * too_many_blocks, …) becomes the issue's code.
+ */
 function fromWorker(err: unknown): AppError {
   const m = (err as Error)?.message ?? String(err);
   const hit = /^(B\d\d|B8A|mask): (.*)$/s.exec(m);
   if (hit) {
     const band = hit[1]!;
+    const limit = limitOf(hit[2]!);
+    if (limit) return invalid(bandPath(band), limit.code, `${band}: ${limit.reason}`);
     return invalid(bandPath(band), CRS_REASON.test(hit[2]!) ? 'unsupported_crs' : 'unreadable_file', `${band}: ${hit[2]}`);
   }
   return invalid('/body', 'unreadable_file', m);

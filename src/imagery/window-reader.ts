@@ -16,6 +16,8 @@ import { readWindow } from './raw-window.js';
 import { TimedFetchClient } from './http-client.js';
 import { resolveLocal } from './local-path.js';
 import { countLocalReads } from './metrics.js';
+import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
+import { checkTiffStructure } from './tiff-structure.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
 export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
@@ -120,7 +122,17 @@ export async function openTiff(href: string, roots: string[], signal?: AbortSign
     tiffs.set(key, t);
     return t;
   }
-  t = remote ? fromCustomClient(new TimedFetchClient(href), { allowFullFile: false }, signal) : fromFile(key, signal).then(countLocalReads);
+  const opened = remote ? fromCustomClient(new TimedFetchClient(href), { allowFullFile: false }, signal) : fromFile(key, signal).then(countLocalReads);
+  // What the file declares is checked before geotiff.js parses it (decompression bombs).
+  t = opened.then(async (tiff) => {
+    try {
+      await checkTiffStructure(tiff, signal);
+    } catch (err) {
+      await Promise.resolve(tiff.close()).catch(() => {});
+      throw err;
+    }
+    return tiff;
+  });
   tiffs.set(key, t);
   t.catch(() => tiffs.delete(key));
   while (tiffs.size > MAX_OPEN) {
@@ -205,7 +217,7 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   try {
     raster = await readWindow(grid.image, [cx0, cy0, cx1, cy1], index - 1, signal);
   } catch (err) {
-    throw new ImageryError(band, `the pixel data cannot be decoded (${(err as Error).message}): the file is corrupt or truncated`);
+    throw new ImageryError(band, undecodable(err as Error));
   }
   const cw = cx1 - cx0;
   for (let j = 0; j < fine.h; j++) {
@@ -220,7 +232,17 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   return { data: out, dtype };
 }
 
-export async function readFieldWindow(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+/** Why a window could not be decoded: a refusal by the decode limits as it is, else corruption. */
+export function undecodable(err: Error): string {
+  return err instanceof ImageryLimitError ? err.message : `the pixel data cannot be decoded (${err.message}): the file is corrupt or truncated`;
+}
+
+/** The field window of a capture; its blocks decode within one IMAGERY_MAX_DECODED_BYTES budget. */
+export function readFieldWindow(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+  return withDecodeBudget(() => readFieldWindowIn(capture, boundary, needed, opts));
+}
+
+async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
   const bands = [...new Set(needed)];
   if (!bands.length) throw new ImageryError('bands', 'no band requested');
   const grids = new Map<CaptureBand, Grid>();

@@ -51,6 +51,8 @@ export interface Config {
   imageryTimeoutMs: number;
   /** Remote imagery may be read from loopback/private addresses (IMAGERY_ALLOW_PRIVATE_NETWORKS). */
   imageryAllowPrivateNetworks: boolean;
+  /** What one GeoTIFF may declare and one request may decode (IMAGERY_MAX_*). */
+  imageryLimits: ImageryLimits;
   /** Create a development account (and print its key) on the first start of an empty database. */
   devBootstrap: boolean;
   /** With the development account, also create a demo field and a season of synthetic captures. */
@@ -188,6 +190,30 @@ export function imageryAllowPrivateNetworks(env: Env = process.env): boolean {
   return bool(env, 'IMAGERY_ALLOW_PRIVATE_NETWORKS', false);
 }
 
+export interface ImageryLimits {
+  /** Width × height of an image (IMAGERY_MAX_PIXELS). */
+  maxPixels: number;
+  /** Strips or tiles of an image (IMAGERY_MAX_BLOCKS). */
+  maxBlocks: number;
+  /** Decoded size of one strip or tile (IMAGERY_MAX_BLOCK_BYTES). */
+  maxBlockBytes: number;
+  /** Bytes decoded by one compute task: a registration's file checks, one field window (IMAGERY_MAX_DECODED_BYTES). */
+  maxDecodedBytes: number;
+}
+
+/**
+ * The decompression-bomb limits, also read by the compute threads (they inherit the environment,
+ * not the Config). Defaults take a 10980² Sentinel-2 band even as one uncompressed strip.
+ */
+export function imageryLimits(env: Env = process.env): ImageryLimits {
+  return {
+    maxPixels: int(env, 'IMAGERY_MAX_PIXELS', 2 ** 32, 1, 2 ** 48),
+    maxBlocks: int(env, 'IMAGERY_MAX_BLOCKS', 2 ** 20, 1, 2 ** 26),
+    maxBlockBytes: int(env, 'IMAGERY_MAX_BLOCK_BYTES', 256 * 1_048_576, 65_536, 1024 * 1_048_576),
+    maxDecodedBytes: int(env, 'IMAGERY_MAX_DECODED_BYTES', 2048 * 1_048_576, 1_048_576, 2 ** 40),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -229,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     imageryTimeoutMs: imageryTimeoutMs(env),
     imageryAllowPrivateNetworks: imageryAllowPrivateNetworks(env),
+    imageryLimits: imageryLimits(env),
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
     demo: bool(env, 'DEMO', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
