@@ -7,7 +7,7 @@
  * IMAGERY_MAX_DECODED_BYTES is lowered to 16 MiB here so that one file (a 4096² single-strip band,
  * decoded twice by the checks) runs past it.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
@@ -16,6 +16,7 @@ import { listOutbox } from '../../src/events/outbox.js';
 import { hostileTiffs, sentinelSizedBand } from '../../src/imagery/hostile-tiffs.js';
 import { assembleTiff, geoTags, LONG, SHORT, writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { storedUploads } from '../helpers/uploads.js';
 
 const BUDGET = 16 * 1_048_576;
 const GRID = { epsg: 32631, originX: 600_000, originY: 5_700_000, resolution: 10 };
@@ -86,7 +87,7 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
   };
   const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
   /** Upload folders left under DATA_DIR/imagery/uploads/<account>/. */
-  const stored = () => (existsSync(uploads()) ? readdirSync(uploads()).flatMap((a) => readdirSync(path.join(uploads(), a)).map((u) => `${a}/${u}`)) : []);
+  const stored = () => storedUploads(uploads());
 
   it('every hostile file answers 400 problem+json naming the reason, by path and uploaded, and stores nothing', async () => {
     const before = await count();

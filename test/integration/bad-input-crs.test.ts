@@ -3,13 +3,14 @@
  * 400 application/problem+json (code invalid_imagery, errors[0].code unsupported_crs) naming the
  * CRS, never a 5xx, and leaves no record, no event and no uploaded file behind.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeGeoTiff, type GeoTiffSpec } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
+import { storedUploads } from '../helpers/uploads.js';
 
 type Geo = Pick<GeoTiffSpec, 'epsg' | 'geoKeys' | 'originX' | 'originY'>;
 
@@ -68,6 +69,6 @@ describe.each(dbBackends.slice(-1))('unusable CRSs ($name)', (backend) => {
     form.append('red', new Blob([tiff(geo)], { type: 'image/tiff' }), 'red.tif');
     const res = await fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: t.auth(), body: form });
     await expectRefused({ status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Record<string, unknown> }, message, what);
-    expect(existsSync(uploads()) ? readdirSync(uploads()) : []).toEqual([]);
+    expect(storedUploads(uploads())).toEqual([]);
   });
 });

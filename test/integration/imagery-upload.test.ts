@@ -5,7 +5,7 @@
  * index endpoint) use them; a STAC Item whose assets name parts; and every broken upload answers
  * 400 (413 over UPLOAD_MAX_BYTES, 415 when not multipart) with no record, no event and no file left.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { listOutbox } from '../../src/events/outbox.js';
 import { datesEvery, sceneField, writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
 import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { storedUploads } from '../helpers/uploads.js';
 
 const MAX = 400_000;
 
@@ -52,7 +53,7 @@ describe('imagery upload (multipart)', () => {
   const upload = (body: FormData | string, headers: Record<string, string> = {}) => fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: { ...t.auth(), ...headers }, body });
   const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
   /** The upload folders, DATA_DIR/imagery/uploads/<account>/upl_…, as `<account>/upl_…`. */
-  const stored = () => (existsSync(uploads()) ? readdirSync(uploads()).flatMap((a) => readdirSync(path.join(uploads(), a)).map((u) => `${a}/${u}`)) : []);
+  const stored = () => storedUploads(uploads());
 
   it('registers uploaded files exactly as the same files registered by path, and later reads use them', async () => {
     const byPath = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: cap.date, bands: { B04: cap.files.B04, B08: cap.files.B08 }, mask: { href: cap.scl, kind: 'scl' }, offset: -0.1 } });
