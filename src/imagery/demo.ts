@@ -1,7 +1,7 @@
 /**
  * The demo created on the first start of an empty embedded database: a field and a season of
- * synthetic Sentinel-2-like captures, so that every index and time-series call in the README works
- * on a fresh machine.
+ * synthetic Sentinel-2-like captures (every L2A band formulas accept, at its native resolution),
+ * so that every index and time-series call in the README works on a fresh machine.
  */
 import path from 'node:path';
 import type { Database } from '../platform/database.js';
@@ -13,6 +13,7 @@ import { datesEvery, sceneField, writeSyntheticSeason } from './synthetic.js';
 export interface DemoResult {
   fieldId: string;
   captures: number;
+  bands: number;
   firstDate: string;
   lastDate: string;
 }
@@ -22,7 +23,8 @@ export async function createDemo(deps: { db: Database; compute: ComputePool; roo
   // Near Gembloux (BE), UTM 31N: 1.6 km square scene, the field is its central 64 ha.
   const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 160, seed: 2025 };
   const dates = datesEvery('2025-03-26', '2025-10-07', 6);
-  const captures = writeSyntheticSeason(dir, spec, dates, '2025-04-10', '2025-09-20');
+  // DEFLATE level 1: the season is written on a first start, where time counts more than 5 % of disk.
+  const captures = writeSyntheticSeason(dir, spec, dates, '2025-04-10', '2025-09-20', { deflateLevel: 1 });
   const field = await createField(
     deps.db,
     accountId,
@@ -40,5 +42,5 @@ export async function createDemo(deps: { db: Database; compute: ComputePool; roo
       offset: -0.1,
     });
   }
-  return { fieldId: field.id, captures: captures.length, firstDate: dates[0]!, lastDate: dates.at(-1)! };
+  return { fieldId: field.id, captures: captures.length, bands: Object.keys(captures[0]!.files).length, firstDate: dates[0]!, lastDate: dates.at(-1)! };
 }

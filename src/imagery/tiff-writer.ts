@@ -22,6 +22,8 @@ export interface GeoTiffSpec {
   /** Tile height when tiles are not square (default tileSize). Both must be multiples of 16 for GDAL. */
   tileHeight?: number;
   predictor?: boolean;
+  /** DEFLATE level, 1 (fastest) to 9 (smallest); default 6. */
+  deflateLevel?: number;
   nodata?: number;
   compression?: TiffCompression;
   samples?: number;
@@ -112,7 +114,7 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
         }
       }
       const raw = Buffer.from(t.buffer, t.byteOffset, t.byteLength);
-      tiles.push(compression === 'deflate' ? deflateSync(raw, { level: 6 }) : compression === 'lzw' ? lzwEncode(raw) : Buffer.from(raw));
+      tiles.push(compression === 'deflate' ? deflateSync(raw, { level: spec.deflateLevel ?? 6 }) : compression === 'lzw' ? lzwEncode(raw) : Buffer.from(raw));
     }
   }
   const geoKeys = [1, 1, 0, 3, 1024, 0, 1, spec.epsg === 4326 ? 2 : 1, 1025, 0, 1, 1, spec.epsg === 4326 ? 2048 : 3072, 0, 1, spec.epsg];
