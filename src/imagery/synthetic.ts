@@ -95,6 +95,14 @@ export interface SyntheticOptions {
 }
 
 export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string, opts: SyntheticOptions = {}): SyntheticCapture[] {
+  return [...syntheticSteps(dir, spec, dates, planting, harvest, opts)].filter((c) => c !== null);
+}
+
+/**
+ * writeSyntheticSeason in small steps, for a caller that must keep its event loop turning: writes
+ * one file per step, yields null after each band file and the capture after its last file.
+ */
+export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string, opts: SyntheticOptions = {}): Generator<SyntheticCapture | null> {
   mkdirSync(dir, { recursive: true });
   const n10 = spec.size;
   const n20 = Math.ceil(spec.size / 2);
@@ -122,7 +130,6 @@ export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string
   }
   const dn = (refl: number) => Math.max(1, Math.min(65534, Math.round((refl + 0.1) * 10_000)));
   const base = { epsg: spec.epsg, originX: spec.originX, originY: spec.originY };
-  const out: SyntheticCapture[] = [];
   for (const [k, date] of dates.entries()) {
     const day = (Date.parse(`${date}T00:00:00Z`) - t0) / 86_400_000;
     const g = day < 0 || day > season ? 0 : growth(day, season);
@@ -142,6 +149,7 @@ export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string
       const f = path.join(dir, `${date}_${b}.tif`);
       writeFileSync(f, writeGeoTiff({ ...base, width: n, height: n, resolution: res, data, nodata: 0, predictor: true, deflateLevel: opts.deflateLevel }));
       files[b] = f;
+      yield null;
     }
     // Clouds: every third date clear, others with one or two patches of varying size.
     const cloudiness = k % 3 === 0 ? 0 : k % 7 === 5 ? 0.8 : 0.05 + 0.25 * random();
@@ -161,9 +169,8 @@ export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string
     }
     const sclFile = path.join(dir, `${date}_SCL.tif`);
     writeFileSync(sclFile, writeGeoTiff({ ...base, width: n20, height: n20, resolution: 20, data: scl, nodata: 0, deflateLevel: opts.deflateLevel }));
-    out.push({ date, cloudiness, files, scl: sclFile });
+    yield { date, cloudiness, files, scl: sclFile };
   }
-  return out;
 }
 
 /** Every `step` days from `start` to `end` inclusive. */
