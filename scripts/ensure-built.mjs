@@ -4,8 +4,8 @@
 // time, each only when its output is missing or older than its sources, with progress lines and
 // their times on stderr:
 // - WASM: scripts/build-wasm.mjs in a child process. `ensure-built.mjs start` asks only for what the
-//   service runs (the SIMD kernel and the TIFF decoders); the scalar kernel, which the tests and
-//   benchmarks compare against, is built when one of those commands runs.
+//   service runs (the SIMD kernel and the TIFF decoders, and src/ of the TypeScript); the scalar
+//   kernel and bench/, for the tests and benchmarks, are built when one of those commands runs.
 // - TypeScript: every source file transpiled on its own (TypeScript's transpileModule), in this
 //   process, and only the files changed since their output was written. No type check here:
 //   tsconfig.json's `isolatedModules` makes `npm run typecheck` refuse whatever would compile
@@ -37,10 +37,11 @@ const wasm = (forStart ? ['simd', 'decode'] : Object.keys(WASM_TARGETS)).filter(
 
 // TypeScript: a source of the included folders without a current output, or a source of one of the
 // outputs (files outside those folders that they import, such as test/helpers/tls.ts) newer than it.
-const includeDirs = [...new Set(tsconfig.include.map((p) => p.split('/')[0]))];
+// `start` needs src/ only (not bench/).
+const includeDirs = forStart ? ['src'] : [...new Set(tsconfig.include.map((p) => p.split('/')[0]))];
 const tsStale =
   includeDirs.some((d) => walk(d, isSource).some(staleOutput)) ||
-  walk(outDir, (f) => f.endsWith('.js') && !f.startsWith(path.join(outDir, 'wasm'))).some((js) => {
+  walk(forStart ? path.join(outDir, 'src') : outDir, (f) => f.endsWith('.js') && !f.startsWith(path.join(outDir, 'wasm'))).some((js) => {
     const src = path.relative(outDir, js).replace(/\.js$/, '.ts');
     return existsSync(src) && staleOutput(src);
   });
@@ -65,7 +66,7 @@ function transpile() {
   const { outDir: _o, rootDir: _r, declaration: _d, ...options } = parsed.options;
   // Every file is an ES module (package.json "type": "module"), as NodeNext compiles them.
   Object.assign(options, { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, moduleDetection: ts.ModuleDetectionKind.Force });
-  const queue = parsed.fileNames.filter(isSource).map((f) => path.relative(root, f));
+  const queue = parsed.fileNames.map((f) => path.relative(root, f)).filter((f) => isSource(f) && includeDirs.includes(f.split(path.sep)[0]));
   const seen = new Set(queue);
   let n = 0;
   const errors = [];

@@ -109,6 +109,26 @@ describe('service start and keys CLI', () => {
     await stop(svc);
   }, 300_000);
 
+  it('SIGTERM while the demo is being written stops it between captures and exits 0', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fa-e2e-demo-'));
+    try {
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, DATA_DIR: dir, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise((r) => child.once('exit', r));
+      for (const until = Date.now() + 150_000; !out.includes('Demo: writing') && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      child.kill('SIGTERM');
+      expect(await exited, out).toBe(0);
+      // Stopped, or (on a fast machine) complete before the signal: never failed or cut mid-way.
+      expect(out).toMatch(/Demo: stopped by the shutdown before it was complete|Demo field fld_/);
+      expect(out).not.toContain('Demo not created');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 200_000);
+
   it('a bad variable stops the start with one line naming it', async () => {
     const r = await run(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, PORT: 'eighty' } }).catch((e) => e);
     expect(r.code).toBe(78);
@@ -130,9 +150,9 @@ describe('npm start on a fresh clone: scripts/ensure-built.mjs', () => {
       for (const f of ['kernel.simd.wasm', 'kernel.scalar.wasm']) cpSync(path.join(packageRoot, 'dist/wasm', f), path.join(clone, 'dist/wasm', f));
       const old = new Date(Date.now() - 60_000);
       for (const p of ['assembly/index.ts', 'assembly/decode.ts', 'asconfig.json', 'asconfig.decode.json', 'package.json', 'tsconfig.json']) utimesSync(path.join(clone, p), old, old);
-      const build = async () => (await run(process.execPath, ['scripts/ensure-built.mjs', 'start'], { cwd: clone })).stderr;
+      const build = async (...args: string[]) => (await run(process.execPath, ['scripts/ensure-built.mjs', ...args], { cwd: clone })).stderr;
 
-      const first = await build();
+      const first = await build('start');
       const lines = [
         /^\[build\] dist\/ is out of date: WASM \(decode\) and TypeScript, at the same time$/m,
         /^\[build\] TypeScript: \d{3} files transpiled in \d+\.\d s \(type check: npm run typecheck\)$/m,
@@ -141,12 +161,17 @@ describe('npm start on a fresh clone: scripts/ensure-built.mjs', () => {
       ];
       for (const re of lines) expect(first).toMatch(re);
       expect(first).not.toMatch(/kernel \(SIMD\)|kernel \(scalar/); // current: not rebuilt
-      for (const f of ['dist/src/main.js', 'dist/src/compute/worker.js', 'dist/bench/run.js', 'dist/test/helpers/tls.js', 'dist/wasm/decode.wasm']) expect(existsSync(path.join(clone, f)), f).toBe(true);
+      for (const f of ['dist/src/main.js', 'dist/src/compute/worker.js', 'dist/wasm/decode.wasm']) expect(existsSync(path.join(clone, f)), f).toBe(true);
+      expect(existsSync(path.join(clone, 'dist/bench'))).toBe(false); // not needed to start
 
-      expect(await build()).toBe(''); // up to date: nothing to do, nothing printed
+      expect(await build('start')).toBe(''); // up to date: nothing to do, nothing printed
       const later = new Date(Date.now() + 5_000);
       utimesSync(path.join(clone, 'src/main.ts'), later, later);
-      expect(await build()).toMatch(/^\[build\] dist\/ is out of date: TypeScript\n\[build\] TypeScript: 1 file transpiled in \d+\.\d s/);
+      expect(await build('start')).toMatch(/^\[build\] dist\/ is out of date: TypeScript\n\[build\] TypeScript: 1 file transpiled in \d+\.\d s/);
+      // npm test and npm run bench want the benchmarks too (and what they import from test/helpers).
+      expect(await build()).toMatch(/^\[build\] dist\/ is out of date: TypeScript\n\[build\] TypeScript: \d+ files transpiled/);
+      for (const f of ['dist/bench/run.js', 'dist/test/helpers/tls.js']) expect(existsSync(path.join(clone, f)), f).toBe(true);
+      expect(await build()).toBe('');
     } finally {
       rmSync(clone, { recursive: true, force: true });
     }
