@@ -28,6 +28,8 @@ export interface GeoTiffSpec {
   /** Tile height when tiles are not square (default tileSize). Both must be multiples of 16 for GDAL. */
   tileHeight?: number;
   predictor?: boolean;
+  /** DEFLATE level, 1 (fastest) to 9 (smallest); default 6. */
+  deflateLevel?: number;
   nodata?: number;
   compression?: TiffCompression;
   samples?: number;
@@ -151,7 +153,7 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
         }
       }
       const raw = Buffer.from(t.buffer, t.byteOffset, t.byteLength);
-      tiles.push(compression === 'deflate' ? deflateSync(raw, { level: 6 }) : compression === 'lzw' ? lzwEncode(raw) : Buffer.from(raw));
+      tiles.push(compression === 'deflate' ? deflateSync(raw, { level: spec.deflateLevel ?? 6 }) : compression === 'lzw' ? lzwEncode(raw) : Buffer.from(raw));
     }
   }
   const entries: TiffEntry[] = [
