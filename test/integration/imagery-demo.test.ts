@@ -2,7 +2,8 @@
  * The demo season as the first start creates it (src/imagery/demo.ts), through the API: its
  * captures carry every band a formula may read, so that every catalogue index (and custom formulas
  * on B01 and B09, which no catalogue entry reads) evaluates on a clear mid-season capture to finite
- * statistics within the range the catalogue documents for real surfaces.
+ * statistics within the range the catalogue documents for real surfaces. On PGlite only: the demo
+ * is created on the embedded database alone (DEV_BOOTSTRAP is off with DATABASE_URL).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
