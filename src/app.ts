@@ -20,7 +20,7 @@ import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
 import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from './platform/http/connection.js';
 import { registerNulGuard } from './platform/http/nul-guard.js';
-import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
+import { HeavyWork, registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
 import { registerRequestLog } from './platform/http/request-log.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -75,7 +75,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     await registerRateLimit(v1, s.config);
     fieldRoutes(v1, s);
     webhookRoutes(v1, s, s.webhooks);
-    indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl });
+    const heavy = new HeavyWork({ ...s.config.heavy, retryAfterSeconds: s.config.shed.retryAfterSeconds });
+    indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl, heavy });
     imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
     alertRoutes(v1, s);
     reportRoutes(v1, s, s.reports);

@@ -46,6 +46,8 @@ export interface FieldIndexTask {
   roots: string[];
   values?: boolean;
   orderStats?: boolean;
+  /** Return the per-pixel GeoJSON (written in the worker, pixel-geojson.ts) instead of the values. */
+  geojson?: boolean;
 }
 
 export interface FieldIndexResult extends IndexResult {
@@ -54,6 +56,8 @@ export interface FieldIndexResult extends IndexResult {
   validPixels: number;
   /** Per pixel: 1 inside the field (the GeoJSON has one feature per such pixel). */
   inside?: Uint8Array;
+  /** The FeatureCollection as JSON bytes, when asked for (transferred back). */
+  geojson?: Uint8Array;
 }
 
 /** Open every band of a capture and decode a little of each: catches corrupt and truncated files. */

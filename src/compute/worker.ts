@@ -11,6 +11,7 @@ import { inspectCapture } from '../imagery/inspect.js';
 import { coverageBands, readFieldWindow, type CaptureBand, type FieldWindow } from '../imagery/window-reader.js';
 import { registerFastDecoders } from '../imagery/decoders.js';
 import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
+import { pixelGeoJson } from './pixel-geojson.js';
 
 registerFastDecoders();
 
@@ -95,7 +96,8 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     validPixels: win.validPixels,
   };
   if (t.orderStats) result.order = kernel.orderStats();
-  if (t.values) {
+  if (t.geojson) result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside);
+  else if (t.values) {
     result.values = kernel.copyValues(new Float32Array(n));
     result.inside = win.inside.slice(); // transferred back: the cached window keeps its own
   }
@@ -113,7 +115,7 @@ class Movable {
   constructor(private readonly value: IndexResult) {}
   get [transferableSymbol](): ArrayBuffer[] {
     const v = this.value as FieldIndexResult;
-    return [v.values?.buffer, v.histogram?.buffer, v.inside?.buffer].filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
+    return [v.values?.buffer, v.histogram?.buffer, v.inside?.buffer, v.geojson?.buffer].filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
   }
   get [valueSymbol](): IndexResult {
     return this.value;

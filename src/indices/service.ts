@@ -12,7 +12,7 @@ import type { ComputePool } from '../compute/pool.js';
 import type { CaptureSource } from '../imagery/window-reader.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
-import { pixelGeoJson } from './geojson.js';
+import type { HeavyWork } from '../platform/http/protection.js';
 import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState, type FieldState } from './field-state.js';
@@ -22,6 +22,8 @@ export interface IndexDeps {
   db: Database;
   compute: ComputePool;
   roots: string[];
+  /** The bound on per-pixel GeoJSON work (none: unbounded). */
+  heavy?: HeavyWork;
 }
 
 export interface IndexQuery {
@@ -130,7 +132,7 @@ export async function chooseCapture(db: Database, accountId: string, fieldId: st
 
 export interface Evaluated {
   body: { field_id: string; index: string; formula?: string; date: string; imagery_id: string; zonal_stats?: ZonalStats };
-  /** The FeatureCollection as JSON text (written by hand, see geojson.ts). */
+  /** The FeatureCollection as JSON text (written by hand in a compute thread, see compute/pixel-geojson.ts). */
   geojson?: string;
 }
 
@@ -155,10 +157,11 @@ async function choose(deps: IndexDeps, accountId: string, fieldId: string, q: In
 export async function evaluateFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath = '/query/date', formulaPath = '/query/formula'): Promise<Evaluated> {
   const { state, program, capture, head } = await choose(deps, accountId, fieldId, q, datePath, formulaPath);
   const wantGeo = q.geojson !== false;
-  const r = await deps.compute.runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, values: wantGeo, orderStats: !!q.zonal_stats });
+  const run = () => deps.compute.runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, geojson: wantGeo, orderStats: !!q.zonal_stats });
+  const r = await (wantGeo ? heavily(deps, run) : run());
   const body: Evaluated['body'] = { ...head };
   if (q.zonal_stats) body.zonal_stats = zonal(toCached(r, true));
-  return { body, ...(wantGeo ? { geojson: pixelGeoJson(r.window, r.values!, r.inside!).toString('latin1') } : {}) };
+  return { body, ...(wantGeo ? { geojson: bytes(r.geojson!).toString('latin1') } : {}) };
 }
 
 /** `{...body, "geojson": <geojson>}` without parsing the GeoJSON text again. */
@@ -175,6 +178,12 @@ export interface IndexResponse {
 
 const gzip = promisify(zlib.gzip);
 
+/** Per-pixel GeoJSON work runs under the heavy-work bound (protection.ts), when there is one. */
+const heavily = <T>(deps: IndexDeps, work: () => Promise<T>): Promise<T> => (deps.heavy ? deps.heavy.run(work) : work());
+
+/** A Buffer over the bytes a worker transferred (no copy). */
+const bytes = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
 /**
  * GET indices. Statistics come from the statistics cache (stats-store.ts); a body with GeoJSON is
  * kept whole (and gzipped once when a client accepts gzip), keyed by everything it is made of.
@@ -190,23 +199,27 @@ export async function computeFieldIndex(deps: IndexDeps, accountId: string, fiel
   const cache = cacheFor(deps.db);
   const fHash = formulaHash(program);
   const key = `${fieldId}|${capture.id}|${state.boundaryHash}|${fHash}|${withStats ? 1 : 0}|${name}|${name === 'custom' ? q.formula : ''}`;
+  // The pixels are serialised in the compute thread (pixel-geojson.ts) and gzipped on libuv's
+  // threads; here only the head is written. The first request of a burst decides whether the
+  // gzip encoding is made in the same heavy slot.
   const body =
     cache.bodies.get(key) ??
-    (await cache.once(`body|${key}`, async () => {
-      const r = await deps.compute.runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, values: true, orderStats: withStats });
+    (await cache.once(`body|${key}`, () => heavily(deps, async () => {
+      const r = await deps.compute.runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, geojson: true, orderStats: withStats });
       let text = JSON.stringify(head);
       if (withStats) {
         const s = toCached(r, true);
         await rememberStats(deps, fieldId, state, capture.id, fHash, s);
         text = JSON.stringify({ ...head, zonal_stats: zonal(s) });
       }
-      const b: CachedBody = { raw: pixelGeoJson(r.window, r.values!, r.inside!, `${text.slice(0, -1)},"geojson":`, '}') };
+      const b: CachedBody = { raw: Buffer.concat([Buffer.from(`${text.slice(0, -1)},"geojson":`), bytes(r.geojson!), Buffer.from('}')]) };
+      if (opts.gzip) b.gzip = await gzip(b.raw);
       cache.bodies.set(key, b);
       return b;
-    }));
+    })));
   if (!opts.gzip) return { payload: body.raw };
   if (!body.gzip) {
-    body.gzip = await cache.once(`gzip|${key}`, () => gzip(body.raw));
+    body.gzip = await cache.once(`gzip|${key}`, () => heavily(deps, () => gzip(body.raw)));
     cache.bodies.set(key, body); // re-measured with its encoding
   }
   return { payload: body.gzip, encoding: 'gzip' };

@@ -47,6 +47,11 @@ export interface Config {
     maxPoolQueue: number;
     retryAfterSeconds: number;
   };
+  /** Heavy requests (per-pixel GeoJSON not cached): at once, and waiting beyond that (more: 503). */
+  heavy: {
+    concurrency: number;
+    queue: number;
+  };
   /** Every HTTP(S) range read of remote imagery must finish within this (IMAGERY_TIMEOUT_MS). */
   imageryTimeoutMs: number;
   /** Remote imagery may be read from loopback/private addresses (IMAGERY_ALLOW_PRIVATE_NETWORKS). */
@@ -252,6 +257,10 @@ export function loadConfig(env: Env = process.env): Config {
       maxHeapUsedBytes: int(env, 'SHED_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
       maxPoolQueue: int(env, 'SHED_POOL_QUEUE', computeThreads * 50, 0, 1_000_000),
       retryAfterSeconds: int(env, 'SHED_RETRY_AFTER_S', 5, 1, 3600),
+    },
+    heavy: {
+      concurrency: int(env, 'HEAVY_CONCURRENCY', Math.max(1, Math.floor(computeThreads / 2)), 1, 1024),
+      queue: int(env, 'HEAVY_QUEUE', 32, 0, 100_000),
     },
     imageryTimeoutMs: imageryTimeoutMs(env),
     imageryAllowPrivateNetworks: imageryAllowPrivateNetworks(env),

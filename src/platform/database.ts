@@ -62,6 +62,27 @@ export interface DatabaseOptions {
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/**
+ * Seconds before reconnecting after failed attempts. postgres.js's default grows with every failed
+ * attempt of the whole pool (3^n / 100 s, up to 20 s), and a query handed to a closed connection
+ * waits that long before its attempt: after a 3 s PostgreSQL restart under 20 req/s the pool
+ * stayed away ~9 s after the server was back, and requests hung meanwhile (bench/faults). Attempts
+ * are made only for queries that wait, so retrying soon costs a refused connect while the server
+ * is down, and the first query after its return connects within a quarter of a second.
+ */
+const reconnectDelaySeconds = (failures: number): number => Math.min(0.25, 0.01 * 2 ** failures);
+
+/**
+ * Errors that say the connection a statement used is gone (closed or reset by the peer, the
+ * backend terminated or shut down), not that the server refuses new ones: the statement may be
+ * run again on another connection.
+ */
+const LOST = new Set(['CONNECTION_CLOSED', 'ECONNRESET', 'EPIPE', '57P01', '57P02', '08003', '08006']);
+const connectionLost = (err: unknown) => LOST.has(String((err as { code?: unknown })?.code ?? ''));
+
+/** A read (or a transaction that never began) is retried only within this time from its start. */
+const READ_DEADLINE_MS = 10_000;
+
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   const schema = opts.schema ?? 'public';
   if (!SCHEMA_RE.test(schema)) throw new Error(`invalid schema name: ${schema}`);
@@ -105,9 +126,9 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
       await admin.end();
     }
   }
-  const sql = postgres(url, {
-    max,
+  const options = {
     onnotice: () => {},
+    backoff: reconnectDelaySeconds,
     connection: { search_path: schema === 'public' ? 'public' : `${schema},public` },
     // JSON arrives from callers already serialised (PGlite and postgres.js then agree): pass
     // strings through instead of letting postgres.js stringify them a second time.
@@ -116,7 +137,8 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
       jsonb: { to: 3802, from: [3802], serialize: passJson, parse: (x: string) => JSON.parse(x) },
       json: { to: 114, from: [114], serialize: passJson, parse: (x: string) => JSON.parse(x) },
     },
-  });
+  };
+  const sql = postgres(url, { ...options, max });
   const wrap = (s: postgres.Sql | postgres.TransactionSql): Sql => ({
     async query<T>(text: string, params?: unknown[], opts?: QueryOptions) {
       const rows = await s.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[], opts?.prepare ? { prepare: true } : undefined);
@@ -124,11 +146,52 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
     },
   });
   const root = wrap(sql);
+  /**
+   * Runs `work` on a connection of its own, closed afterwards. The pool learns that its other
+   * connections died with the same event one socket at a time, over several turns of the event
+   * loop, so a retry through the pool may meet another dead one.
+   */
+  const onFreshConnection = async <T>(msLeft: number, work: (one: postgres.Sql) => Promise<T>): Promise<T> => {
+    const one = postgres(url, { ...options, max: 1, connect_timeout: Math.max(1, Math.floor(msLeft / 1000)) });
+    try {
+      return await work(one);
+    } finally {
+      await one.end({ timeout: 1 });
+    }
+  };
+  const begin = <T>(s: postgres.Sql, fn: (tx: Sql) => Promise<T>, hooks: Array<() => void>) =>
+    s.begin((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) })) as Promise<T>;
   return {
     kind: 'postgres',
     schema,
-    query: root.query,
-    transaction: (fn) => withAfterCommit((hooks) => sql.begin((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) })) as Promise<never>),
+    // A read on a connection that died under it (a restarted server, a terminated backend, a
+    // dropped proxy) is run once more on a fresh connection, within its deadline: only a
+    // database that is really down fails a read. Writes are not: one whose connection died may
+    // have been applied.
+    async query<T>(text: string, params?: unknown[], opts?: QueryOptions) {
+      const started = Date.now();
+      try {
+        return await root.query<T>(text, params, opts);
+      } catch (err) {
+        const msLeft = started + READ_DEADLINE_MS - Date.now();
+        if (!READ_ONLY.test(text) || !connectionLost(err) || msLeft < 1000) throw err;
+        return onFreshConnection(msLeft, (one) => wrap(one).query<T>(text, params, opts));
+      }
+    },
+    // A transaction whose BEGIN met a dead connection ran nothing: it runs once more, likewise.
+    transaction: (fn) =>
+      withAfterCommit(async (hooks) => {
+        const started = Date.now();
+        let entered = false;
+        const body = (tx: Sql) => ((entered = true), fn(tx));
+        try {
+          return await begin(sql, body, hooks);
+        } catch (err) {
+          const msLeft = started + READ_DEADLINE_MS - Date.now();
+          if (entered || !connectionLost(err) || msLeft < 1000) throw err;
+          return onFreshConnection(msLeft, (one) => begin(one, body, hooks));
+        }
+      }),
     afterCommit: (f) => setImmediate(f),
     // postgres.js keeps one dedicated connection for LISTEN and re-listens after a reconnect.
     listen: async (channel, onNotify) => {

@@ -1,8 +1,8 @@
 /**
- * Protection of the API: load shedding (@fastify/under-pressure) and per-key rate limits
- * (@fastify/rate-limit). Both answer with a problem+json and Retry-After through the common error
- * handler. Operations routes (/healthz, /readyz, /metrics, docs) are never shed nor limited: an
- * overloaded process must still say so.
+ * Protection of the API: load shedding (@fastify/under-pressure), a separate bound on heavy work
+ * (HeavyWork) and per-key rate limits (@fastify/rate-limit). All answer with a problem+json and
+ * Retry-After through the common error handler. Operations routes (/healthz, /readyz, /metrics,
+ * docs) are never shed nor limited: an overloaded process must still say so.
  */
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
@@ -55,6 +55,44 @@ export async function registerLoadShedding(app: FastifyInstance, shedCfg: Config
       );
     },
   });
+}
+
+/**
+ * A bound of its own for heavy work (per-pixel GeoJSON: a compute task that writes megabytes, then
+ * gzip): at most `concurrency` at once and `queue` more waiting in order; past that a request is
+ * refused at once with 503 and Retry-After, as load shedding does. Cheap requests never wait here,
+ * and the compute pool keeps threads free for them, so a burst of heavy requests delays only
+ * other heavy ones.
+ */
+export class HeavyWork {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly limits: Config['heavy'] & { retryAfterSeconds: number }) {}
+
+  /** Heavy work running and waiting for a slot. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting.length };
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < this.limits.concurrency) this.running++;
+    else if (this.waiting.length < this.limits.queue) await new Promise<void>((r) => this.waiting.push(r)); // the slot is handed over
+    else {
+      shed.inc({ reason: 'heavy_queue' });
+      const { concurrency, queue, retryAfterSeconds } = this.limits;
+      throw new AppError('service_unavailable', `The service is overloaded (heavy queue: ${concurrency} per-pixel GeoJSON requests running, ${queue} waiting); retry after ${retryAfterSeconds} s`, {
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+      });
+    }
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
 }
 
 /**

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toWgs84 } from '../../../src/imagery/crs.js';
-import { Lru } from '../../../src/indices/cache.js';
-import { pixelGeoJson, type PixelGrid } from '../../../src/indices/geojson.js';
+import { pixelGeoJson, type PixelGrid } from '../../../src/compute/pixel-geojson.js';
+import { Lru } from '../../../src/platform/lru.js';
 import { iso } from '../../../src/indices/timeseries.js';
 import { acceptsEncoding } from '../../../src/platform/http/accept-encoding.js';
 
@@ -46,13 +46,14 @@ describe('pixelGeoJson', () => {
     });
   }
 
-  it('wraps the collection in the given prefix and suffix; no pixel inside is an empty collection', () => {
+  it('answers bytes in an ArrayBuffer of their own (transferable); no pixel inside is an empty collection', () => {
     const grid: PixelGrid = { width: 2, height: 2, epsg: 32631, originX: 630_000, originY: 5_602_000, resX: 10, resY: -10 };
-    const body = pixelGeoJson(grid, new Float32Array(4).fill(0.3), new Uint8Array([0, 1, 0, 0]), '{"a":1,"geojson":', '}');
+    const body = pixelGeoJson(grid, new Float32Array(4).fill(0.3), new Uint8Array([0, 1, 0, 0]));
+    expect(body.byteOffset).toBe(0);
+    expect(body.buffer.byteLength).toBe(body.byteLength);
     const parsed = JSON.parse(body.toString());
-    expect(parsed.a).toBe(1);
-    expect(parsed.geojson.features).toHaveLength(1);
-    expect(parsed.geojson.features[0].properties.value).toBe(0.3);
+    expect(parsed.features).toHaveLength(1);
+    expect(parsed.features[0].properties.value).toBe(0.3);
     expect(JSON.parse(pixelGeoJson(grid, new Float32Array(4), new Uint8Array(4)).toString())).toEqual({ type: 'FeatureCollection', features: [] });
   });
 });

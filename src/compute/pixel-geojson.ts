@@ -1,15 +1,17 @@
 /**
  * The per-pixel GeoJSON of an index result, written by hand: one Polygon feature per field pixel
  * (the pixel's square, reprojected to WGS84), property `value` (a number, or null where masked).
- * JSON.stringify of nested coordinate arrays is several times slower and allocates per pixel;
- * this writes bytes straight into one buffer:
+ * It loops over pixels, so it runs in the compute threads (worker.ts), next to the values, never
+ * on the API thread: a 100 ha field is 2 MB of text, tens of ms of CPU that would stall every
+ * other request. JSON.stringify of nested coordinate arrays is several times slower and allocates
+ * per pixel; this writes bytes straight into one buffer:
  * - the grid's corner nodes are projected and formatted once per grid (every capture on the same
  *   tiling over a field shares it) and kept as bytes, so a ring is five byte copies;
  * - values are written as fixed-point decimals (6 places) digit by digit.
  */
 import { toWgs84 } from '../imagery/crs.js';
 import type { FieldWindow } from '../imagery/window-reader.js';
-import { Lru } from './cache.js';
+import { Lru } from '../platform/lru.js';
 
 export type PixelGrid = Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
 
@@ -102,20 +104,17 @@ function putValue(out: Buffer, at: number, v: number): number {
 }
 
 /**
- * The FeatureCollection as bytes, between `prefix` and `suffix` (so that a response body is
- * written in one buffer). Counter-clockwise rings in lon/lat (RFC 7946).
+ * The FeatureCollection as bytes, counter-clockwise rings in lon/lat (RFC 7946). The result owns
+ * its whole ArrayBuffer (exactly its length), so that a worker can transfer it.
  */
-export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array, prefix = '', suffix = ''): Buffer {
+export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array): Buffer {
   const nodes = gridNodes(grid);
   const cols = grid.width + 1;
   let features = 0;
   for (let k = 0; k < inside.length; k++) features += inside[k] ? 1 : 0;
   const perFeature = FEATURE.length + 5 * nodes.longest + 4 + PROPS.length + VALUE_MAX + 3;
-  const head = ascii(prefix);
-  const tail = ascii(suffix);
-  const out = Buffer.allocUnsafe(head.length + OPEN.length + features * perFeature + CLOSE.length + tail.length);
-  let at = put(out, 0, head);
-  at = put(out, at, OPEN);
+  const out = Buffer.allocUnsafe(OPEN.length + features * perFeature + CLOSE.length);
+  let at = put(out, 0, OPEN);
   const { bytes, start } = nodes;
   const node = (k: number) => {
     at = put(out, at, bytes, start[k]!, start[k + 1]!);
@@ -147,7 +146,7 @@ export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint
     }
   }
   at = put(out, at, CLOSE);
-  at = put(out, at, tail);
-  // An exact copy: the slack of the estimate is not kept alive by caches holding the result.
-  return Buffer.from(out.subarray(0, at));
+  // An exact copy in an ArrayBuffer of its own (a small Buffer would sit in Node's shared pool):
+  // the slack of the estimate is not kept alive, and the buffer can be transferred.
+  return Buffer.from(out.buffer.slice(out.byteOffset, out.byteOffset + at));
 }
