@@ -99,9 +99,10 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
       for (let attempt = 1; attempt <= 4; attempt++) {
         const d = (await row())!;
         expect(d).toMatchObject({ status: 'pending', attempt_count: attempt });
-        // The retry is due one delay after the failed attempt, and its delayed job is queued.
+        // The retry is due one delay after the failed attempt, and its delayed job is queued (the
+        // outcome is recorded before the job is added, so wait for the job rather than race it).
         scheduled.push(d.next_attempt_at!.getTime() - d.attempted_at.getTime());
-        expect(await svc.runtime.queues.pending(WEBHOOK_QUEUE, jobIdFor(d.id, attempt + 1))).toBe(true);
+        await until('the retry job queued', () => svc.runtime.queues.pending(WEBHOOK_QUEUE, jobIdFor(d.id, attempt + 1)), 15_000);
         // Run that retry now instead of waiting for it.
         const outcome = await attemptDelivery(svc.runtime.webhooks, { delivery_id: d.id });
         expect(outcome).toBe(attempt < 4 ? 'retry_scheduled' : 'webhook_disabled');
