@@ -29,8 +29,9 @@ export function workspace(): usize {
 
 /**
  * Decodes one LZW-compressed block. `src` must be followed by 8 readable bytes of slack (zeros) and `dst`
- * by 16. Returns the number of bytes written (at most dstLen; the block ends at EOI, at the end of
- * the input, or when dstLen bytes are out), or -1 for a code that cannot occur in a valid stream.
+ * by 16. Returns the number of bytes written (at most dstLen; the block ends at EOI or at the end
+ * of the input), -1 for a code that cannot occur in a valid stream, or -2 when the data decodes to
+ * more than dstLen bytes (a decompression bomb: nothing is written past dstLen).
  */
 export function lzwDecode(src: usize, srcLen: i32, dst: usize, dstLen: i32): i32 {
   const outEnd = dst + <usize>dstLen;
@@ -57,27 +58,19 @@ export function lzwDecode(src: usize, srcLen: i32, dst: usize, dstLen: i32): i32
     }
     let len: i32;
     if (code < 256) {
-      if (out >= outEnd) break;
+      if (out >= outEnd) return -2;
       store<u8>(out, <u8>code);
       len = 1;
     } else if (code < next) {
       const entry = load<u64>(TABLE + (<usize>code << 3));
       const pos = <usize>(<u32>entry);
       len = <i32>(entry >> 32);
-      if (out + <usize>len > outEnd) {
-        memory.copy(out, pos, outEnd - out);
-        out = outEnd;
-        break;
-      }
+      if (out + <usize>len > outEnd) return -2;
       copyForward(out, pos, len);
     } else if (code == next && prevLen > 0) {
       // The string being defined right now: the previous one plus its own first byte.
       len = prevLen + 1;
-      if (out + <usize>len > outEnd) {
-        memory.copy(out, prevPos, outEnd - out);
-        out = outEnd;
-        break;
-      }
+      if (out + <usize>len > outEnd) return -2;
       copyForward(out, prevPos, prevLen);
       store<u8>(out + <usize>prevLen, load<u8>(prevPos));
     } else {

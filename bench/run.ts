@@ -13,6 +13,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   reports: async () => (await import('./reports.js')).default,
   load: async () => (await import('./load.js')).default,
   faults: async () => (await import('./faults.js')).default,
+  bombs: async () => (await import('./bombs.js')).default,
 };
 
 async function main(): Promise<void> {

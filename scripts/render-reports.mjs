@@ -3,12 +3,27 @@
 // `npm start` creates) and turns every page into PNG with pdftoppm (poppler-utils), to look at the
 // pages as a person would. Usage: node scripts/render-reports.mjs [out-dir] (default
 // data/rendered-reports). Builds first when dist/ is stale; runs on an in-memory database.
-import { execFileSync, execSync } from 'node:child_process';
+// Without pdftoppm it says what to install and exits 69 (EX_UNAVAILABLE) before doing anything.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-execSync('node scripts/ensure-built.mjs', { stdio: 'inherit' });
+const POPPLER = `pdftoppm comes with poppler:
+  Debian, Ubuntu: sudo apt-get install poppler-utils
+  Fedora, RHEL:   sudo dnf install poppler-utils
+  Alpine:         apk add poppler-utils
+  macOS:          brew install poppler`;
+const probe = spawnSync('pdftoppm', ['-v'], { stdio: 'ignore' });
+if (probe.error) {
+  const why = probe.error.code === 'ENOENT' ? 'is not installed (not found on PATH)' : `cannot be run (${probe.error.message})`;
+  console.error(`render-reports: pdftoppm, which turns the PDF pages into PNG, ${why}.\n${POPPLER}`);
+  process.exit(69);
+}
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+execFileSync(process.execPath, [path.join(root, 'scripts/ensure-built.mjs')], { stdio: 'inherit' });
 const { openDatabase } = await import('../dist/src/platform/database.js');
 const { loadConfig } = await import('../dist/src/platform/config.js');
 const { openRuntime } = await import('../dist/src/platform/runtime.js');
@@ -58,7 +73,12 @@ try {
     const file = await app.inject({ method: 'GET', url: u.pathname + u.search });
     const pdf = path.join(out, `${body.type}.pdf`);
     writeFileSync(pdf, file.rawPayload);
-    execFileSync('pdftoppm', ['-r', '80', '-png', pdf, path.join(out, body.type)]);
+    const png = spawnSync('pdftoppm', ['-r', '80', '-png', pdf, path.join(out, body.type)], { encoding: 'utf8' });
+    if (png.error || png.status !== 0) {
+      console.error(`render-reports: pdftoppm failed on ${pdf}: ${(png.error?.message ?? png.stderr.trim()) || `exit ${png.status}`}`);
+      process.exitCode = 1;
+      break;
+    }
     console.log(`${body.type}: ${(file.rawPayload.length / 1024).toFixed(0)} kB, ready in ${(performance.now() - t0).toFixed(0)} ms -> ${out}/${body.type}-*.png`);
   }
 } finally {

@@ -18,6 +18,8 @@ import { healthRoutes } from './platform/http/health.js';
 import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
+import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from './platform/http/connection.js';
+import { registerNulGuard } from './platform/http/nul-guard.js';
 import { HeavyWork, registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
 import { registerRequestLog } from './platform/http/request-log.js';
 
@@ -42,6 +44,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
     // On SIGTERM the server stops accepting connections; a request already on an open connection
     // is served in full (Fastify's default would answer it with a bare 503 while closing).
     return503OnClosing: false,
+    // What the HTTP parser and the router refuse is answered as problem+json too (connection.ts).
+    clientErrorHandler,
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Query strings and paths are text, so they are coerced (`per_page=20` → 20); JSON bodies are
@@ -57,6 +62,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
   // instead of being refused as 415.
   app.removeContentTypeParser('text/plain');
   registerProblemHandlers(app);
+  registerNulGuard(app);
+  registerLingeringAnswers(app);
   registerRequestLog(app);
   await registerLoadShedding(app, s.config.shed, s.compute);
   await registerOpenApi(app, s.config.publicBaseUrl);

@@ -23,16 +23,45 @@ function loggerOptions(config: Config) {
   };
 }
 
-async function bootstrap(config: Config, runtime: Runtime): Promise<void> {
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+const STEP_LABELS = { database: 'Database', migrations: 'Migrations', compute: 'Compute pool warm', queues: 'Queues' } as const;
+
+/** One start-up progress line: what was done and how long it took. */
+function progress(what: string, ms: number, detail = ''): void {
+  console.log(`  ${what}${detail ? ` (${detail})` : ''}: ${seconds(ms)}`);
+}
+
+/** On the first start of an empty database: the development account, its key printed once. */
+async function bootstrap(config: Config, runtime: Runtime): Promise<{ key: string; accountId: string } | null> {
   const dev = await bootstrapDevelopmentAccount(runtime.db);
-  if (!dev) return;
+  if (!dev) return null;
   console.log(`\n  Development API key (account "${dev.account}"), shown once:\n\n    ${dev.key}\n`);
   console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" ${config.publicBaseUrl}/v1/fields\n`);
-  if (config.demo) {
-    const demo = await createDemo({ db: runtime.db, compute: runtime.compute, roots: config.imageryRoots, maxAreaHa: config.maxFieldAreaHa }, dev.accountId);
-    console.log(`  Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures, ${demo.firstDate} to ${demo.lastDate}`);
-    console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);
-  }
+  return dev;
+}
+
+/**
+ * The demo season, written and registered after the service listens (a first start answers at
+ * once; the demo field is printed when it is complete). Shutdown stops it between captures.
+ */
+function startDemo(config: Config, runtime: Runtime, dev: { key: string; accountId: string }): { stop(): Promise<void> } {
+  const abort = new AbortController();
+  const t0 = performance.now();
+  console.log(`  Demo: writing and registering a season of synthetic Sentinel-2 captures in the background…`);
+  const done = createDemo({ db: runtime.db, compute: runtime.compute, roots: config.imageryRoots, maxAreaHa: config.maxFieldAreaHa }, dev.accountId, { signal: abort.signal }).then(
+    (demo) => {
+      progress(`Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures of ${demo.bands} bands, ${demo.firstDate} to ${demo.lastDate}`, performance.now() - t0);
+      console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);
+    },
+    (err: Error) => console.error(abort.signal.aborted ? '  Demo: stopped by the shutdown before it was complete' : `  Demo not created: ${err.message}`),
+  );
+  return {
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
 }
 
 /**
@@ -54,7 +83,7 @@ async function drainAndClose(app: Api): Promise<void> {
  * (handing back those still running when the grace period is nearly over), then close the queues
  * and Redis, the compute pool and the database. Exit 0, or 1 if the grace period runs out.
  */
-function onSignals(config: Config, runtime: Runtime, servers: () => Api[], log: Api['log']): () => boolean {
+function onSignals(config: Config, runtime: Runtime, servers: () => Api[], log: Api['log'], background: () => Promise<void>): () => boolean {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -67,6 +96,7 @@ function onSignals(config: Config, runtime: Runtime, servers: () => Api[], log: 
     }, config.shutdownGraceMs).unref();
     try {
       for (const s of servers()) await drainAndClose(s);
+      await background();
       // Keep a little of the grace period for closing the pool and the database.
       const reserve = Math.min(2000, config.shutdownGraceMs * 0.2);
       await runtime.close(Math.max(0, deadline - Date.now() - reserve));
@@ -99,20 +129,24 @@ async function main(): Promise<void> {
     process.exit(78);
   }
 
-  const runtime = await openRuntime(config);
+  progress('Node and modules loaded', process.uptime() * 1000);
+  const runtime = await openRuntime(config, { onStep: (step, ms, detail) => progress(STEP_LABELS[step], ms, detail) });
   const logger = loggerOptions(config);
+  const t0 = performance.now();
   const api = config.role !== 'worker' ? await buildApp(runtime, { logger }) : null;
   const ops = config.metricsPort !== undefined ? await buildOpsApp(runtime, { logger }) : null;
+  progress('HTTP app', performance.now() - t0);
   const servers = [api, ops].filter((s): s is Api => s !== null);
+  let demo: { stop(): Promise<void> } | null = null;
   // A worker always has the operations listener (METRICS_PORT, default PORT).
-  const closing = onSignals(config, runtime, () => servers, (api ?? ops)!.log);
+  const closing = onSignals(config, runtime, () => servers, (api ?? ops)!.log, async () => demo?.stop());
 
-  if (config.devBootstrap && config.role !== 'worker') await bootstrap(config, runtime);
+  const dev = config.devBootstrap && config.role !== 'worker' ? await bootstrap(config, runtime) : null;
   if (closing()) return;
 
   if (api) {
     await api.listen({ port: config.port, host: config.host });
-    console.log(`  Field analysis service listening on ${config.publicBaseUrl}`);
+    console.log(`  Field analysis service listening on ${config.publicBaseUrl} (${seconds(process.uptime() * 1000)} after the process started)`);
     console.log(`  API docs: ${config.publicBaseUrl}/docs   OpenAPI: ${config.publicBaseUrl}/openapi.json`);
   }
   if (ops) {
@@ -120,6 +154,7 @@ async function main(): Promise<void> {
     console.log(`  Metrics: ${address}/metrics`);
   }
   console.log(`  Storage: ${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}; queues: ${config.redisUrl ? 'BullMQ on Redis' : 'in the database'}; role ${config.role}\n`);
+  if (dev && config.demo) demo = startDemo(config, runtime, dev);
 }
 
 main().catch((err) => {

@@ -93,7 +93,11 @@ export function forgetCachedKeys(): void {
   authCache.clear();
 }
 
-export type AuthResult = { ok: true; account: Account; keyId: string } | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' };
+/**
+ * `unknown` covers revoked keys too: a revoked key and one that never existed take the same path
+ * (one lookup that finds no live key) and get the same answer, so a caller cannot tell them apart.
+ */
+export type AuthResult = { ok: true; account: Account; keyId: string } | { ok: false; reason: 'missing' | 'malformed' | 'unknown' };
 
 /** Parses an Authorization header value and resolves the key to its account. */
 export async function authenticate(db: Database, header: string | undefined): Promise<AuthResult> {
@@ -103,15 +107,14 @@ export async function authenticate(db: Database, header: string | undefined): Pr
   const hash = hashKey(m[1]!);
   const cached = authCache.get(hash);
   if (cached && cached.until > Date.now()) return { ok: true, account: cached.account, keyId: cached.keyId };
-  const rows = await db.query<{ key_id: string; revoked_at: Date | null; account_id: string; account_name: string; stale: boolean }>(
-    `SELECT k.id AS key_id, k.revoked_at, a.id AS account_id, a.name AS account_name,
+  const rows = await db.query<{ key_id: string; account_id: string; account_name: string; stale: boolean }>(
+    `SELECT k.id AS key_id, a.id AS account_id, a.name AS account_name,
             (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     [hash],
   );
   const row = rows[0];
   if (!row) return { ok: false, reason: 'unknown' };
-  if (row.revoked_at) return { ok: false, reason: 'revoked' };
   if (row.stale) {
     // At most one write a minute per key: usage is visible in `keys list` without a write per request.
     db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.key_id]).catch(() => {});

@@ -13,7 +13,7 @@ import { compileFormula } from './formula.js';
 import { Kernel } from './kernel-host.js';
 import type { CoverageResult, CoverageTask, FieldIndexResult, FieldIndexTask, IndexResult, IndexTask, Task } from './tasks.js';
 import { inspectCapture } from '../imagery/inspect.js';
-import { readFieldWindow, type CaptureBand, type FieldWindow } from '../imagery/window-reader.js';
+import { coverageBands, readFieldWindow, type CaptureBand, type FieldWindow } from '../imagery/window-reader.js';
 import { registerFastDecoders } from '../imagery/decoders.js';
 import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
 import { pixelGeoJson } from './pixel-geojson.js';
@@ -92,7 +92,10 @@ function runIndex(t: IndexTask): IndexResult {
  */
 async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   const started = performance.now();
-  const win = await windowFor(t.capture, t.boundary, t.program.bands as CaptureBand[], t.roots);
+  // A formula that reads no band (a constant) still has a value on the capture's usable field
+  // pixels only: the window and validity mask of the coverage bands.
+  const read = t.program.bands.length ? (t.program.bands as CaptureBand[]) : coverageBands(t.capture);
+  const win = await windowFor(t.capture, t.boundary, read, t.roots);
   const n = win.width * win.height;
   const prep = kernel.prepare(n, t.program.bands.map((b) => {
     const wb = win.bands[b as CaptureBand]!;

@@ -2,7 +2,7 @@
  * Validation of field boundaries (domain code: no HTTP, no database).
  *
  * Accepted: a GeoJSON Polygon or MultiPolygon in WGS84 lon/lat (RFC 7946), or a Feature wrapping
- * one (unwrapped). Decisions, also in the README:
+ * one (unwrapped). Decisions, also in docs/api.md:
  * - positions have 2 or 3 finite numbers (a third, altitude, is dropped); lon in [-180, 180],
  *   lat in [-90, 90];
  * - consecutive duplicate positions are removed (common in digitised boundaries, harmless);

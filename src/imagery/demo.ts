@@ -1,36 +1,59 @@
 /**
  * The demo created on the first start of an empty embedded database: a field and a season of
- * synthetic Sentinel-2-like captures, so that every index and time-series call in the README works
- * on a fresh machine.
+ * synthetic Sentinel-2-like captures (every L2A band formulas accept, at its native resolution),
+ * so that every index and time-series call in the README works on a fresh machine.
  */
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Database } from '../platform/database.js';
 import { createField } from '../fields/service.js';
 import type { ComputePool } from '../compute/pool.js';
 import { registerImagery } from './service.js';
-import { datesEvery, sceneField, writeSyntheticSeason } from './synthetic.js';
+import { datesEvery, sceneField, syntheticSteps } from './synthetic.js';
 
 export interface DemoResult {
   fieldId: string;
   captures: number;
+  bands: number;
   firstDate: string;
   lastDate: string;
 }
 
-export async function createDemo(deps: { db: Database; compute: ComputePool; roots: string[]; maxAreaHa: number }, accountId: string): Promise<DemoResult> {
+/** Near Gembloux (BE), UTM 31N: a 1.6 km square scene; the field is its central 64 ha. */
+const SPEC = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 160, seed: 2025 };
+export const DEMO_DATES = datesEvery('2025-03-26', '2025-10-07', 6);
+
+/**
+ * Writes and registers the demo season. Each capture is registered (its files inspected and its
+ * cover of the field computed on the compute pool) while the next one is written on this thread,
+ * a file at a time. With a signal, stops between captures once it is aborted (rejecting with its
+ * reason).
+ */
+export async function createDemo(
+  deps: { db: Database; compute: ComputePool; roots: string[]; maxAreaHa: number },
+  accountId: string,
+  opts: { signal?: AbortSignal } = {},
+): Promise<DemoResult> {
   const dir = path.join(deps.roots[0]!, 'demo');
-  // Near Gembloux (BE), UTM 31N: 1.6 km square scene, the field is its central 64 ha.
-  const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 160, seed: 2025 };
-  const dates = datesEvery('2025-03-26', '2025-10-07', 6);
-  const captures = writeSyntheticSeason(dir, spec, dates, '2025-04-10', '2025-09-20');
   const field = await createField(
     deps.db,
     accountId,
-    { name: 'Demo field (synthetic)', boundary: sceneField(spec) as never, crop_type: 'maize', planting_date: '2025-04-10', harvest_date: '2025-09-20' },
+    { name: 'Demo field (synthetic)', boundary: sceneField(SPEC) as never, crop_type: 'maize', planting_date: '2025-04-10', harvest_date: '2025-09-20' },
     { maxAreaHa: deps.maxAreaHa },
   );
-  for (const c of captures) {
-    await registerImagery({ db: deps.db, compute: deps.compute, roots: deps.roots }, accountId, {
+  let registering: Promise<unknown> = Promise.resolve();
+  let bands = 0;
+  // DEFLATE level 1: the season is written on a first start, where time counts more than 5 % of disk.
+  for (const c of syntheticSteps(dir, SPEC, DEMO_DATES, '2025-04-10', '2025-09-20', { deflateLevel: 1 })) {
+    // A turn of the event loop between files: requests are served while the demo is written.
+    if (!c) {
+      await nextTurn();
+      continue;
+    }
+    await registering;
+    opts.signal?.throwIfAborted();
+    bands = Object.keys(c.files).length;
+    registering = registerImagery({ db: deps.db, compute: deps.compute, roots: deps.roots }, accountId, {
       source: 'sentinel-2-l2a',
       capture_date: c.date,
       cloud_cover: Math.round(c.cloudiness * 1000) / 10,
@@ -39,6 +62,8 @@ export async function createDemo(deps: { db: Database; compute: ComputePool; roo
       scale: 0.0001,
       offset: -0.1,
     });
+    registering.catch(() => {}); // awaited above; this only keeps a failure while writing the next capture from being unhandled
   }
-  return { fieldId: field.id, captures: captures.length, firstDate: dates[0]!, lastDate: dates.at(-1)! };
+  await registering;
+  return { fieldId: field.id, captures: DEMO_DATES.length, bands, firstDate: DEMO_DATES[0]!, lastDate: DEMO_DATES.at(-1)! };
 }

@@ -8,31 +8,32 @@
  *   redirect could lead anywhere;
  * - a count of the bytes received (imagery_read_bytes_total{source="http"}).
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { BaseClient, BaseResponse } from 'geotiff';
 import { imageryAllowPrivateNetworks, imageryTimeoutMs } from '../platform/config.js';
-import { isPublicAddress } from '../webhooks/outbound.js';
+import { BlockedAddressError, isPublicAddress, resolvePublic, systemLookup, type HostLookup, type ResolvedAddress } from '../platform/net/address.js';
 import { recordRead } from './metrics.js';
 
-const blocked = (host: string, address: string) =>
-  Object.assign(new Error(`${host} resolves to ${address}, which is not a public address (IMAGERY_ALLOW_PRIVATE_NETWORKS)`), { code: 'EADDRBLOCKED' });
+const blocked = (host: string, address: string) => new BlockedAddressError(host, address, ' (IMAGERY_ALLOW_PRIVATE_NETWORKS)');
 
-/** dns.lookup that refuses names with any non-public address; net.connect then uses what it returned. */
-const checkedLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, '', 0);
-    const list = addresses as unknown as LookupAddress[];
-    const bad = list.find((a) => !isPublicAddress(a.address));
-    if (bad) return callback(blocked(hostname, bad.address), '', 0);
-    if (!list.length) return callback(Object.assign(new Error(`${hostname} has no addresses`), { code: 'ENOTFOUND' }), '', 0);
-    if (options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
-    else callback(null, list[0]!.address, list[0]!.family);
-  });
-};
+/**
+ * A net.connect lookup that resolves with `lookup` and refuses names with any non-public
+ * address; the connection then goes to what it returned (the checked address).
+ */
+function checkedLookup(lookup: HostLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolvePublic(hostname, false, lookup).then(
+      (list) => {
+        if (options.all) (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, list);
+        else callback(null, list[0]!.address, list[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err instanceof BlockedAddressError ? blocked(err.host, err.address) : err, '', 0),
+    );
+  };
+}
 
 /** Throws when the URL's host is an address literal that is not public (literals skip the lookup). */
 export function checkImageryUrl(url: URL, allowPrivate: boolean): void {
@@ -69,6 +70,8 @@ export class TimedFetchClient extends BaseClient {
     url: string,
     private readonly timeoutMs = imageryTimeoutMs(),
     private readonly allowPrivate = imageryAllowPrivateNetworks(),
+    /** Replaces the system resolver (tests). */
+    private readonly lookup: HostLookup = systemLookup,
   ) {
     super(url);
   }
@@ -81,7 +84,7 @@ export class TimedFetchClient extends BaseClient {
     const mod = url.protocol === 'https:' ? https : http;
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = mod.request(url, { headers: options.headers, signal, ...(this.allowPrivate ? {} : { lookup: checkedLookup }) }, resolve);
+        const req = mod.request(url, { headers: options.headers, signal, ...(this.allowPrivate ? {} : { lookup: checkedLookup(this.lookup) }) }, resolve);
         req.on('error', reject);
         req.end();
       });

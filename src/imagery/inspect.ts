@@ -4,12 +4,19 @@
  * catches corrupt and truncated files); all bands share the CRS and their resolutions divide
  * each other. Runs in a worker thread (it decodes pixels).
  */
-import { epsgFromGeoKeys } from './crs.js';
+import { CrsError, crsLabel, type CrsRef } from './crs.js';
+import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
+import { crsFromGeoKeys } from './geokeys.js';
 import { readWindow } from './raw-window.js';
-import { ImageryError, openTiff, type CaptureSource } from './window-reader.js';
+import { ImageryError, openTiff, undecodable, type CaptureSource } from './window-reader.js';
 import type { InspectResult } from '../compute/tasks.js';
 
-export async function inspectCapture(capture: CaptureSource, roots: string[]): Promise<InspectResult> {
+/** The checks of one registration decode within one IMAGERY_MAX_DECODED_BYTES budget. */
+export function inspectCapture(capture: CaptureSource, roots: string[]): Promise<InspectResult> {
+  return withDecodeBudget(() => inspectIn(capture, roots));
+}
+
+async function inspectIn(capture: CaptureSource, roots: string[]): Promise<InspectResult> {
   const out: InspectResult['bands'] = {};
   const entries: Array<[string, { href: string; index?: number }]> = [...Object.entries(capture.bands), ...(capture.mask ? [['mask', capture.mask] as [string, { href: string; index?: number }]] : [])];
   for (const [band, src] of entries) {
@@ -20,11 +27,11 @@ export async function inspectCapture(capture: CaptureSource, roots: string[]): P
     } catch (err) {
       throw new ImageryError(band, describeOpenError(err as Error));
     }
-    let epsg: number;
+    let epsg: CrsRef;
     try {
-      epsg = epsgFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
+      epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
     } catch (err) {
-      throw new ImageryError(band, (err as Error).message);
+      throw new ImageryError(band, err instanceof CrsError ? `unsupported CRS: ${err.message}` : (err as Error).message);
     }
     let origin: number[], res: number[];
     try {
@@ -47,14 +54,14 @@ export async function inspectCapture(capture: CaptureSource, roots: string[]): P
       await readWindow(image, [0, Math.max(0, h - 1), Math.min(w, 64), h], index - 1);
       await readWindow(image, [0, 0, Math.min(w, 64), Math.min(h, 1)], index - 1);
     } catch (err) {
-      throw new ImageryError(band, `the pixel data cannot be decoded (${(err as Error).message}): the file is corrupt or truncated`);
+      throw new ImageryError(band, undecodable(err as Error));
     }
     out[band] = { epsg, width: w, height: h, resX: res[0]!, resY: res[1]!, originX: origin[0]!, originY: origin[1]!, dtype, samples };
   }
   const list = Object.entries(out);
   const [firstName, first] = list[0]!;
   for (const [band, b] of list) {
-    if (b.epsg !== first.epsg) throw new ImageryError(band, `CRS EPSG:${b.epsg} differs from ${firstName}'s EPSG:${first.epsg}: all bands must share one CRS`);
+    if (b.epsg !== first.epsg) throw new ImageryError(band, `CRS ${crsLabel(b.epsg)} differs from ${firstName}'s ${crsLabel(first.epsg)}: all bands must share one CRS`);
     const ratio = Math.abs(b.resX) / Math.abs(first.resX);
     const r = ratio >= 1 ? ratio : 1 / ratio;
     if (Math.abs(r - Math.round(r)) > 1e-6) throw new ImageryError(band, `resolution ${Math.abs(b.resX)} does not divide ${firstName}'s ${Math.abs(first.resX)}: bands must line up`);
@@ -63,6 +70,7 @@ export async function inspectCapture(capture: CaptureSource, roots: string[]): P
 }
 
 function describeOpenError(err: Error): string {
+  if (err instanceof ImageryLimitError) return err.message;
   const m = err.message || String(err);
   if (/outside the allowed/.test(m)) return m;
   if (/not found|ENOENT/.test(m)) return m.includes('file not found') ? m : `file not found`;

@@ -161,7 +161,7 @@ export async function readWindowRaw(image: GeoTIFFImage, window: [number, number
     const compressed = read(k);
     if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
     const t0 = performance.now();
-    const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows });
+    const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows }, { declaredRows: th });
     decodeMs += performance.now() - t0;
     // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned.
     const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : bytes.slice();

@@ -9,11 +9,13 @@ import { pipeline } from 'node:stream/promises';
 import { Type } from 'typebox';
 import { AppError } from '../platform/errors.js';
 import type { Api, Services } from '../platform/http/context.js';
+import { assertNoNul } from '../platform/http/nul-guard.js';
 import { describeIssues, validationIssues } from '../platform/http/problems.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { FieldImagery, Imagery, ImageryCreate } from './schemas.js';
 import { getImagery, listFieldImagery, registerImagery, type ImageryDeps } from './service.js';
+import { accountUploadDir } from './local-path.js';
 import { registerUpload, type UploadedFile } from './upload.js';
 
 const MAX_FILES = 20;
@@ -70,6 +72,7 @@ async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number)
     } catch (err) {
       throw new AppError('malformed_json', `the metadata part is not valid JSON: ${(err as Error).message}`);
     }
+    assertNoNul(meta, '/body');
     if (!checkMetadata(meta)) {
       const issues = validationIssues('body', checkMetadata.errors ?? []);
       throw new AppError('validation_failed', describeIssues(issues), { errors: issues });
@@ -83,8 +86,9 @@ async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number)
   }
 }
 
-export function imageryRoutes(app: Api, s: Services, deps: ImageryDeps): void {
+export function imageryRoutes(app: Api, s: Services, imageryDeps: ImageryDeps): void {
   const tags = ['imagery'];
+  const deps: ImageryDeps = { ...imageryDeps, uploadDir: s.config.imageryUploadDir };
   app.post('/imagery', {
     schema: {
       tags,
@@ -107,13 +111,14 @@ export function imageryRoutes(app: Api, s: Services, deps: ImageryDeps): void {
         description:
           'multipart/form-data: a "metadata" field holding the JSON body of POST /v1/imagery, and one file part per GeoTIFF. ' +
           'An href in the metadata (band, mask or STAC asset) that equals a file part\'s name refers to that file; every href must name a part and every part must be used. ' +
-          `Files are stored under DATA_DIR/imagery/uploads; each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
+          `Files are stored under DATA_DIR/imagery/uploads/<account id> (and may be named by local path in later registrations of the same account only); each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
         consumes: ['multipart/form-data'],
         response: { 201: Imagery, ...ProblemResponses },
       },
     }, async (req, reply) => {
       if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'send multipart/form-data: a "metadata" field and the GeoTIFF files');
-      const dir = path.join(s.config.imageryUploadDir, `upl_${randomBytes(12).toString('base64url')}`);
+      // In the account's own folder: a local path into another account's uploads is refused.
+      const dir = path.join(accountUploadDir(s.config.imageryUploadDir, req.account.id), `upl_${randomBytes(12).toString('base64url')}`);
       const { meta, files } = await receiveUpload(req, dir, s.config.uploadMaxBytes);
       const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, dir);
       return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);

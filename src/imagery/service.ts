@@ -12,18 +12,22 @@ import type { Boundary } from '../fields/boundary.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { toWgs84 } from './crs.js';
+import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
 import { evaluateAlerts } from '../alerts/service.js';
 import type { Imagery, ImageryCreate } from './schemas.js';
 import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
-import { CAPTURE_BANDS, type CaptureBand, type CaptureSource } from './window-reader.js';
+import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
+import { limitOf } from './decode-limits.js';
+import { CAPTURE_BANDS, coverageBands, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
   db: Database;
   compute: ComputePool;
   roots: string[];
+  /** DATA_DIR/imagery/uploads: at registration, only the caller's own folder in it may be named. */
+  uploadDir?: string;
   /** Where failures after the response is decided go (a field's coverage, alert evaluation). */
   log?: { warn(obj: object, msg: string): void };
 }
@@ -64,29 +68,59 @@ export function normalise(input: ImageryCreate): { capture: CaptureSource; sourc
   };
 }
 
-/** Errors from the worker arrive as `band: reason`. */
+const bandPath = (band: string) => (band === 'mask' ? '/body/mask' : `/body/bands/${band}`);
+
+/** inspect.ts and window-reader.ts start the reason of a CrsError so. */
+const CRS_REASON = /^unsupported CRS: /;
+
+/**
+ * Errors from the worker arrive as `band: reason`; a file refused by the decode limits as
+ * `band: [code] reason` (decode-limits.ts), and its code (decompression_bomb, ifd_loop,
+ * too_many_blocks, …) becomes the issue's code.
+ */
 function fromWorker(err: unknown): AppError {
   const m = (err as Error)?.message ?? String(err);
   const hit = /^(B\d\d|B8A|mask): (.*)$/s.exec(m);
   if (hit) {
     const band = hit[1]!;
-    const path = band === 'mask' ? '/body/mask' : `/body/bands/${band}`;
-    return invalid(path, 'unreadable_file', `${band}: ${hit[2]}`);
+    const limit = limitOf(hit[2]!);
+    if (limit) return invalid(bandPath(band), limit.code, `${band}: ${limit.reason}`);
+    return invalid(bandPath(band), CRS_REASON.test(hit[2]!) ? 'unsupported_crs' : 'unreadable_file', `${band}: ${hit[2]}`);
   }
   return invalid('/body', 'unreadable_file', m);
 }
 
-function footprintOf(info: { epsg: number; width: number; height: number; resX: number; resY: number; originX: number; originY: number }): Boundary & { type: 'Polygon' } {
-  const inv = toWgs84(info.epsg);
+function footprintOf(band: string, info: { epsg: CrsRef; width: number; height: number; resX: number; resY: number; originX: number; originY: number }): Boundary & { type: 'Polygon' } {
+  let inv: (xy: [number, number]) => [number, number];
+  let fwd: (lonLat: [number, number]) => [number, number];
+  try {
+    inv = toWgs84(info.epsg);
+    fwd = fromWgs84(info.epsg);
+  } catch (err) {
+    throw invalid(`/body/bands/${band}`, 'unsupported_crs', `${band}: unsupported CRS: ${(err as Error).message}`);
+  }
   const x1 = info.originX + info.width * info.resX;
   const y1 = info.originY + info.height * info.resY;
   const corners: Array<[number, number]> = [[info.originX, info.originY], [x1, info.originY], [x1, y1], [info.originX, y1]];
   const ring: Array<[number, number]> = [];
+  // proj4 inverts points outside a projection's domain into some lon/lat (UTM wraps latitudes): a
+  // point counts only if projecting it back lands where it started (to a tenth of a pixel).
+  const tolerance = Math.abs(info.resX) / 10;
+  let onEarth = true;
   // Densified edges: a UTM rectangle is not a rectangle in lon/lat.
   for (let k = 0; k < 4; k++) {
     const [ax, ay] = corners[k]!;
     const [bx, by] = corners[(k + 1) % 4]!;
-    for (let t = 0; t < 8; t++) ring.push(inv([ax + ((bx - ax) * t) / 8, ay + ((by - ay) * t) / 8]));
+    for (let t = 0; t < 8; t++) {
+      const xy: [number, number] = [ax + ((bx - ax) * t) / 8, ay + ((by - ay) * t) / 8];
+      const p = inv(xy);
+      const back = Number.isFinite(p[0]) && Number.isFinite(p[1]) && Math.abs(p[1]) <= 90 ? fwd(p) : [NaN, NaN];
+      if (!(Math.abs(back[0]! - xy[0]) <= tolerance && Math.abs(back[1]! - xy[1]) <= tolerance)) onEarth = false;
+      ring.push(p);
+    }
+  }
+  if (!onEarth) {
+    throw invalid(`/body/bands/${band}`, 'unsupported_crs', `${band}: the raster's extent cannot be expressed in WGS84 from its ${crsLabel(info.epsg)}: check the georeferencing`);
   }
   ring.push(ring[0]!);
   // RFC 7946: counter-clockwise exterior.
@@ -106,13 +140,6 @@ function bboxOf(ring: Array<[number, number]>): [number, number, number, number]
   return b;
 }
 
-/** The bands a coverage check reads: red and NIR when present (what most indices use), else the first. */
-function coverageBands(capture: CaptureSource): CaptureBand[] {
-  const have = Object.keys(capture.bands) as CaptureBand[];
-  const rn = (['B04', 'B08'] as CaptureBand[]).filter((b) => have.includes(b));
-  return rn.length ? rn : [have[0]!];
-}
-
 interface ImageryRow {
   id: string;
   source: string;
@@ -121,7 +148,8 @@ interface ImageryRow {
   bands: Record<string, unknown>;
   scale: number;
   offset: number;
-  epsg: number;
+  epsg: number | null;
+  crs: string | null;
   resolution: number;
   footprint: Record<string, unknown>;
   created_at: Date;
@@ -129,14 +157,34 @@ interface ImageryRow {
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
+/**
+ * Every local href of the capture must lie in IMAGERY_ROOTS, and in the uploads directory only in
+ * the caller's own folder; checked here, where the account is known, before any file is opened.
+ * One answer for every path outside (existing or not), so the disk cannot be probed.
+ */
+async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: CaptureSource): Promise<void> {
+  const rules = registrationRules(deps.roots, deps.uploadDir, accountId);
+  const refs: Array<[string, string]> = [...Object.entries(capture.bands).map(([b, src]): [string, string] => [b, src!.href]), ...(capture.mask ? [['mask', capture.mask.href] as [string, string]] : [])];
+  for (const [band, href] of refs) {
+    if (/^https?:\/\//i.test(href)) continue;
+    try {
+      await resolveLocal(href, rules);
+    } catch (err) {
+      if (!(err instanceof LocalPathError)) throw err;
+      throw invalid(bandPath(band), err.kind === 'outside' ? 'path_not_allowed' : 'file_not_found', `${band}: ${err.message}`);
+    }
+  }
+}
+
 export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery> {
   const { capture, source, date, cloud } = normalise(input);
+  await checkLocalPaths(deps, accountId, capture);
   const info = await deps.compute.inspect({ capture, roots: deps.roots }).catch((err) => {
     throw fromWorker(err);
   });
   const entries = Object.entries(info.bands).filter(([b]) => b !== 'mask');
-  const finest = entries.reduce((a, b) => (Math.abs(b[1].resX) < Math.abs(a[1].resX) ? b : a))[1];
-  const footprint = footprintOf(finest);
+  const [finestBand, finest] = entries.reduce((a, b) => (Math.abs(b[1].resX) < Math.abs(a[1].resX) ? b : a));
+  const footprint = footprintOf(finestBand, finest);
   const bbox = bboxOf(footprint.coordinates[0]!);
   const candidates = await deps.db.query<{ id: string; boundary: Boundary }>(
     `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
@@ -156,10 +204,10 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(
-      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, resolution, footprint, bbox)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12::jsonb, $13)
-       RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, resolution, footprint, created_at`,
-      [id, accountId, source, date, cloud, JSON.stringify(capture.bands), capture.mask ? JSON.stringify(capture.mask) : null, capture.scale, capture.offset, finest.epsg, Math.abs(finest.resX), JSON.stringify(footprint), bbox],
+      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14)
+       RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, crs, resolution, footprint, created_at`,
+      [id, accountId, source, date, cloud, JSON.stringify(capture.bands), capture.mask ? JSON.stringify(capture.mask) : null, capture.scale, capture.offset, typeof finest.epsg === 'number' ? finest.epsg : null, typeof finest.epsg === 'string' ? finest.epsg : null, Math.abs(finest.resX), JSON.stringify(footprint), bbox],
     );
     for (const c of covered) {
       await tx.query('INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)', [id, c.field_id, c.field_pixels, c.valid_pixels, c.cloud_cover]);
@@ -240,7 +288,7 @@ function toImagery(r: ImageryRow, fields: Imagery['fields']): Imagery {
     capture_date: r.capture_date,
     cloud_cover: r.cloud_cover,
     bands: Object.keys(r.bands),
-    crs: `EPSG:${r.epsg}`,
+    crs: r.crs ?? `EPSG:${r.epsg}`,
     resolution: r.resolution,
     footprint: r.footprint,
     scale: r.scale,
@@ -252,7 +300,7 @@ function toImagery(r: ImageryRow, fields: Imagery['fields']): Imagery {
 
 export async function getImagery(db: Database, accountId: string, id: string): Promise<Imagery> {
   const [r] = await db.query<ImageryRow>(
-    `SELECT id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, resolution, footprint, created_at
+    `SELECT id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, crs, resolution, footprint, created_at
        FROM imagery WHERE id = $1 AND account_id = $2`,
     [id, accountId],
   );

@@ -1,6 +1,7 @@
 /**
- * Synthetic Sentinel-2-like captures for the demo, the tests and the benchmarks: B02, B03, B04,
- * B08 at 10 m and B05, B11, B12 and SCL at 20 m over one UTM grid; a crop that greens up after
+ * Synthetic Sentinel-2-like captures for the demo, the tests and the benchmarks: every L2A band
+ * that formulas accept, each at its native resolution over one UTM grid (10 m B02 B03 B04 B08;
+ * 20 m B05 B06 B07 B8A B11 B12 and SCL; 60 m B01 B09; B10 is L1C only); a crop that greens up after
  * planting and senesces before harvest; in-field variability (a smooth gradient and a weak patch);
  * cloud and cloud-shadow patches in the SCL band on some dates. Digital numbers follow L2A from
  * processing baseline 04.00: DN = (reflectance + 0.1) × 10,000, so offset −0.1. Deterministic for
@@ -16,10 +17,39 @@ export interface SceneSpec {
   epsg: number;
   originX: number;
   originY: number;
-  /** Size of the 10 m grid (the 20 m grid is half). */
+  /** Size of the 10 m grid (the 20 m grid is half of it, the 60 m grid a sixth, rounded up). */
   size: number;
   seed: number;
 }
+
+/** The bands written and their native resolution (m), as in Sentinel-2 L2A products. */
+export const SYNTHETIC_BANDS = { B01: 60, B02: 10, B03: 10, B04: 10, B05: 20, B06: 20, B07: 20, B08: 10, B8A: 20, B09: 60, B11: 20, B12: 20 } as const;
+export type SyntheticBand = keyof typeof SYNTHETIC_BANDS;
+
+const red = (v: number) => 0.09 - 0.06 * v;
+const nir = (v: number) => 0.2 + 0.32 * v;
+const redEdge1 = (v: number) => 0.1 + 0.12 * v;
+/**
+ * Surface reflectance of each band for a vigour v (0 bare soil … about 1 full canopy): red falls
+ * and NIR rises as the crop grows; the red-edge bands B05 < B06 < B07 lie between red and NIR and
+ * climb towards NIR with the canopy (the red-edge shift); B8A, the narrow NIR, follows B08; B09 is
+ * NIR dimmed by water vapour absorption; B01 (coastal aerosol) follows blue; SWIR falls with leaf
+ * water.
+ */
+const REFLECTANCE: Record<SyntheticBand, (v: number) => number> = {
+  B01: (v) => red(v) * 0.75 + 0.01,
+  B02: (v) => red(v) * 0.75,
+  B03: (v) => red(v) * 0.9 + 0.03 * v + 0.02,
+  B04: red,
+  B05: redEdge1,
+  B06: (v) => redEdge1(v) + 0.55 * (nir(v) - redEdge1(v)),
+  B07: (v) => redEdge1(v) + 0.85 * (nir(v) - redEdge1(v)),
+  B08: nir,
+  B8A: (v) => nir(v) * 1.02 + 0.005,
+  B09: (v) => nir(v) * 0.8,
+  B11: (v) => 0.26 - 0.1 * v,
+  B12: (v) => 0.19 - 0.09 * v,
+};
 
 export interface SyntheticCapture {
   date: string;
@@ -59,7 +89,20 @@ export function sceneField(spec: SceneSpec, fraction = 0.5): { type: 'Polygon'; 
   return { type: 'Polygon', coordinates: [[...ring, ring[0]!]] };
 }
 
-export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string): SyntheticCapture[] {
+export interface SyntheticOptions {
+  /** DEFLATE level of the files (default 6; 1 writes about a fifth faster, 5 % larger). */
+  deflateLevel?: number;
+}
+
+export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string, opts: SyntheticOptions = {}): SyntheticCapture[] {
+  return [...syntheticSteps(dir, spec, dates, planting, harvest, opts)].filter((c) => c !== null);
+}
+
+/**
+ * writeSyntheticSeason in small steps, for a caller that must keep its event loop turning: writes
+ * one file per step, yields null after each band file and the capture after its last file.
+ */
+export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string, opts: SyntheticOptions = {}): Generator<SyntheticCapture | null> {
   mkdirSync(dir, { recursive: true });
   const n10 = spec.size;
   const n20 = Math.ceil(spec.size / 2);
@@ -76,29 +119,37 @@ export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string
       vigour[j * n10 + i] = 0.8 + 0.25 * (i / n10) - patch + 0.05 * (random() - 0.5);
     }
   }
-  const out: SyntheticCapture[] = [];
+  // Each coarser pixel takes the vigour of the 10 m pixel at its top-left corner.
+  const grids = new Map<number, { n: number; from: Int32Array }>();
+  for (const res of new Set(Object.values(SYNTHETIC_BANDS))) {
+    const f = res / 10;
+    const n = Math.ceil(n10 / f);
+    const from = new Int32Array(n * n);
+    for (let j = 0; j < n; j++) for (let i = 0; i < n; i++) from[j * n + i] = Math.min(n10 - 1, j * f) * n10 + Math.min(n10 - 1, i * f);
+    grids.set(res, { n, from });
+  }
+  const dn = (refl: number) => Math.max(1, Math.min(65534, Math.round((refl + 0.1) * 10_000)));
+  const base = { epsg: spec.epsg, originX: spec.originX, originY: spec.originY };
   for (const [k, date] of dates.entries()) {
     const day = (Date.parse(`${date}T00:00:00Z`) - t0) / 86_400_000;
     const g = day < 0 || day > season ? 0 : growth(day, season);
-    const bands10: Record<string, Uint16Array> = { B02: new Uint16Array(n10 * n10), B03: new Uint16Array(n10 * n10), B04: new Uint16Array(n10 * n10), B08: new Uint16Array(n10 * n10) };
-    const bands20: Record<string, Uint16Array> = { B05: new Uint16Array(n20 * n20), B11: new Uint16Array(n20 * n20), B12: new Uint16Array(n20 * n20) };
-    const dn = (refl: number) => Math.max(1, Math.min(65534, Math.round((refl + 0.1) * 10_000)));
-    for (let p = 0; p < n10 * n10; p++) {
-      const v = g * vigour[p]!;
-      const red = 0.09 - 0.06 * v;
-      const nir = 0.2 + 0.32 * v;
-      bands10.B02![p] = dn(red * 0.75);
-      bands10.B03![p] = dn(red * 0.9 + 0.03 * v + 0.02);
-      bands10.B04![p] = dn(red);
-      bands10.B08![p] = dn(nir);
-    }
-    for (let j = 0; j < n20; j++) {
-      for (let i = 0; i < n20; i++) {
-        const v = g * vigour[Math.min(n10 - 1, j * 2) * n10 + Math.min(n10 - 1, i * 2)]!;
-        bands20.B05![j * n20 + i] = dn(0.1 + 0.12 * v);
-        bands20.B11![j * n20 + i] = dn(0.26 - 0.1 * v);
-        bands20.B12![j * n20 + i] = dn(0.19 - 0.09 * v);
+    const vigourAt = new Map<number, Float64Array>();
+    const files: Record<string, string> = {};
+    for (const [b, res] of Object.entries(SYNTHETIC_BANDS) as Array<[SyntheticBand, number]>) {
+      const { n, from } = grids.get(res)!;
+      let v = vigourAt.get(res);
+      if (!v) {
+        v = new Float64Array(n * n);
+        for (let p = 0; p < v.length; p++) v[p] = g * vigour[from[p]!]!;
+        vigourAt.set(res, v);
       }
+      const reflectance = REFLECTANCE[b];
+      const data = new Uint16Array(n * n);
+      for (let p = 0; p < data.length; p++) data[p] = dn(reflectance(v[p]!));
+      const f = path.join(dir, `${date}_${b}.tif`);
+      writeFileSync(f, writeGeoTiff({ ...base, width: n, height: n, resolution: res, data, nodata: 0, predictor: true, deflateLevel: opts.deflateLevel }));
+      files[b] = f;
+      yield null;
     }
     // Clouds: every third date clear, others with one or two patches of varying size.
     const cloudiness = k % 3 === 0 ? 0 : k % 7 === 5 ? 0.8 : 0.05 + 0.25 * random();
@@ -116,23 +167,10 @@ export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string
         }
       }
     }
-    const base = { epsg: spec.epsg, originX: spec.originX, originY: spec.originY };
-    const files: Record<string, string> = {};
-    for (const [b, data] of Object.entries(bands10)) {
-      const f = path.join(dir, `${date}_${b}.tif`);
-      writeFileSync(f, writeGeoTiff({ ...base, width: n10, height: n10, resolution: 10, data, nodata: 0, predictor: true }));
-      files[b] = f;
-    }
-    for (const [b, data] of Object.entries(bands20)) {
-      const f = path.join(dir, `${date}_${b}.tif`);
-      writeFileSync(f, writeGeoTiff({ ...base, width: n20, height: n20, resolution: 20, data, nodata: 0, predictor: true }));
-      files[b] = f;
-    }
     const sclFile = path.join(dir, `${date}_SCL.tif`);
-    writeFileSync(sclFile, writeGeoTiff({ ...base, width: n20, height: n20, resolution: 20, data: scl, nodata: 0 }));
-    out.push({ date, cloudiness, files, scl: sclFile });
+    writeFileSync(sclFile, writeGeoTiff({ ...base, width: n20, height: n20, resolution: 20, data: scl, nodata: 0, deflateLevel: opts.deflateLevel }));
+    yield { date, cloudiness, files, scl: sclFile };
   }
-  return out;
 }
 
 /** Every `step` days from `start` to `end` inclusive. */

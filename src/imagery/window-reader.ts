@@ -7,15 +7,17 @@
  * treats DN 0 and the declared no-data value as "no value".
  */
 import { fromCustomClient, fromFile, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
-import { realpathSync } from 'node:fs';
-import path from 'node:path';
 import type { Dtype } from '../compute/kernel-host.js';
 import type { Boundary } from '../fields/boundary.js';
-import { CrsError, epsgFromGeoKeys, fromWgs84 } from './crs.js';
+import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
+import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { readWindow } from './raw-window.js';
 import { TimedFetchClient } from './http-client.js';
+import { resolveLocal } from './local-path.js';
 import { countLocalReads } from './metrics.js';
+import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
+import { checkTiffStructure } from './tiff-structure.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
 export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
@@ -40,6 +42,17 @@ export interface CaptureSource {
   offset: number;
 }
 
+/**
+ * The bands a coverage check reads: red and NIR when present (what most indices use), else the
+ * first. A formula that reads no band is evaluated on their window and validity mask too, so its
+ * valid pixels are the capture's usable field pixels.
+ */
+export function coverageBands(capture: CaptureSource): CaptureBand[] {
+  const have = Object.keys(capture.bands) as CaptureBand[];
+  const rn = (['B04', 'B08'] as CaptureBand[]).filter((b) => have.includes(b));
+  return rn.length ? rn : [have[0]!];
+}
+
 export class ImageryError extends Error {
   constructor(readonly band: string, readonly reason: string) {
     super(`${band}: ${reason}`);
@@ -58,7 +71,8 @@ export interface WindowBand {
 export interface FieldWindow {
   width: number;
   height: number;
-  epsg: number;
+  /** The raster's CRS: an EPSG code, or the proj4 definition of a CRS its GeoKeys define. */
+  epsg: CrsRef;
   /** Raster CRS coordinates of the window's top-left corner and the pixel size (y negative). */
   originX: number;
   originY: number;
@@ -83,7 +97,7 @@ export interface ReadOptions {
 
 interface Grid {
   image: GeoTIFFImage;
-  epsg: number;
+  epsg: CrsRef;
   ox: number;
   oy: number;
   rx: number;
@@ -99,37 +113,26 @@ interface Grid {
 const MAX_OPEN = 256;
 const tiffs = new Map<string, Promise<GeoTIFF>>();
 
-export function resolveLocal(href: string, roots: string[]): string {
-  const p = href.startsWith('file://') ? new URL(href).pathname : href;
-  let real: string;
-  try {
-    real = realpathSync(path.resolve(p));
-  } catch {
-    throw new Error(`file not found: ${p}`);
-  }
-  const ok = roots.some((r) => {
-    let root: string;
-    try {
-      root = realpathSync(path.resolve(r));
-    } catch {
-      return false;
-    }
-    return real === root || real.startsWith(root + path.sep);
-  });
-  if (!ok) throw new Error(`the path is outside the allowed imagery directories (IMAGERY_ROOTS)`);
-  return real;
-}
-
 export async function openTiff(href: string, roots: string[], signal?: AbortSignal): Promise<GeoTIFF> {
   const remote = /^https?:\/\//i.test(href);
-  const key = remote ? href : resolveLocal(href, roots);
+  const key = remote ? href : await resolveLocal(href, roots);
   let t = tiffs.get(key);
   if (t) {
     tiffs.delete(key);
     tiffs.set(key, t);
     return t;
   }
-  t = remote ? fromCustomClient(new TimedFetchClient(href), { allowFullFile: false }, signal) : fromFile(key, signal).then(countLocalReads);
+  const opened = remote ? fromCustomClient(new TimedFetchClient(href), { allowFullFile: false }, signal) : fromFile(key, signal).then(countLocalReads);
+  // What the file declares is checked before geotiff.js parses it (decompression bombs).
+  t = opened.then(async (tiff) => {
+    try {
+      await checkTiffStructure(tiff, signal);
+    } catch (err) {
+      await Promise.resolve(tiff.close()).catch(() => {});
+      throw err;
+    }
+    return tiff;
+  });
   tiffs.set(key, t);
   t.catch(() => tiffs.delete(key));
   while (tiffs.size > MAX_OPEN) {
@@ -153,11 +156,11 @@ async function gridOf(band: string, href: string, opts: ReadOptions): Promise<Gr
   } catch (err) {
     throw new ImageryError(band, `not a readable GeoTIFF (${(err as Error).message})`);
   }
-  let epsg: number;
+  let epsg: CrsRef;
   try {
-    epsg = epsgFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
+    epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
   } catch (err) {
-    throw new ImageryError(band, (err as CrsError).message);
+    throw new ImageryError(band, err instanceof CrsError ? `unsupported CRS: ${err.message}` : (err as Error).message);
   }
   let origin: number[];
   let res: number[];
@@ -214,7 +217,7 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   try {
     raster = await readWindow(grid.image, [cx0, cy0, cx1, cy1], index - 1, signal);
   } catch (err) {
-    throw new ImageryError(band, `the pixel data cannot be decoded (${(err as Error).message}): the file is corrupt or truncated`);
+    throw new ImageryError(band, undecodable(err as Error));
   }
   const cw = cx1 - cx0;
   for (let j = 0; j < fine.h; j++) {
@@ -229,7 +232,17 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   return { data: out, dtype };
 }
 
-export async function readFieldWindow(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+/** Why a window could not be decoded: a refusal by the decode limits as it is, else corruption. */
+export function undecodable(err: Error): string {
+  return err instanceof ImageryLimitError ? err.message : `the pixel data cannot be decoded (${err.message}): the file is corrupt or truncated`;
+}
+
+/** The field window of a capture; its blocks decode within one IMAGERY_MAX_DECODED_BYTES budget. */
+export function readFieldWindow(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+  return withDecodeBudget(() => readFieldWindowIn(capture, boundary, needed, opts));
+}
+
+async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
   const bands = [...new Set(needed)];
   if (!bands.length) throw new ImageryError('bands', 'no band requested');
   const grids = new Map<CaptureBand, Grid>();
@@ -240,13 +253,16 @@ export async function readFieldWindow(capture: CaptureSource, boundary: Boundary
   }
   const first = grids.get(bands[0]!)!;
   for (const [b, g] of grids) {
-    if (g.epsg !== first.epsg) throw new ImageryError(b, `CRS EPSG:${g.epsg} differs from ${bands[0]}'s EPSG:${first.epsg}`);
+    if (g.epsg !== first.epsg) throw new ImageryError(b, `CRS ${crsLabel(g.epsg)} differs from ${bands[0]}'s ${crsLabel(first.epsg)}`);
   }
   // The finest band defines the grid of the window.
   const fineBand = bands.reduce((a, b) => (Math.abs(grids.get(b)!.rx) < Math.abs(grids.get(a)!.rx) ? b : a));
   const g = grids.get(fineBand)!;
   const project = fromWgs84(g.epsg);
   const rings: Ring[] = ringsOf(boundary).map((ring) => ring.map((p) => project(p)));
+  if (!rings.every((ring) => ring.every(([x, y]) => Number.isFinite(x) && Number.isFinite(y)))) {
+    throw new ImageryError(fineBand, `the field cannot be projected to the raster's ${crsLabel(g.epsg)} (it lies outside the projection's domain)`);
+  }
   let minC = Infinity, maxC = -Infinity, minR = Infinity, maxR = -Infinity;
   for (const ring of rings) {
     for (const [x, y] of ring) {
@@ -283,7 +299,7 @@ export async function readFieldWindow(capture: CaptureSource, boundary: Boundary
   const valid = inside.slice();
   if (capture.mask) {
     const mg = await gridOf('mask', capture.mask.href, opts);
-    if (mg.epsg !== g.epsg) throw new ImageryError('mask', `CRS EPSG:${mg.epsg} differs from the bands' EPSG:${g.epsg}`);
+    if (mg.epsg !== g.epsg) throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
     const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
     for (let k = 0; k < valid.length; k++) if (valid[k] && SCL_MASKED.has(data[k]!)) valid[k] = 0;
   }

@@ -84,8 +84,8 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
       tags: ['indices'],
       summary: 'Vegetation index of a field on a date',
       description:
-        'Uses the best capture on the date (fewest unusable field pixels), else the nearest date (ties: fewer unusable pixels, then the earlier date), ' +
-        'or the pinned imagery_id. index=custom takes `formula`. Masked and cloudy pixels are excluded from the statistics and are null in the GeoJSON.',
+        'Uses the best available capture: among those with every band the index reads and a usable field pixel, the nearest the date ' +
+        '(ties: lower field cloud cover, then the earlier date); or the pinned imagery_id, even one entirely under cloud. index=custom takes `formula`. Masked and cloudy pixels are excluded from the statistics and are null in the GeoJSON.',
       params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
       querystring: Type.Object(
         {
@@ -113,8 +113,8 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
       tags: ['indices'],
       summary: 'Time series of an index over a field',
       description:
-        'One element per interval (1, 7 or 14 days from start_date, the last cut at end_date), from the capture with the fewest unusable field pixels in it. ' +
-        'An interval without a capture, or whose best capture has more than max_cloud_cover percent of the field unusable, is a gap: date = interval start, null statistics. ' +
+        'One element per interval (1, 7 or 14 days from start_date, the last cut at end_date), from the capture with the lowest field cloud cover in it (then the earliest). ' +
+        'An interval without a capture, or whose best capture has no usable field pixel or more than max_cloud_cover percent of the field unusable, is a gap: date = interval start, null statistics. ' +
         `At most ${MAX_INTERVALS} intervals.`,
       params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
       querystring: Type.Object(

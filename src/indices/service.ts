@@ -13,7 +13,7 @@ import type { CaptureSource } from '../imagery/window-reader.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import type { HeavyWork } from '../platform/http/protection.js';
-import { selectBestCapture, type Candidate } from './selection.js';
+import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState, type FieldState } from './field-state.js';
 import { formulaHash, rememberStats, statsFor, toCached, type CachedStats } from './stats-store.js';
@@ -99,13 +99,30 @@ async function pickCapture(db: Database, accountId: string, fieldId: string, cap
     if (!c && !(await ownsImagery(db, accountId, q.imagery_id))) throw notFound('Imagery', q.imagery_id);
     if (!c) throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`, { status: 422, title: 'The imagery does not cover the field' });
     const missing = program.bands.filter((b) => !c.bands.includes(b));
-    if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { status: 422, title: 'The imagery lacks bands' });
+    if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { status: 422, title: 'The imagery lacks bands', extra: { missing_bands: missing } });
     return c;
   }
   if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`, { status: 404, title: 'No imagery for the field' });
   const best = selectBestCapture(captures, q.date, program.bands);
-  if (!best) throw new AppError('missing_bands', `No capture of field ${fieldId} has the bands ${program.bands.join(', ')}`, { status: 422, title: 'No imagery with the bands the index reads' });
-  return best;
+  if (best) return best;
+  const withBands = captures.filter((c) => hasBands(c, program.bands));
+  if (!withBands.length) throw missingBands(fieldId, captures, program.bands);
+  throw new AppError(
+    'no_usable_imagery',
+    `None of the ${withBands.length} captures of field ${fieldId} with the bands the index reads has a usable pixel over the field (all cloud, shadow or no-data); pin one with imagery_id to use it anyway`,
+    { status: 422, title: 'No capture with a usable pixel over the field' },
+  );
+}
+
+/** No capture has every band: names only the bands some capture lacks, and in how many it is missing. */
+function missingBands(fieldId: string, captures: Candidate[], needed: string[]): AppError {
+  const missing = needed.map((b) => ({ band: b, lacking: captures.filter((c) => !c.bands.includes(b)).length })).filter((m) => m.lacking > 0);
+  const list = missing.map((m) => (m.lacking === captures.length ? m.band : `${m.band} (missing in ${m.lacking} of ${captures.length})`)).join(', ');
+  return new AppError('missing_bands', `No capture of field ${fieldId} has every band the index reads; missing: ${list}`, {
+    status: 422,
+    title: 'No imagery with the bands the index reads',
+    extra: { missing_bands: missing.map((m) => m.band) },
+  });
 }
 
 export async function chooseCapture(db: Database, accountId: string, fieldId: string, q: { date: string; imagery_id?: string }, program: Program): Promise<CaptureRow> {

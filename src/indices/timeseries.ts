@@ -1,13 +1,14 @@
 /**
  * Time series of an index over a field: intervals of 1, 7 or 14 days from start_date (the last cut
- * at end_date); in each, the capture with the fewest unusable field pixels (then the earliest). An
- * interval without a capture, or whose best capture has more than `max_cloud_cover` percent of the
- * field unusable, is a gap: its element has the interval start as date and null statistics.
+ * at end_date); in each, the capture with the lowest field cloud cover (then the earliest), as
+ * selection.ts orders them. An interval without a capture, or whose best capture has no usable field
+ * pixel or more than `max_cloud_cover` percent of the field unusable, is a gap: its element has the
+ * interval start as date and null statistics.
  * Statistics are cached per (capture, boundary, formula): see stats-store.ts.
  */
 import { AppError } from '../platform/errors.js';
 import { fieldState, type FieldState } from './field-state.js';
-import type { Candidate } from './selection.js';
+import { betterCapture, fieldCloudShare, hasBands, hasUsablePixels, type Candidate } from './selection.js';
 import { resolveProgram, type IndexDeps } from './service.js';
 import { statsFor } from './stats-store.js';
 
@@ -100,10 +101,10 @@ async function prepare(deps: IndexDeps, accountId: string, fieldId: string, q: S
 async function build(deps: IndexDeps, fieldId: string, state: FieldState, q: SeriesQuery, t0: number, t1: number, n: number, step: number): Promise<SeriesElement[]> {
   const { program } = resolveProgram(q.index, q.formula);
   const maxCloud = q.max_cloud_cover ?? 20;
-  const captures = state.byDate.filter(({ c, t }) => t >= t0 && t <= t1 && program.bands.every((b) => c.bands.includes(b)));
+  const captures = state.byDate.filter(({ c, t }) => t >= t0 && t <= t1 && hasBands(c, program.bands));
 
-  // One pass over the captures in date order: each interval takes the one with the fewest
-  // unusable field pixels among those in it, then the earliest.
+  // One pass over the captures in date order: each interval takes the one with the lowest field
+  // cloud cover among those in it, then the earliest.
   const intervals: Array<{ start: number; end: number; best: Candidate | null }> = [];
   let next = 0;
   for (let k = 0; k < n; k++) {
@@ -112,19 +113,21 @@ async function build(deps: IndexDeps, fieldId: string, state: FieldState, q: Ser
     let best: Candidate | null = null;
     for (; next < captures.length && captures[next]!.t <= end; next++) {
       const c = captures[next]!.c;
-      if (!best || c.field_pixels - c.valid_pixels < best.field_pixels - best.valid_pixels) best = c;
+      if (!best || betterCapture(c, best)) best = c;
     }
     intervals.push({ start, end, best });
   }
 
-  const cloudOf = (c: { field_pixels: number; valid_pixels: number }) => (c.field_pixels ? 100 * (1 - c.valid_pixels / c.field_pixels) : 100);
-  const needed = [...new Set(intervals.filter((i) => i.best && cloudOf(i.best) <= maxCloud).map((i) => i.best!.id))];
+  const cloudOf = (c: Candidate) => 100 * fieldCloudShare(c);
+  // not a gap: a capture with a usable field pixel and at most max_cloud_cover percent unusable
+  const used = (c: Candidate | null): c is Candidate => !!c && hasUsablePixels(c) && cloudOf(c) <= maxCloud;
+  const needed = [...new Set(intervals.filter((i) => used(i.best)).map((i) => i.best!.id))];
   const stats = await statsFor(deps, fieldId, state, needed, program, { order: false });
 
   return intervals.map(({ start, end, best }) => {
     const base = { interval_start: iso(start), interval_end: iso(end) };
     const s = best ? stats.get(best.id) : undefined;
-    if (!best || !s || cloudOf(best) > maxCloud) {
+    if (!used(best) || !s) {
       return { date: iso(start), mean: null, min: null, max: null, std: null, imagery_id: null, ...base, valid_fraction: null, cloud_cover: best ? Math.round(cloudOf(best) * 100) / 100 : null };
     }
     return {

@@ -20,8 +20,13 @@ export interface Config {
   publicBaseUrl: string;
   /** HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set. */
   signingKey?: string;
-  /** Key that encrypts webhook secrets at rest; derived from SIGNING_KEY when not set. */
+  /**
+   * Key that encrypts webhook secrets at rest. Not set: DATA_DIR/secrets.key (created, mode 0600,
+   * with the embedded database; read if present with DATABASE_URL), else SIGNING_KEY with a warning.
+   */
   secretsKey?: string;
+  /** Earlier secrets keys (SECRETS_KEY_PREVIOUS, comma-separated): secrets sealed under them are re-sealed at start. */
+  secretsKeyPrevious: string[];
   bodyLimitBytes: number;
   maxFieldAreaHa: number;
   computeThreads: number;
@@ -55,6 +60,8 @@ export interface Config {
   imageryTimeoutMs: number;
   /** Remote imagery may be read from loopback/private addresses (IMAGERY_ALLOW_PRIVATE_NETWORKS). */
   imageryAllowPrivateNetworks: boolean;
+  /** What one GeoTIFF may declare and one request may decode (IMAGERY_MAX_*). */
+  imageryLimits: ImageryLimits;
   /** Create a development account (and print its key) on the first start of an empty database. */
   devBootstrap: boolean;
   /** With the development account, also create a demo field and a season of synthetic captures. */
@@ -192,6 +199,30 @@ export function imageryAllowPrivateNetworks(env: Env = process.env): boolean {
   return bool(env, 'IMAGERY_ALLOW_PRIVATE_NETWORKS', false);
 }
 
+export interface ImageryLimits {
+  /** Width × height of an image (IMAGERY_MAX_PIXELS). */
+  maxPixels: number;
+  /** Strips or tiles of an image (IMAGERY_MAX_BLOCKS). */
+  maxBlocks: number;
+  /** Decoded size of one strip or tile (IMAGERY_MAX_BLOCK_BYTES). */
+  maxBlockBytes: number;
+  /** Bytes decoded by one compute task: a registration's file checks, one field window (IMAGERY_MAX_DECODED_BYTES). */
+  maxDecodedBytes: number;
+}
+
+/**
+ * The decompression-bomb limits, also read by the compute threads (they inherit the environment,
+ * not the Config). Defaults take a 10980² Sentinel-2 band even as one uncompressed strip.
+ */
+export function imageryLimits(env: Env = process.env): ImageryLimits {
+  return {
+    maxPixels: int(env, 'IMAGERY_MAX_PIXELS', 2 ** 32, 1, 2 ** 48),
+    maxBlocks: int(env, 'IMAGERY_MAX_BLOCKS', 2 ** 20, 1, 2 ** 26),
+    maxBlockBytes: int(env, 'IMAGERY_MAX_BLOCK_BYTES', 256 * 1_048_576, 65_536, 1024 * 1_048_576),
+    maxDecodedBytes: int(env, 'IMAGERY_MAX_DECODED_BYTES', 2048 * 1_048_576, 1_048_576, 2 ** 40),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -200,6 +231,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (signingKey !== undefined && signingKey.length < 32) throw new ConfigError('SIGNING_KEY', 'must be at least 32 characters');
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== undefined && secretsKey.length < 32) throw new ConfigError('SECRETS_KEY', 'must be at least 32 characters');
+  const secretsKeyPrevious = (str(env, 'SECRETS_KEY_PREVIOUS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  if (secretsKeyPrevious.some((k) => k.length < 32)) throw new ConfigError('SECRETS_KEY_PREVIOUS', 'must list keys of at least 32 characters each, separated by commas');
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const role = oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all');
   // A worker serves its operations routes on PORT unless METRICS_PORT says otherwise.
@@ -216,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     signingKey,
     secretsKey,
+    secretsKeyPrevious,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 512 * 1_048_576),
     maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
     computeThreads,
@@ -235,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     imageryTimeoutMs: imageryTimeoutMs(env),
     imageryAllowPrivateNetworks: imageryAllowPrivateNetworks(env),
+    imageryLimits: imageryLimits(env),
     devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
     demo: bool(env, 'DEMO', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

@@ -3,7 +3,7 @@
  * and closes them in reverse order. By ROLE: `api` serves HTTP only; `worker` consumes queues and
  * dispatches the outbox; `all` does both. main.ts and the tests compose the same way.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './database.js';
@@ -18,6 +18,7 @@ import { directSink, processDeliveryJob, type DeliveryJob } from '../webhooks/de
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { startSeasonScheduler } from '../events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
+import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from '../webhooks/secret-keys.js';
 import { SecretBox } from '../webhooks/signing.js';
 import { REPORT_QUEUE, type ReportDeps } from '../reports/service.js';
 import { processReportJob, startReportSweeper, type ReportJob } from '../reports/worker.js';
@@ -47,7 +48,11 @@ export interface RuntimeOverrides {
   log?: (msg: string, err?: unknown) => void;
   /** Called at each report generation stage (tests stop a worker there). */
   reportStage?: ReportDeps['onStage'];
+  /** Called as each start-up step ends, with its duration (main prints them). */
+  onStep?: (step: StartStep, ms: number, detail: string) => void;
 }
+
+export type StartStep = 'database' | 'migrations' | 'compute' | 'queues';
 
 export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
   const closers: Array<() => Promise<void> | void> = [];
@@ -56,38 +61,69 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
   let closeDeadline = Date.now() + config.shutdownGraceMs;
   const graceLeft = () => Math.max(0, closeDeadline - Date.now());
   const log = o.log ?? ((msg, err) => console.error(msg, err ?? ''));
+  let t0 = performance.now();
+  const step = (name: StartStep, detail = '') => {
+    o.onStep?.(name, performance.now() - t0, detail);
+    t0 = performance.now();
+  };
   try {
+    // The compute threads start now and warm up (modules, WASM kernel) while the database opens.
+    const compute = new ComputePool({ size: config.computeThreads, tasksPerThread: config.computeTasksPerThread });
+    closers.push(() => compute.close());
+    const warmStart = performance.now();
+    const warm = compute.ping().then(() => performance.now() - warmStart);
+    warm.catch(() => {}); // awaited below, after the database
     let db: Database;
     if (o.db) {
       db = o.db;
     } else if (config.databaseUrl) {
       db = await openDatabase({ url: config.databaseUrl });
       closers.push(() => db.close());
+      step('database', 'PostgreSQL');
     } else {
       mkdirSync(config.dataDir, { recursive: true });
       closers.push(lockDataDir(config.dataDir));
-      db = await openDatabase({ dataDir: path.join(config.dataDir, 'pgdata') });
+      const dir = path.join(config.dataDir, 'pgdata');
+      const created = !existsSync(path.join(dir, 'PG_VERSION'));
+      db = await openDatabase({ dataDir: dir });
       closers.push(() => db.close());
+      step('database', `embedded PGlite in ${dir}${created ? ', created: first start' : ''}`);
     }
-    await migrate(db);
+    const applied = await migrate(db);
+    step('migrations', `${applied.length} applied`);
     const signingKey = await resolveSigningKey(db, config.signingKey);
+    // Webhook secrets are sealed with a key kept outside the database (secret-keys.ts).
+    const secretKeys = resolveSecretKeys({
+      configured: config.secretsKey,
+      previous: config.secretsKeyPrevious,
+      keyFile: o.db ? undefined : path.join(config.dataDir, KEY_FILE_NAME),
+      createKeyFile: !o.db && !config.databaseUrl,
+      signingKey,
+      externalDatabase: db.kind === 'postgres',
+      warn: (msg) => log(msg),
+    });
+    const box = new SecretBox(secretKeys.current, secretKeys.previous);
+    const sealed = await resealWebhookSecrets(db, box);
+    if (sealed.resealed) log(`webhook secrets: ${sealed.resealed} re-sealed under the ${secretKeys.source}`);
+    if (sealed.unreadable) log(`WARNING: ${sealed.unreadable} webhook secrets open with none of the configured keys (SECRETS_KEY, SECRETS_KEY_PREVIOUS, the key file, SIGNING_KEY): their deliveries fail until the key that sealed them is given in SECRETS_KEY_PREVIOUS`);
 
-    const compute = new ComputePool({ size: config.computeThreads, tasksPerThread: config.computeTasksPerThread });
-    closers.push(() => compute.close());
     closers.push(observePool(compute));
     closers.push(collectImageryMetrics());
-    await compute.ping();
+    const warmMs = await warm;
+    o.onStep?.('compute', warmMs, `${compute.size} thread${compute.size === 1 ? '' : 's'}`);
+    t0 = performance.now();
     // Per-pixel GeoJSON runs here, in the background, so that it takes only cores nothing else wants.
     const heavyCompute = config.role === 'worker' ? undefined : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, background: config.heavy.background });
     if (heavyCompute) closers.push(() => heavyCompute.close());
 
     const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
     closers.push(() => queues.close(graceLeft()));
+    step('queues', config.redisUrl ? 'BullMQ on Redis' : 'in the database');
 
     const webhooks: WebhookDeps = {
       db,
       queues,
-      box: new SecretBox(config.secretsKey ?? signingKey),
+      box,
       retryDelaysMs: config.webhooks.retryDelaysMs,
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivateNetworks: config.webhooks.allowPrivateNetworks,

@@ -2,7 +2,7 @@
  * Generation of one report: gather the data through the services the API already uses (field,
  * capture choice, index window in the compute pool, time series with its statistics cache, alert
  * history), build the content (domain code in content/), render it as PDF, JSON or CSV.
- * Expected failures (field deleted, no imagery in the period, too few clear captures) are
+ * Expected failures (field deleted, no imagery in the period, no clear capture) are
  * ReportFailure with a reason for the client; anything else is an unexpected error.
  */
 import { indexProgram } from '../compute/catalog.js';
@@ -19,7 +19,7 @@ import { buildPrescription } from './content/prescription.js';
 import { validValues, type IndexRaster } from './content/raster.js';
 import type { Capture, HealthContent, Meta, ReportContent } from './content/schema.js';
 import { buildScouting } from './content/scouting.js';
-import { buildSeasonal, NotEnoughData, type Point } from './content/seasonal.js';
+import { buildSeasonal, NoClearCapture, type Point } from './content/seasonal.js';
 import { colourRange, indexMapPng, zoneMapPng } from './render/colormap.js';
 import { renderCsv } from './render/csv.js';
 import { renderPdf, type MapImage } from './render/pdf.js';
@@ -88,8 +88,8 @@ async function pickCapture(deps: ReportDeps, row: ReportRow, field: Field, o: Re
   if (!all.length) throw new ReportFailure(`no imagery of field ${row.field_id} has the bands ${o.index} needs (${program.bands.join(', ')})`);
   all.sort((a, b) => b.capture_date.localeCompare(a.capture_date));
   const clear = all.filter((c) => c.field_pixels > 0 && c.valid_pixels / c.field_pixels >= MIN_VALID_FRACTION);
-  // A prescription is drawn from the crop: prefer the latest clear capture inside the season.
-  const inSeason = row.type === 'prescription' && field.planting_date ? clear.find((c) => c.capture_date >= field.planting_date! && (!field.harvest_date || c.capture_date <= field.harvest_date)) : undefined;
+  // Scouting and prescription look at the crop: prefer the latest clear capture inside the season.
+  const inSeason = field.planting_date ? clear.find((c) => c.capture_date >= field.planting_date! && (!field.harvest_date || c.capture_date <= field.harvest_date)) : undefined;
   const usable = inSeason ?? clear[0];
   if (!usable) throw new ReportFailure(`none of the ${all.length} captures of the field has at least ${MIN_VALID_FRACTION * 100} % of it clear of cloud; give options.date or options.imagery_id to use one anyway`);
   return { id: usable.id, date: usable.capture_date, usable: usable.valid_pixels / usable.field_pixels };
@@ -163,7 +163,7 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       try {
         return { content: buildSeasonal(meta, { start, end, basis }, points, skipped) };
       } catch (err) {
-        if (err instanceof NotEnoughData) throw new ReportFailure(err.message);
+        if (err instanceof NoClearCapture) throw new ReportFailure(err.message);
         throw err;
       }
     }

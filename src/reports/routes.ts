@@ -32,7 +32,7 @@ export function reportRoutes(app: Api, s: Services, deps: ReportDeps): void {
   });
 
   app.get('/reports', {
-    schema: { tags, summary: 'List reports', description: 'Newest first. An expired download_url shows as null here; GET /v1/reports/{id} re-signs it.', querystring: ReportListQuery, response: { 200: ReportList, ...ProblemResponses } },
+    schema: { tags, summary: 'List reports', description: 'Newest first. An expired download_url is replaced by a freshly signed one valid for another full lifetime (7 days), as by GET /v1/reports/{id}.', querystring: ReportListQuery, response: { 200: ReportList, ...ProblemResponses } },
   }, async (req, reply) => {
     const { data, total } = await listReports(deps, req.account.id, req.query);
     const p = page(data, total, req.query);

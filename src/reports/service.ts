@@ -54,9 +54,8 @@ export interface ReportRow {
 export const REPORT_COLUMNS =
   'id, account_id, field_id, type, format, options, status, error, job_id, attempts, created_at, updated_at, completed_at, expires_at, filename, content_type, size_bytes';
 
-export function toReport(deps: Pick<ReportDeps, 'publicBaseUrl' | 'signingKey'>, r: ReportRow, hideExpiredAt?: number): Report {
+export function toReport(deps: Pick<ReportDeps, 'publicBaseUrl' | 'signingKey'>, r: ReportRow): Report {
   const ready = r.status === 'ready' && r.expires_at !== null;
-  const live = ready && (hideExpiredAt === undefined || r.expires_at!.getTime() > hideExpiredAt);
   return {
     id: r.id,
     field_id: r.field_id,
@@ -64,7 +63,7 @@ export function toReport(deps: Pick<ReportDeps, 'publicBaseUrl' | 'signingKey'>,
     format: r.format,
     status: r.status,
     created_at: r.created_at.toISOString(),
-    download_url: live ? downloadUrl(deps.publicBaseUrl, deps.signingKey, r.id, r.expires_at!) : null,
+    download_url: ready ? downloadUrl(deps.publicBaseUrl, deps.signingKey, r.id, r.expires_at!) : null,
     expires_at: ready ? r.expires_at!.toISOString() : null,
     options: r.options,
     error: r.error,
@@ -161,19 +160,26 @@ export async function createReport(
   }
 }
 
+/**
+ * The spec: an expired link is replaced by a freshly signed one valid another full lifetime, and
+ * the new expiry is kept (one statement for all the expired ones among `rows`).
+ */
+async function renewExpired(deps: ReportDeps, accountId: string, rows: ReportRow[]): Promise<ReportRow[]> {
+  const now = Date.now();
+  const expired = rows.filter((r) => r.status === 'ready' && r.expires_at && r.expires_at.getTime() <= now).map((r) => r.id);
+  if (!expired.length) return rows;
+  const renewed = await deps.db.query<ReportRow>(
+    `UPDATE reports SET expires_at = $3 WHERE id = ANY($1) AND account_id = $2 AND status = 'ready' RETURNING ${REPORT_COLUMNS}`,
+    [expired, accountId, expiryFrom(now, deps.urlTtlMs)],
+  );
+  const byId = new Map(renewed.map((r) => [r.id, r]));
+  return rows.map((r) => byId.get(r.id) ?? r);
+}
+
 export async function getReport(deps: ReportDeps, accountId: string, id: string): Promise<Report> {
   const [row] = await deps.db.query<ReportRow>(`SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`, [id, accountId]);
   if (!row) throw notFound('Report', id);
-  if (row.status === 'ready' && row.expires_at && row.expires_at.getTime() <= Date.now()) {
-    // The spec: an expired link is replaced by a freshly signed one valid another full lifetime.
-    const next = expiryFrom(Date.now(), deps.urlTtlMs);
-    const [updated] = await deps.db.query<ReportRow>(
-      `UPDATE reports SET expires_at = $3 WHERE id = $1 AND account_id = $2 AND status = 'ready' RETURNING ${REPORT_COLUMNS}`,
-      [id, accountId, next],
-    );
-    return toReport(deps, updated ?? row);
-  }
-  return toReport(deps, row);
+  return toReport(deps, (await renewExpired(deps, accountId, [row]))[0]!);
 }
 
 export async function listReports(deps: ReportDeps, accountId: string, q: ReportListQuery): Promise<{ data: Report[]; total: number }> {
@@ -184,9 +190,8 @@ export async function listReports(deps: ReportDeps, accountId: string, q: Report
     `SELECT ${REPORT_COLUMNS} FROM reports WHERE ${where} ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`,
     [...params, q.per_page, (q.page - 1) * q.per_page],
   );
-  // Listing never re-signs (GET /reports/{id} does): an expired link is shown as null, not as a dead URL.
-  const now = Date.now();
-  return { data: rows.map((r) => toReport(deps, r, now)), total: count!.n };
+  // Expired links are re-signed as by GET /reports/{id}: every listed link works.
+  return { data: (await renewExpired(deps, accountId, rows)).map((r) => toReport(deps, r)), total: count!.n };
 }
 
 /** Deletes the report and its file (cascade); a queued job finds nothing and does nothing. */

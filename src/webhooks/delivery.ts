@@ -5,23 +5,26 @@
  * skip the queue and the claim (directSink). The claim (a short lease on the delivery rows, one statement for the
  * batch) keeps two workers from sending the same attempt; the delivery id in X-Service-Delivery
  * lets receivers drop the duplicates at-least-once delivery can still produce. Claims, and the
- * successes and scheduled retries, of the deliveries at the same stage at about the same time in
- * this process are written together (Batcher: one statement for many); the rare outcomes that may
- * disable a webhook (410, the last retry failed) keep a transaction of their own.
+ * outcomes of the deliveries at the same stage at about the same time in this process, are
+ * written together (Batcher: one statement for many).
  *
- * Reading of "5 consecutive failed delivery attempts" (README): a delivery is tried once and then
- * retried after each delay of WEBHOOK_RETRY_DELAYS (five by default). When the last retry of one
- * delivery has failed and the webhook had no successful delivery since that delivery's first
- * attempt, the webhook is disabled and its other pending deliveries stop. A burst of failing
- * events therefore cannot disable an endpoint within minutes: every retry of the table is reached.
- * A 410 Gone disables at once.
+ * Disabling ("5 consecutive failed delivery attempts", docs/api.md): the webhook counts its failed
+ * attempts in a row across all its deliveries (webhooks.consecutive_failures), in the order the
+ * outcomes are recorded; a 2xx sets it back to 0. The count is kept by the statement that records
+ * the attempts (the webhook row's lock orders concurrent workers; an attempt recorded twice is
+ * counted once). At DISABLE_AFTER_FAILURES, or on a 410 Gone, the webhook is disabled and its
+ * pending deliveries are cancelled (stopped_reason webhook_disabled: PATCH {"status": "active",
+ * "replay": true} sends them again); attempts already in flight finish and are recorded.
  */
-import type { Database, Sql } from '../platform/database.js';
+import type { Database } from '../platform/database.js';
 import { backendUnavailable } from '../platform/http/problems.js';
 import { CONNECTIONS_PER_ENDPOINT, postJson, type PostResult } from './outbound.js';
 import { enqueueDeliveries, jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
 import { directSinks, webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';
 import { signDelivery, type SecretBox } from './signing.js';
+
+/** The spec's "consecutive failures before disabling". */
+export const DISABLE_AFTER_FAILURES = 5;
 
 export interface DeliveryJob {
   /** One delivery (retries, replays, manual re-sends, the sweeper). */
@@ -41,7 +44,6 @@ export interface Claimed {
   url: string;
   secret_sealed: string;
   webhook_status: string;
-  last_success_at: Date | null;
   created_at: Date;
 }
 
@@ -60,7 +62,7 @@ async function claim(db: Database, ids: string[], leaseMs: number): Promise<Clai
       WHERE d.id = ANY($1) AND w.id = d.webhook_id AND (d.status || '') = 'pending' AND w.status = 'active'
         AND (d.claimed_until IS NULL OR d.claimed_until < now())
       RETURNING d.id, d.webhook_id, d.event_type, d.body, d.attempt_count, d.cycle_base, d.first_attempt_at,
-                w.url, w.secret_sealed, w.status AS webhook_status, w.last_success_at, d.created_at`,
+                w.url, w.secret_sealed, w.status AS webhook_status, d.created_at`,
     [ids, String(leaseMs)],
     { prepare: true },
   );
@@ -212,9 +214,16 @@ interface Worker {
   claims: Batcher<string, Claimed | null>;
   /** Extends the claim of a direct delivery that waited long for a slot (see directSink). */
   renewals: Batcher<{ id: string; token: Date }, Date | null>;
-  records: Batcher<AttemptRow, null>;
-  /** Direct deliveries handed over and not yet recorded, in total and per webhook. */
-  direct: { total: number; byWebhook: Map<string, number>; waiters: Set<() => void> };
+  /** Resolves true for a failure whose webhook is disabled now: no retry is scheduled. */
+  records: Batcher<AttemptRow, boolean>;
+  /** Gives back the claim of a direct delivery that will not be sent (its webhook was disabled). */
+  releases: Batcher<{ id: string; token: Date }, null>;
+  /**
+   * Direct deliveries handed over and not yet recorded, in total and per webhook; `stopped`: when
+   * this process learnt that a webhook it holds some for was disabled (those not started by then
+   * are not sent).
+   */
+  direct: { total: number; byWebhook: Map<string, number>; waiters: Set<() => void>; stopped: Map<string, number> };
 }
 
 const workers = new WeakMap<WebhookDeps, Worker>();
@@ -242,7 +251,14 @@ function workerOf(deps: WebhookDeps): Worker {
         const renewed = new Map(rows.map((r) => [r.id, r.claimed_until]));
         return items.map((i) => renewed.get(i.id) ?? null);
       }),
-      direct: { total: 0, byWebhook: new Map(), waiters: new Set() },
+      releases: new Batcher(async (items) => {
+        await deps.db.query(
+          `UPDATE deliveries d SET claimed_until = NULL FROM unnest($1::text[], $2::timestamptz[]) AS u(id, token) WHERE d.id = u.id AND d.claimed_until = u.token`,
+          [items.map((i) => i.id), items.map((i) => i.token.toISOString())],
+        );
+        return items.map(() => null);
+      }),
+      direct: { total: 0, byWebhook: new Map(), waiters: new Set(), stopped: new Map() },
       records: new Batcher(async (rows) => {
         // Sent but not recorded is the one way a success gets sent again (the claim lapses and the
         // sweeper re-queues it): through a short database outage (a restart), keep trying for up
@@ -250,8 +266,16 @@ function workerOf(deps: WebhookDeps): Worker {
         const end = Date.now() + RECORD_RETRY_MS;
         for (;;) {
           try {
-            await recordAttempts(deps.db, rows);
-            return rows.map(() => null);
+            // Run again after a lost answer, the statement counts nothing twice and still names
+            // the webhooks to disable; disabling one twice changes nothing.
+            const stopped = new Set<string>(); // disabled now (by this write or before it)
+            const hooks = await recordAttempts(deps.db, rows);
+            for (const h of hooks) {
+              const limit = h.status === 'active' && (h.consecutive_failures >= DISABLE_AFTER_FAILURES || h.gone);
+              if (h.status !== 'active' || (limit && (await disableFailing(deps.db, h, rows)))) stopped.add(h.id);
+            }
+            for (const id of stopped) if (w!.direct.byWebhook.has(id)) w!.direct.stopped.set(id, Date.now());
+            return rows.map((r) => !r.ok && stopped.has(r.webhook_id));
           } catch (err) {
             if (!backendUnavailable(err) || Date.now() >= end) throw err;
             await new Promise((r) => setTimeout(r, 250));
@@ -326,14 +350,17 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
     st.total--;
     const c = (st.byWebhook.get(d.webhook_id) ?? 1) - 1;
     if (c > 0) st.byWebhook.set(d.webhook_id, c);
-    else st.byWebhook.delete(d.webhook_id);
+    else {
+      st.byWebhook.delete(d.webhook_id);
+      st.stopped.delete(d.webhook_id);
+    }
     if (st.waiters.size && DIRECT_MAX - used() >= DIRECT_MAX / 4) {
       const fns = [...st.waiters];
       st.waiters.clear();
       for (const f of fns) f();
     }
   };
-  const one = async (d: Claimed, token: Date, deadline: number): Promise<void> => {
+  const one = async (d: Claimed, token: Date, deadline: number, handedAt: number): Promise<void> => {
     try {
       const sent = await w.endpoints.run(d.webhook_id, () =>
         w.slots.run(async () => {
@@ -342,6 +369,11 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
             return null;
           }
           waiting.delete(d.id);
+          if ((st.stopped.get(d.webhook_id) ?? -1) >= handedAt) {
+            // Its webhook was disabled while it waited: cancelled with the other pending ones.
+            await w.releases.add({ id: d.id, token });
+            return null;
+          }
           if (Date.now() + deps.timeoutMs + RECORD_RETRY_MS + 1_000 > deadline) {
             const renewedAt = Date.now();
             if (!(await w.renewals.add({ id: d.id, token }))) return null;
@@ -366,11 +398,12 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
     totalRoom: () => (closed ? 0 : Math.max(0, DIRECT_MAX - used())),
     whenRoom: (fn) => void st.waiters.add(fn),
     deliver(rows, token, deadline) {
+      const now = Date.now();
       for (const d of rows) {
         st.total++;
         st.byWebhook.set(d.webhook_id, (st.byWebhook.get(d.webhook_id) ?? 0) + 1);
         waiting.add(d.id);
-        void one(d, token, deadline);
+        void one(d, token, deadline, now);
       }
     },
     async drain(graceMs) {
@@ -419,35 +452,23 @@ async function settle(deps: WebhookDeps, w: Worker, d: Claimed, r: PostResult, a
   if (r.ok) webhookDeliveryLag.observe((Date.now() - new Date(d.created_at).getTime()) / 1000);
   const retryNumber = attempt - d.cycle_base; // 1 = first try of this run, 2 = first retry, ...
   const delays = deps.retryDelaysMs;
-  const firstAttemptAt = d.first_attempt_at ?? attemptedAt;
-  const row: AttemptRow = { id: d.id, webhook_id: d.webhook_id, attempt, attempted_at: attemptedAt, status_code: r.status ?? null, error: errorText(r), latency_ms: r.latencyMs, first_attempt_at: firstAttemptAt, next_attempt_at: null, job_id: null };
-  if (r.ok) {
-    await w.records.add(row);
-    return 'succeeded';
-  }
-  if (r.status !== 410 && retryNumber <= delays.length) {
-    const delay = delays[retryNumber - 1]!;
-    const jobId = jobIdFor(d.id, attempt + 1);
-    await w.records.add({ ...row, next_attempt_at: new Date(Date.now() + delay), job_id: jobId });
-    // Recorded first, queued second: a crash in between leaves a pending delivery whose job does
-    // not exist, which the sweeper queues again.
-    await deps.queues.enqueue(WEBHOOK_QUEUE, { delivery_id: d.id }, { jobId, delayMs: delay });
-    return 'retry_scheduled';
-  }
-  return deps.db.transaction(async (tx): Promise<AttemptOutcome> => {
-    await insertAttempt(tx, row);
-    await finishFailed(tx, d.id, attempt, firstAttemptAt, row.error);
-    if (r.status === 410) {
-      await disable(tx, d.webhook_id, 'the endpoint answered 410 Gone');
-      return 'webhook_disabled';
-    }
-    const [wh] = await tx.query<{ last_success_at: Date | null }>('SELECT last_success_at FROM webhooks WHERE id = $1 FOR UPDATE', [d.webhook_id]);
-    if (!wh?.last_success_at || wh.last_success_at < firstAttemptAt) {
-      await disable(tx, d.webhook_id, `every retry of delivery ${d.id} failed (last: ${row.error})`);
-      return 'webhook_disabled';
-    }
-    return 'failed';
+  const retry = !r.ok && r.status !== 410 && retryNumber <= delays.length;
+  const delay = retry ? delays[retryNumber - 1]! : 0;
+  const jobId = retry ? jobIdFor(d.id, attempt + 1) : null;
+  const disabled = await w.records.add({
+    id: d.id, webhook_id: d.webhook_id, attempt, attempted_at: attemptedAt, status_code: r.status ?? null, error: errorText(r),
+    latency_ms: r.latencyMs, first_attempt_at: d.first_attempt_at ?? attemptedAt, ok: r.ok,
+    next_attempt_at: retry ? new Date(Date.now() + delay) : null, job_id: jobId,
   });
+  if (r.ok) return 'succeeded';
+  // Disabled (by this failure or before it was recorded): the delivery was cancelled with the
+  // webhook's other pending ones; no retry job.
+  if (disabled) return 'webhook_disabled';
+  if (!retry) return 'failed';
+  // Recorded first, queued second: a crash in between leaves a pending delivery whose job does
+  // not exist, which the sweeper queues again.
+  await deps.queues.enqueue(WEBHOOK_QUEUE, { delivery_id: d.id }, { jobId: jobId!, delayMs: delay });
+  return 'retry_scheduled';
 }
 
 interface AttemptRow {
@@ -459,81 +480,119 @@ interface AttemptRow {
   error: string | null;
   latency_ms: number;
   first_attempt_at: Date;
-  /** Set: a failure whose retry is scheduled then (with job_id); null: a success. */
+  /** A 2xx. */
+  ok: boolean;
+  /** Set: a failure whose retry is scheduled then (with job_id); null: a success or a last failure. */
   next_attempt_at: Date | null;
   job_id: string | null;
 }
 
-async function insertAttempt(tx: Sql, a: AttemptRow): Promise<void> {
-  await tx.query(
-    `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, latency_ms)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-    [a.id, a.attempt, a.attempted_at, a.status_code, a.error, a.latency_ms],
-  );
+/** A webhook whose count the record changed: its state afterwards, and whether it answered 410. */
+interface Failing {
+  id: string;
+  status: string;
+  consecutive_failures: number;
+  gone: boolean;
 }
 
-/**
- * Records many attempt results in one statement: the attempts, the deliveries' new state and the
- * webhooks' last success. A success marks the delivery succeeded; a scheduled retry keeps the
- * delivery's status (a delivery cancelled meanwhile stays cancelled). The statement is idempotent,
- * so a deadlock with another process is simply tried again.
- */
-async function recordAttempts(db: Database, rows: AttemptRow[]): Promise<void> {
+/** Runs `fn` again when PostgreSQL picked it as a deadlock's victim (it rolled back: nothing done). */
+async function onDeadlockRetry<T>(fn: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
-      await db.query(
-        `WITH r AS (
-           SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::float8[],
-                                $8::timestamptz[], $9::timestamptz[], $10::text[])
-             AS r(id, webhook_id, attempt, attempted_at, status_code, error, latency_ms, first_attempt_at, next_attempt_at, job_id)
-         ), ins AS (
-           INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, latency_ms)
-           SELECT id, attempt, attempted_at, status_code, error, latency_ms FROM r ON CONFLICT DO NOTHING
-         ), upd AS (
-           UPDATE deliveries d
-              SET status = CASE WHEN r.next_attempt_at IS NULL THEN 'succeeded' ELSE d.status END,
-                  attempt_count = r.attempt, first_attempt_at = r.first_attempt_at, next_attempt_at = r.next_attempt_at,
-                  claimed_until = NULL, last_error = r.error, job_id = COALESCE(r.job_id, d.job_id), updated_at = now()
-             FROM r WHERE d.id = r.id
-         )
-         UPDATE webhooks w SET last_success_at = GREATEST(COALESCE(w.last_success_at, s.at), s.at)
-           FROM (SELECT webhook_id, max(attempted_at) AS at FROM r WHERE next_attempt_at IS NULL GROUP BY webhook_id) s
-          WHERE w.id = s.webhook_id`,
-        [
-          rows.map((r) => r.id),
-          rows.map((r) => r.webhook_id),
-          rows.map((r) => r.attempt),
-          // Timestamps as ISO text: postgres.js cannot type an array of Date objects.
-          rows.map((r) => r.attempted_at.toISOString()),
-          rows.map((r) => r.status_code),
-          rows.map((r) => r.error),
-          rows.map((r) => r.latency_ms),
-          rows.map((r) => r.first_attempt_at.toISOString()),
-          rows.map((r) => r.next_attempt_at?.toISOString() ?? null),
-          rows.map((r) => r.job_id),
-        ],
-        { prepare: true },
-      );
-      return;
+      return await fn();
     } catch (err) {
       if ((err as { code?: string }).code !== '40P01' || tries >= 3) throw err; // 40P01: deadlock
     }
   }
 }
 
-async function finishFailed(tx: Sql, id: string, attempt: number, firstAttemptAt: Date, error: string | null): Promise<void> {
-  await tx.query(
-    `UPDATE deliveries SET status = 'failed', attempt_count = $2, first_attempt_at = $3, next_attempt_at = NULL,
-            claimed_until = NULL, last_error = $4, updated_at = now() WHERE id = $1`,
-    [id, attempt, firstAttemptAt, error],
+/**
+ * Records many attempt results in one statement: the attempts, the deliveries' new state, and per
+ * webhook its failures in a row and last success. A success marks the delivery succeeded, a last
+ * failure (no retry left, or 410) failed; a scheduled retry keeps the delivery's status (one
+ * cancelled meanwhile stays cancelled). Within the batch the rows are in the order their outcomes
+ * came in: a webhook's count becomes its failures after its last success in the batch, or grows by
+ * all of them. Only attempts this statement inserted count, so running it again after a lost
+ * answer (or a deadlock) counts nothing twice. Returns the webhooks it updated, with their state.
+ */
+async function recordAttempts(db: Database, rows: AttemptRow[]): Promise<Failing[]> {
+  return onDeadlockRetry(() =>
+    db.query<Failing>(
+      `WITH r AS (
+         -- ok as 0/1: postgres.js cannot send an array of booleans.
+         SELECT u.*, u.ok01 = 1 AS ok
+           FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::float8[],
+                       $8::timestamptz[], $9::timestamptz[], $10::text[], $11::int[])
+                WITH ORDINALITY AS u(id, webhook_id, attempt, attempted_at, status_code, error, latency_ms, first_attempt_at, next_attempt_at, job_id, ok01, ord)
+       ), ins AS (
+         INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status_code, error, latency_ms)
+         SELECT id, attempt, attempted_at, status_code, error, latency_ms FROM r ON CONFLICT DO NOTHING
+         RETURNING delivery_id, attempt
+       ), upd AS (
+         UPDATE deliveries d
+            SET status = CASE WHEN r.ok THEN 'succeeded' WHEN r.next_attempt_at IS NULL THEN 'failed' ELSE d.status END,
+                attempt_count = r.attempt, first_attempt_at = r.first_attempt_at, next_attempt_at = r.next_attempt_at,
+                claimed_until = NULL, last_error = r.error, job_id = COALESCE(r.job_id, d.job_id), updated_at = now()
+           FROM r WHERE d.id = r.id
+       ), x AS (
+         SELECT r.webhook_id, r.ok, r.ord, r.attempted_at, max(r.ord) FILTER (WHERE r.ok) OVER (PARTITION BY r.webhook_id) AS last_ok
+           FROM r JOIN ins ON ins.delivery_id = r.id AND ins.attempt = r.attempt
+       ), n AS (
+         SELECT h.webhook_id, h.gone,
+                COALESCE(bool_or(x.ok), false) AS reset,
+                count(x.ord) FILTER (WHERE NOT x.ok AND x.ord > COALESCE(x.last_ok, 0))::int AS fails,
+                max(x.attempted_at) FILTER (WHERE x.ok) AS ok_at
+           FROM (SELECT webhook_id, bool_or(status_code = 410) AS gone FROM r GROUP BY webhook_id) h
+           LEFT JOIN x ON x.webhook_id = h.webhook_id
+          GROUP BY h.webhook_id, h.gone
+       ), w AS (
+         UPDATE webhooks w
+            SET consecutive_failures = CASE WHEN n.reset THEN 0 ELSE w.consecutive_failures END + n.fails,
+                last_success_at = CASE WHEN n.ok_at IS NULL THEN w.last_success_at ELSE GREATEST(COALESCE(w.last_success_at, n.ok_at), n.ok_at) END
+           FROM n
+          WHERE w.id = n.webhook_id AND (n.reset OR n.fails > 0 OR n.gone OR w.status = 'active' AND w.consecutive_failures >= $12)
+          RETURNING w.id, w.status, w.consecutive_failures
+       )
+       SELECT w.id, w.status, w.consecutive_failures, n.gone FROM w JOIN n ON n.webhook_id = w.id`,
+      [
+        rows.map((r) => r.id),
+        rows.map((r) => r.webhook_id),
+        rows.map((r) => r.attempt),
+        // Timestamps as ISO text: postgres.js cannot type an array of Date objects.
+        rows.map((r) => r.attempted_at.toISOString()),
+        rows.map((r) => r.status_code),
+        rows.map((r) => r.error),
+        rows.map((r) => r.latency_ms),
+        rows.map((r) => r.first_attempt_at.toISOString()),
+        rows.map((r) => r.next_attempt_at?.toISOString() ?? null),
+        rows.map((r) => r.job_id),
+        rows.map((r) => (r.ok ? 1 : 0)),
+        DISABLE_AFTER_FAILURES,
+      ],
+      { prepare: true },
+    ),
   );
 }
 
-async function disable(tx: Sql, webhookId: string, reason: string): Promise<void> {
-  await tx.query(
-    `UPDATE webhooks SET status = 'disabled', disabled_reason = $2, disabled_at = now(), updated_at = now()
-      WHERE id = $1 AND status = 'active'`,
-    [webhookId, reason],
+/**
+ * Disables a webhook that reached the limit, with its pending deliveries, in one transaction; only
+ * if it is still active and still at the limit (a success recorded meanwhile keeps it active).
+ * Returns whether this call disabled it.
+ */
+async function disableFailing(db: Database, h: Failing, rows: AttemptRow[]): Promise<boolean> {
+  const last = rows.filter((r) => r.webhook_id === h.id && !r.ok).at(-1)?.error ?? 'unknown';
+  const reason = h.gone
+    ? 'the endpoint answered 410 Gone'
+    : `${h.consecutive_failures} consecutive failed delivery attempts (last: ${last})`;
+  return onDeadlockRetry(() =>
+    db.transaction(async (tx) => {
+      const hit = await tx.query(
+        `UPDATE webhooks SET status = 'disabled', disabled_reason = $2, disabled_at = now(), updated_at = now()
+          WHERE id = $1 AND status = 'active' AND (consecutive_failures >= $3 OR $4) RETURNING id`,
+        [h.id, reason, DISABLE_AFTER_FAILURES, h.gone],
+      );
+      if (hit.length) await stopPendingDeliveries(tx, h.id, 'webhook_disabled');
+      return hit.length > 0;
+    }),
   );
-  await stopPendingDeliveries(tx, webhookId, 'webhook_disabled');
 }

@@ -86,7 +86,7 @@ export async function dispatchBatch(
           cols.job.push(null);
           handed.push({
             id, webhook_id: h.id, event_type: e.type, body, attempt_count: 0, cycle_base: 0, first_attempt_at: null,
-            url: h.url, secret_sealed: h.secret_sealed, webhook_status: 'active', last_success_at: null, created_at: now,
+            url: h.url, secret_sealed: h.secret_sealed, webhook_status: 'active', created_at: now,
           });
           continue;
         }

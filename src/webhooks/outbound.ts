@@ -5,12 +5,11 @@
  * are not followed; the response body is read to at most 64 KiB and discarded; the whole exchange
  * (connect to last byte) must finish within the timeout.
  */
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
-import ipaddr from 'ipaddr.js';
+import { BlockedAddressError, resolvePublic, systemLookup, type HostLookup } from '../platform/net/address.js';
 
 export type OutboundErrorKind = 'invalid_url' | 'dns' | 'blocked_address' | 'connect' | 'tls' | 'timeout' | 'network';
 
@@ -50,16 +49,6 @@ export function trustedCas(): string[] {
   return cas;
 }
 
-// 100.64/10 (carrier-grade NAT) counts as private here; 169.254.169.254 falls in linkLocal.
-const PUBLIC_RANGES = new Set(['unicast']);
-
-export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
-  let ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-  return PUBLIC_RANGES.has(ip.range());
-}
-
 export interface ResolvedTarget {
   url: URL;
   addresses: Array<{ address: string; family: number }>;
@@ -96,26 +85,19 @@ export async function resolveTargetCached(rawUrl: string, allowPrivate: boolean,
   return { ...target, at: now };
 }
 
-/** Validates the URL (https only, no credentials) and resolves it; throws OutboundError. */
-export async function resolveTarget(rawUrl: string, allowPrivate: boolean): Promise<ResolvedTarget> {
+/**
+ * Validates the URL (https only, no credentials) and resolves it, every address checked (see
+ * platform/net/address.ts); throws OutboundError. `lookup` replaces the system resolver (tests).
+ */
+export async function resolveTarget(rawUrl: string, allowPrivate: boolean, lookup: HostLookup = systemLookup): Promise<ResolvedTarget> {
   const url = checkUrl(rawUrl);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  let addresses: Array<{ address: string; family: number }>;
-  if (ipaddr.isValid(host)) {
-    addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
-  } else {
-    try {
-      addresses = await dnsLookup(host, { all: true, verbatim: true });
-    } catch (err) {
-      throw new OutboundError('dns', `could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
+  try {
+    return { url, addresses: await resolvePublic(url.hostname, allowPrivate, lookup) };
+  } catch (err) {
+    if (err instanceof BlockedAddressError) throw new OutboundError('blocked_address', err.message);
+    const e = err as NodeJS.ErrnoException;
+    throw new OutboundError('dns', `could not resolve ${url.hostname}: ${e.code ?? e.message}`);
   }
-  if (!addresses.length) throw new OutboundError('dns', `${host} has no addresses`);
-  if (!allowPrivate) {
-    const bad = addresses.find((a) => !isPublicAddress(a.address));
-    if (bad) throw new OutboundError('blocked_address', `${host} resolves to ${bad.address}, which is not a public address`);
-  }
-  return { url, addresses };
 }
 
 function checkUrl(rawUrl: string): URL {

@@ -35,6 +35,7 @@ export const Webhook = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
+  consecutive_failures: Type.Integer({ description: 'Failed delivery attempts in a row, across all deliveries; a 2xx resets it, and at 5 the webhook is disabled.' }),
   secret: Type.Optional(Type.String({ description: 'Only in the creation response, and only when the service generated it.' })),
 });
 export type Webhook = Static<typeof Webhook>;

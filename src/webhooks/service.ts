@@ -71,11 +71,12 @@ interface WebhookRow {
   events: string[];
   status: 'active' | 'disabled';
   disabled_reason: string | null;
+  consecutive_failures: number;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = 'id, url, events, status, disabled_reason, created_at, updated_at';
+const COLUMNS = 'id, url, events, status, disabled_reason, consecutive_failures, created_at, updated_at';
 
 function toWebhook(r: WebhookRow): Webhook {
   return {
@@ -86,6 +87,7 @@ function toWebhook(r: WebhookRow): Webhook {
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
     disabled_reason: r.disabled_reason,
+    consecutive_failures: r.consecutive_failures,
   };
 }
 
@@ -184,9 +186,9 @@ export async function listWebhooks(db: Database, accountId: string, q: { page: n
 }
 
 /**
- * `status: active` re-enables (a success-less run of failures starts counting afresh); with
- * `replay: true` the deliveries stopped or failed while it was disabled are queued again. A new url
- * is tested like at registration before anything is changed.
+ * `status: active` re-enables (the failures in a row count from 0 again, as after a new url passed
+ * its test); with `replay: true` the deliveries stopped or failed while it was disabled are queued
+ * again. A new url is tested like at registration before anything is changed.
  */
 export async function updateWebhook(deps: WebhookDeps, accountId: string, id: string, patch: WebhookPatch): Promise<Webhook> {
   if (patch.events) checkEvents(patch.events, '/body/events');
@@ -211,7 +213,7 @@ export async function updateWebhook(deps: WebhookDeps, accountId: string, id: st
               status = COALESCE($5, status),
               disabled_reason = CASE WHEN $6 THEN NULL WHEN $7 THEN 'disabled by the account' ELSE disabled_reason END,
               disabled_at = CASE WHEN $6 THEN NULL WHEN $7 THEN now() ELSE disabled_at END,
-              last_success_at = CASE WHEN $6 THEN NULL ELSE last_success_at END,
+              consecutive_failures = CASE WHEN $6 OR $3::text <> url THEN 0 ELSE consecutive_failures END,
               updated_at = now()
         WHERE id = $1 AND account_id = $2`,
       [id, accountId, patch.url ?? null, patch.events ?? null, patch.status ?? null, enabling, disabling],

@@ -61,11 +61,23 @@ export function verifyServiceSignature(secret: string, rawBody: Buffer | string,
   return timingSafeEqual(Buffer.from(serviceSignature(secret, rawBody), 'hex'), Buffer.from(header, 'hex'));
 }
 
-/** AES-256-GCM with a key derived from SECRETS_KEY (or SIGNING_KEY); format `v1.<iv>.<tag>.<ciphertext>`. */
+function sealingKey(material: string): Buffer {
+  return createHash('sha256').update('field-analysis/webhook-secrets/v1\0').update(material).digest();
+}
+
+/**
+ * AES-256-GCM with a key derived from the current secrets key (SECRETS_KEY, DATA_DIR/secrets.key,
+ * or SIGNING_KEY as a last resort); format `v1.<iv>.<tag>.<ciphertext>`, unchanged, so processes
+ * that share the key material read each other's values. `open` also tries the earlier keys
+ * (SECRETS_KEY_PREVIOUS, and SIGNING_KEY, under which secrets were sealed before the key moved out
+ * of the database); GCM's tag tells which key fits. `isCurrent` says whether a value needs re-sealing.
+ */
 export class SecretBox {
   private readonly key: Buffer;
-  constructor(material: string) {
-    this.key = createHash('sha256').update('field-analysis/webhook-secrets/v1\0').update(material).digest();
+  private readonly earlier: Buffer[];
+  constructor(current: string, previous: readonly string[] = []) {
+    this.key = sealingKey(current);
+    this.earlier = previous.filter((p) => p !== current).map(sealingKey);
   }
   seal(plain: string): string {
     const iv = randomBytes(12);
@@ -74,10 +86,25 @@ export class SecretBox {
     return ['v1', iv.toString('base64url'), c.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
   }
   open(sealed: string): string {
-    const [v, iv, tag, ct] = sealed.split('.');
-    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unknown secret format');
-    const d = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    d.setAuthTag(Buffer.from(tag, 'base64url'));
+    for (const key of [this.key, ...this.earlier]) {
+      const plain = openWith(key, sealed);
+      if (plain !== undefined) return plain;
+    }
+    throw new Error('the secret was sealed with a key that is neither the current secrets key nor a previous one');
+  }
+  isCurrent(sealed: string): boolean {
+    return openWith(this.key, sealed) !== undefined;
+  }
+}
+
+function openWith(key: Buffer, sealed: string): string | undefined {
+  const [v, iv, tag, ct] = sealed.split('.');
+  if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unknown secret format');
+  const d = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  d.setAuthTag(Buffer.from(tag, 'base64url'));
+  try {
     return Buffer.concat([d.update(Buffer.from(ct, 'base64url')), d.final()]).toString('utf8');
+  } catch {
+    return undefined; // the tag does not verify: another key
   }
 }

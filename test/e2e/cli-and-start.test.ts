@@ -3,7 +3,7 @@
  * (npm test builds first), on the embedded database in a temporary DATA_DIR.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -27,8 +27,8 @@ describe('service start and keys CLI', () => {
       child.stderr.on('data', (c: Buffer) => (out += c.toString()));
       return { child, output: () => out };
     };
-    // The first start writes the demo season (GeoTIFFs) before listening: on a loaded 2-core
-    // machine that can take well over 30 s, so the wait is generous.
+    // The first start creates the embedded database: on a loaded 2-core machine that can take
+    // well over 30 s, so the wait is generous.
     const waitUp = async () => {
       for (const until = Date.now() + 150_000; Date.now() < until; ) {
         try {
@@ -48,6 +48,24 @@ describe('service start and keys CLI', () => {
 
     let svc = start();
     await waitUp();
+    // It listens first and writes the demo season afterwards, then prints the demo field.
+    const demoLine = /\n {2}Demo field fld_\S+: 33 synthetic Sentinel-2 captures of 12 bands, 2025-03-26 to 2025-10-04: \d+\.\d s\n/;
+    for (const until = Date.now() + 150_000; !demoLine.test(svc.output()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+    // A progress line per start-up step, with its time, in order.
+    const steps = [
+      /(^|\n) {2}Node and modules loaded: \d+\.\d s\n/,
+      /\n {2}Database \(embedded PGlite in \S+pgdata, created: first start\): \d+\.\d s\n/,
+      /\n {2}Migrations \(\d+ applied\): \d+\.\d s\n/,
+      /\n {2}Compute pool warm \(1 thread\): \d+\.\d s\n/,
+      /\n {2}Queues \(in the database\): \d+\.\d s\n/,
+      /\n {2}HTTP app: \d+\.\d s\n/,
+      new RegExp(`\\n {2}Field analysis service listening on http://127\\.0\\.0\\.1:${port} \\(\\d+\\.\\d s after the process started\\)\\n`),
+      /\n {2}Demo: writing and registering a season of synthetic Sentinel-2 captures in the background…\n/,
+      demoLine,
+    ];
+    const at = steps.map((re) => svc.output().search(re));
+    expect(at.every((i) => i >= 0), `${steps.filter((_, k) => at[k]! < 0).join(' ')} in\n${svc.output()}`).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
     const key = /\b(fak_[A-Za-z0-9_-]{43})\b/.exec(svc.output())?.[1];
     expect(key, svc.output()).toBeTruthy();
     expect(svc.output()).toContain(`http://127.0.0.1:${port}/docs`);
@@ -84,14 +102,78 @@ describe('service start and keys CLI', () => {
     svc = start();
     await waitUp();
     expect(svc.output()).not.toMatch(/fak_[A-Za-z0-9_-]{43}/); // printed once, on the first start only
+    expect(svc.output()).toMatch(/\n {2}Database \(embedded PGlite in \S+pgdata\): \d+\.\d s\n/); // opened, not created
+    expect(svc.output()).not.toContain('Demo');
     expect((await fetch(`http://127.0.0.1:${port}/v1/fields`, { headers: { authorization: `Bearer ${newKey}` } })).status).toBe(401);
     expect((await fetch(`http://127.0.0.1:${port}/v1/fields`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
     await stop(svc);
   }, 300_000);
+
+  it('SIGTERM while the demo is being written stops it between captures and exits 0', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fa-e2e-demo-'));
+    try {
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, DATA_DIR: dir, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise((r) => child.once('exit', r));
+      for (const until = Date.now() + 150_000; !out.includes('Demo: writing') && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      child.kill('SIGTERM');
+      expect(await exited, out).toBe(0);
+      // Stopped, or (on a fast machine) complete before the signal: never failed or cut mid-way.
+      expect(out).toMatch(/Demo: stopped by the shutdown before it was complete|Demo field fld_/);
+      expect(out).not.toContain('Demo not created');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 200_000);
 
   it('a bad variable stops the start with one line naming it', async () => {
     const r = await run(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], { env: { ...env, PORT: 'eighty' } }).catch((e) => e);
     expect(r.code).toBe(78);
     expect(r.stderr.trim()).toBe('invalid configuration: PORT must be a whole number, got "eighty"');
   });
+});
+
+describe('npm start on a fresh clone: scripts/ensure-built.mjs', () => {
+  it('builds only what is stale, WASM and TypeScript at once, with a line per step and its time', async () => {
+    // A copy of the sources with the shared node_modules, and the WASM modules already built except
+    // the decoders (one target: compiling all of them would only make the test longer).
+    const clone = mkdtempSync(path.join(os.tmpdir(), 'fa-clone-'));
+    try {
+      for (const p of ['src', 'bench', 'assembly', 'scripts', 'test/helpers', 'package.json', 'tsconfig.json', 'asconfig.json', 'asconfig.decode.json']) {
+        cpSync(path.join(packageRoot, p), path.join(clone, p), { recursive: true });
+      }
+      symlinkSync(path.join(packageRoot, 'node_modules'), path.join(clone, 'node_modules'));
+      mkdirSync(path.join(clone, 'dist/wasm'), { recursive: true });
+      for (const f of ['kernel.simd.wasm', 'kernel.scalar.wasm']) cpSync(path.join(packageRoot, 'dist/wasm', f), path.join(clone, 'dist/wasm', f));
+      const old = new Date(Date.now() - 60_000);
+      for (const p of ['assembly/index.ts', 'assembly/decode.ts', 'asconfig.json', 'asconfig.decode.json', 'package.json', 'tsconfig.json']) utimesSync(path.join(clone, p), old, old);
+      const build = async (...args: string[]) => (await run(process.execPath, ['scripts/ensure-built.mjs', ...args], { cwd: clone })).stderr;
+
+      const first = await build('start');
+      const lines = [
+        /^\[build\] dist\/ is out of date: WASM \(decode\) and TypeScript, at the same time$/m,
+        /^\[build\] TypeScript: \d{3} files transpiled in \d+\.\d s \(type check: npm run typecheck\)$/m,
+        /^\[build\] WASM TIFF decoders: \d+\.\d s$/m,
+        /^\[build\] done in \d+\.\d s$/m,
+      ];
+      for (const re of lines) expect(first).toMatch(re);
+      expect(first).not.toMatch(/kernel \(SIMD\)|kernel \(scalar/); // current: not rebuilt
+      for (const f of ['dist/src/main.js', 'dist/src/compute/worker.js', 'dist/wasm/decode.wasm']) expect(existsSync(path.join(clone, f)), f).toBe(true);
+      expect(existsSync(path.join(clone, 'dist/bench'))).toBe(false); // not needed to start
+
+      expect(await build('start')).toBe(''); // up to date: nothing to do, nothing printed
+      const later = new Date(Date.now() + 5_000);
+      utimesSync(path.join(clone, 'src/main.ts'), later, later);
+      expect(await build('start')).toMatch(/^\[build\] dist\/ is out of date: TypeScript\n\[build\] TypeScript: 1 file transpiled in \d+\.\d s/);
+      // npm test and npm run bench want the benchmarks too (and what they import from test/helpers).
+      expect(await build()).toMatch(/^\[build\] dist\/ is out of date: TypeScript\n\[build\] TypeScript: \d+ files transpiled/);
+      for (const f of ['dist/bench/run.js', 'dist/test/helpers/tls.js']) expect(existsSync(path.join(clone, f)), f).toBe(true);
+      expect(await build()).toBe('');
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
+  }, 300_000);
 });

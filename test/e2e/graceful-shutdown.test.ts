@@ -108,7 +108,7 @@ describe.each(backends)('SIGTERM during load on $name', (backend) => {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(svc, `${base}/readyz`);
     const key = devKey(svc)!;
-    const fieldId = demoField(svc)!;
+    const fieldId = (await demoField(svc))!;
     expect(key && fieldId, svc.output()).toBeTruthy();
 
     const fields: Array<{ name: string; out: Outcome }> = [];

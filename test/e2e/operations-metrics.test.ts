@@ -133,7 +133,7 @@ describe('metrics of a ROLE=all process on the embedded default', () => {
     svc = startService({ DATA_DIR: dataDir, PORT: String(port), NODE_EXTRA_CA_CERTS: caFile, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
     const base = `http://127.0.0.1:${port}`;
     await waitReady(svc, `${base}/readyz`);
-    const t: Traffic = { base, key: devKey(svc)!, fieldId: demoField(svc)!, dataDir, rx };
+    const t: Traffic = { base, key: devKey(svc)!, fieldId: (await demoField(svc))!, dataDir, rx };
     expect(t.key && t.fieldId, svc.output()).toBeTruthy();
     await realTraffic(t);
     let s: MetricSample[] = [];
@@ -184,7 +184,7 @@ describe.skipIf(!TEST_DATABASE_URL || !TEST_REDIS_URL)('one api and two workers 
     expect((await fetch(`http://127.0.0.1:${m1}/v1/fields`)).status).toBe(404);
     expect((await fetch(`http://127.0.0.1:${m1}/healthz`)).status).toBe(200);
 
-    const t: Traffic = { base, key: devKey(api)!, fieldId: demoField(api)!, dataDir, rx };
+    const t: Traffic = { base, key: devKey(api)!, fieldId: (await demoField(api))!, dataDir, rx };
     expect(t.key && t.fieldId, api.output()).toBeTruthy();
     await realTraffic(t);
 

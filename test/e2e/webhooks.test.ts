@@ -5,17 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
 import { emit } from '../../src/events/outbox.js';
+import { until } from '../helpers/wait.js';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../helpers/tls.js';
 import { buildServiceApp, queueBackends, square, type TestApp as ServiceApp } from '../helpers/app.js';
-
-const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 describe.each(queueBackends)('webhooks on $name', (backend) => {
   let pki: TestPki;
@@ -127,60 +119,68 @@ describe.each(queueBackends)('webhooks on $name', (backend) => {
     await rx.close();
   });
 
-  it('retries on the configured schedule in order, then disables; PATCH re-enables and replays', async () => {
+  it('retries on the configured schedule in order; the 5th failure in a row disables (the 5th retry is never sent); PATCH re-enables and replays', async () => {
     const failing = await startReceiver(pki);
     try {
       failing.respond = (r) => ({ status: r.headers['x-service-event'] === 'webhook.test' ? 200 : 503 });
       const wh = (await register({ url: failing.url, events: ['season.ended'] })).json();
       await svc.db.transaction((tx) => emit(tx, svc.accountId, 'season.ended', { field_id: 'fld_x', crop_type: 'wheat', harvest_date: '2025-08-01' }));
       svc.wake();
-      await until('six attempts', () => failing.received.filter((r) => r.body?.event === 'season.ended').length >= 6, 15_000);
+      await until('five attempts', () => failing.received.filter((r) => r.body?.event === 'season.ended').length >= 5, 15_000);
       const times = failing.received.filter((r) => r.body?.event === 'season.ended').map((r) => r.at);
       const gaps = times.slice(1).map((t, i) => t - times[i]!);
-      [100, 200, 300, 400, 500].forEach((d, i) => expect(gaps[i]!).toBeGreaterThanOrEqual(d - 20));
+      [100, 200, 300, 400].forEach((d, i) => expect(gaps[i]!).toBeGreaterThanOrEqual(d - 20));
       const ids = new Set(failing.received.filter((r) => r.body?.event === 'season.ended').map((r) => r.headers['x-service-delivery']));
       expect(ids.size).toBe(1); // one delivery id across all retries
       await until('disabled', async () => (await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}`, headers: svc.auth() })).json().status === 'disabled');
       const log = (await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries`, headers: svc.auth() })).json();
-      expect(log.data[0]).toMatchObject({ status: 'failed', attempt_count: 6 });
-      expect(log.data[0].attempts.map((a: { status_code: number }) => a.status_code)).toEqual([503, 503, 503, 503, 503, 503]);
-      await new Promise((r) => setTimeout(r, 700));
-      expect(failing.received.filter((r) => r.body?.event === 'season.ended')).toHaveLength(6); // retries stopped
+      expect(log.data[0]).toMatchObject({ status: 'cancelled', stopped_reason: 'webhook_disabled', attempt_count: 5 });
+      expect(log.data[0].attempts.map((a: { status_code: number }) => a.status_code)).toEqual([503, 503, 503, 503, 503]);
+      await new Promise((r) => setTimeout(r, 800));
+      expect(failing.received.filter((r) => r.body?.event === 'season.ended')).toHaveLength(5); // retries stopped
 
-      // While disabled, new events are not delivered; re-enabling with replay sends them.
+      // While disabled, new events are not delivered (nor kept for it); re-enabling with replay
+      // sends the stopped delivery again.
       await svc.db.transaction((tx) => emit(tx, svc.accountId, 'season.ended', { field_id: 'fld_y', crop_type: 'wheat', harvest_date: '2025-08-02' }));
       svc.wake();
       await new Promise((r) => setTimeout(r, 500));
       expect(failing.received.filter((r) => r.body?.data?.field_id === 'fld_y')).toHaveLength(0);
       failing.respond = () => ({ status: 200 });
       const res = await svc.app.inject({ method: 'PATCH', url: `/v1/webhooks/${wh.id}`, headers: svc.auth(), payload: { status: 'active', replay: true } });
-      expect(res.json().status).toBe('active');
+      expect(res.json()).toMatchObject({ status: 'active', consecutive_failures: 0 });
       await until('replayed delivery', () => failing.received.some((r) => r.body?.data?.field_id === 'fld_x' && r.at > times.at(-1)!));
     } finally {
       await failing.close();
     }
   });
 
-  it('a success between failures keeps the webhook active; 410 disables at once', async () => {
+  it('a success between failures resets the count: a delivery can use up all its retries and the webhook stays active; 410 disables at once', async () => {
     const flaky = await startReceiver(pki);
     try {
       flaky.respond = (r) => ({ status: r.headers['x-service-event'] === 'webhook.test' || r.body?.data?.field_id === 'ok' ? 200 : 500 });
       const wh = (await register({ url: flaky.url, events: ['season.ended'] })).json();
+      const bad = () => flaky.received.filter((r) => r.body?.data?.field_id === 'bad').length;
       await svc.db.transaction((tx) => emit(tx, svc.accountId, 'season.ended', { field_id: 'bad', crop_type: null, harvest_date: '2025-08-01' }));
       svc.wake();
-      await until('first failure', () => flaky.received.some((r) => r.body?.data?.field_id === 'bad'));
+      // After its 3rd failure (its 4th attempt is 300 ms later), a success resets the count.
+      await until('three failures of bad', () => bad() >= 3);
       await svc.db.transaction((tx) => emit(tx, svc.accountId, 'season.ended', { field_id: 'ok', crop_type: null, harvest_date: '2025-08-01' }));
       svc.wake();
-      await until('six failures of bad', () => flaky.received.filter((r) => r.body?.data?.field_id === 'bad').length >= 6, 15_000);
+      await until('six failures of bad', () => bad() >= 6, 15_000);
       await new Promise((r) => setTimeout(r, 300));
       const got = (await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}`, headers: svc.auth() })).json();
       expect(got.status).toBe('active');
+      expect(got.consecutive_failures).toBeGreaterThanOrEqual(1);
+      expect(got.consecutive_failures).toBeLessThan(5);
+      const log = (await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}/deliveries`, headers: svc.auth() })).json();
+      expect(log.data.find((d: { attempts: unknown[] }) => d.attempts.length === 6)).toMatchObject({ status: 'failed', next_attempt_at: null });
 
       flaky.respond = () => ({ status: 410 });
       await svc.db.transaction((tx) => emit(tx, svc.accountId, 'season.ended', { field_id: 'gone', crop_type: null, harvest_date: '2025-08-01' }));
       svc.wake();
       await until('disabled by 410', async () => (await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}`, headers: svc.auth() })).json().status === 'disabled');
       expect(flaky.received.filter((r) => r.body?.data?.field_id === 'gone')).toHaveLength(1);
+      expect((await svc.app.inject({ method: 'GET', url: `/v1/webhooks/${wh.id}`, headers: svc.auth() })).json().disabled_reason).toBe('the endpoint answered 410 Gone');
     } finally {
       await flaky.close();
     }

@@ -141,9 +141,14 @@ export function devKey(s: Service): string | undefined {
   return /\b(fak_[A-Za-z0-9_-]{43})\b/.exec(s.output())?.[1];
 }
 
-/** The demo field id a first start prints. */
-export function demoField(s: Service): string | undefined {
-  return /Demo field (fld_[A-Za-z0-9_-]+)/.exec(s.output())?.[1];
+/**
+ * The demo field id a first start prints once it has written the demo season (in the background,
+ * after it started listening); undefined if the demo fails, the process ends or `ms` pass first.
+ */
+export async function demoField(s: Service, ms = 180_000): Promise<string | undefined> {
+  const find = () => /Demo field (fld_[A-Za-z0-9_-]+)/.exec(s.output())?.[1];
+  await waitUntil('the demo field', () => find() !== undefined || /Demo not created|Demo: stopped/.test(s.output()) || s.child.exitCode !== null, ms).catch(() => {});
+  return find();
 }
 
 /** Every series name a scrape declares, samples or not (a labelled counter never incremented has none). */

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import type { Boundary } from '../../src/fields/boundary.js';
 import { readFieldWindow } from '../../src/imagery/window-reader.js';
 import { realDataDir } from '../helpers/real-data.js';
+import { hasRasterio } from '../helpers/tools.js';
 
 const DIR = path.join(realDataDir, 's2_l1c_be_31UFS_20190411');
 const PY = `
@@ -36,17 +37,9 @@ with rasterio.open(job["red"]) as r, rasterio.open(job["nir"]) as n:
 print(json.dumps(out))
 `;
 
-function rasterio(): boolean {
-  try {
-    execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const ready = existsSync(path.join(DIR, 'fields_flanders_lpis.geojson')) && rasterio();
-if (!ready) console.warn('[test] Flemish LPIS data or python3-rasterio (apt-get install python3-rasterio) missing: the LPIS/rasterio check is SKIPPED');
+const hasLpis = existsSync(path.join(DIR, 'fields_flanders_lpis.geojson'));
+if (!hasLpis) console.warn('[test] Flemish LPIS data missing: the LPIS/rasterio check is SKIPPED');
+const ready = hasLpis && hasRasterio();
 
 describe.runIf(ready)('real LPIS parcels over Sentinel-2 31UFS against rasterio', () => {
   it('pixel counts, valid counts and mean NDVI equal rasterio\'s for each parcel', async () => {

@@ -5,7 +5,7 @@
  * index endpoint) use them; a STAC Item whose assets name parts; and every broken upload answers
  * 400 (413 over UPLOAD_MAX_BYTES, 415 when not multipart) with no record, no event and no file left.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { listOutbox } from '../../src/events/outbox.js';
 import { datesEvery, sceneField, writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
 import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { storedUploads } from '../helpers/uploads.js';
 
 const MAX = 400_000;
 
@@ -51,7 +52,8 @@ describe('imagery upload (multipart)', () => {
   }
   const upload = (body: FormData | string, headers: Record<string, string> = {}) => fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: { ...t.auth(), ...headers }, body });
   const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
-  const stored = () => (existsSync(uploads()) ? readdirSync(uploads()) : []);
+  /** The upload folders, DATA_DIR/imagery/uploads/<account>/upl_…, as `<account>/upl_…`. */
+  const stored = () => storedUploads(uploads());
 
   it('registers uploaded files exactly as the same files registered by path, and later reads use them', async () => {
     const byPath = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: cap.date, bands: { B04: cap.files.B04, B08: cap.files.B08 }, mask: { href: cap.scl, kind: 'scl' }, offset: -0.1 } });
@@ -71,9 +73,9 @@ describe('imagery upload (multipart)', () => {
     expect(events.map((e) => e.data).sort((a, b) => String(a.field_id).localeCompare(String(b.field_id)))).toEqual(
       expected.map((f: { field_id: string; cloud_cover: number }) => ({ field_id: f.field_id, imagery_id: img.id, source: 'sentinel-2-l2a', capture_date: cap.date, cloud_cover: f.cloud_cover })).sort((a: { field_id: string }, b: { field_id: string }) => a.field_id.localeCompare(b.field_id)),
     );
-    // Stored under DATA_DIR/imagery/uploads, byte for byte.
+    // Stored under DATA_DIR/imagery/uploads/<account>, byte for byte.
     const [row] = await t.db.query<{ bands: Record<string, { href: string }>; mask: { href: string } }>('SELECT bands, mask FROM imagery WHERE id = $1', [img.id]);
-    expect(row!.bands.B04!.href.startsWith(uploads() + path.sep)).toBe(true);
+    expect(row!.bands.B04!.href.startsWith(path.join(uploads(), t.accountId) + path.sep)).toBe(true);
     expect(readFileSync(row!.bands.B04!.href).equals(readFileSync(cap.files.B04!))).toBe(true);
     expect(readFileSync(row!.mask.href).equals(readFileSync(cap.scl))).toBe(true);
     // The index endpoint reads the uploaded files and agrees with the capture registered by path.

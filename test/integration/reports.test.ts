@@ -166,7 +166,7 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect(row!.completed_at.getTime()).toBeGreaterThanOrEqual(row!.started_at.getTime());
   });
 
-  it('fails with a reason: no imagery, nothing clear in the period, too few captures for a season', async () => {
+  it('fails with a reason: no imagery, nothing clear in the period', async () => {
     const bare = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'bare', boundary: square(10, 45) } })).json();
     const a = await waitReport(t, (await post(bare.id, { type: 'scouting', format: 'pdf' })).json().id);
     expect(a.status).toBe('failed');
@@ -175,12 +175,37 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const b = await waitReport(t, (await post(seeded.fieldId, { type: 'health_summary', format: 'csv', options: { start_date: '2024-01-01', end_date: '2024-03-01' } })).json().id);
     expect(b.status).toBe('failed');
     expect(b.error).toMatch(/no clear capture of the field between 2024-01-01 and 2024-03-01/);
-    const c = await waitReport(t, (await post(seeded.fieldId, { type: 'seasonal', format: 'json', options: { start_date: '2025-06-01', end_date: '2025-06-12' } })).json().id);
-    expect(c.status).toBe('failed');
-    expect(c.error).toMatch(/needs at least 4/);
     const m = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(m).toMatch(/reports_generated_total\{type="scouting",format="pdf",outcome="failed"\} [1-9]/);
   });
+
+  it('a season with few clear captures is reported with what they allow and says what was not computed and why (JSON, CSV, PDF); none at all fails', async () => {
+    const options = { start_date: '2025-06-01', end_date: '2025-06-20' }; // captures of 6 and 14 June
+    const json = (await download((await ready({ type: 'seasonal', format: 'json', options })).download_url)).json();
+    expect(schemaErrors('seasonal', json)).toEqual([]);
+    const served = (await t.app.inject({ method: 'GET', url: '/v1/reports/schemas/seasonal', headers: t.auth() })).json();
+    expect(served.required).toContain('unavailable');
+    expect(served.properties.yield_potential.anyOf.map((x: { type?: string }) => x.type)).toContain('null');
+    expect(json.series.length).toBeGreaterThanOrEqual(1);
+    expect(json.series.length).toBeLessThan(4);
+    expect(json).toMatchObject({ yield_potential: null, phases: { green_up: null, senescence: null, season_length_days: null } });
+    const items = json.unavailable.map((u: { item: string }) => u.item);
+    expect(items).toEqual(expect.arrayContaining(['phases', 'yield_potential']));
+    expect(json.unavailable.find((u: { item: string }) => u.item === 'phases').reason).toMatch(new RegExp(`needs at least 4 clear captures spread over the season; the period has ${json.series.length} clear capture`));
+    const { headers, rows } = await parseCsv((await download((await ready({ type: 'seasonal', format: 'csv', options })).download_url)).body);
+    expect(headers).toEqual(CSV_HEADERS.seasonal);
+    expect(rows.filter((r) => r.date).length).toBe(json.series.length);
+    expect(rows.filter((r) => !r.date).map((r) => r.not_computed)).toEqual(items);
+    for (const r of rows.filter((x) => !x.date)) expect(r.reason.length).toBeGreaterThan(20);
+    const { text } = await pdfText((await download((await ready({ type: 'seasonal', format: 'pdf', options })).download_url)).rawPayload);
+    expect(text).toContain('Not computed from these captures');
+    expect(text).toContain('Yield potential: The relative yield potential integrates the index over the whole season');
+    // No clear capture at all: the one failure, saying why.
+    const none = await waitReport(t, (await post(seeded.fieldId, { type: 'seasonal', format: 'json', options: { start_date: '2024-01-01', end_date: '2024-03-01' } })).json().id);
+    expect(none).toMatchObject({ status: 'failed', error: 'no clear capture of the field between 2024-01-01 and 2024-03-01: no capture of it in the period' });
+    const cloudy = await waitReport(t, (await post(seeded.fieldId, { type: 'seasonal', format: 'pdf', options: { start_date: '2025-05-04', end_date: '2025-05-06' } })).json().id); // 5 May: 80 % cloud
+    expect(cloudy).toMatchObject({ status: 'failed', error: 'no clear capture of the field between 2025-05-04 and 2025-05-06: the 1 capture of the period had more than 30 % of the field under cloud' });
+  }, 60_000);
 
   it('rejects bad requests with problem+json: type, format, options per type, unknown field', async () => {
     const bad: Array<[object, string]> = [
@@ -244,7 +269,7 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect((await post(seeded.fieldId, body, { 'idempotency-key': 'é' })).statusCode).toBe(400);
   });
 
-  it('signed links: no key needed; tampered → 403; expired → 403; GET re-signs for another 7 days and keeps it', async () => {
+  it('signed links: no key needed; tampered → 403; expired → 403; the list and GET re-sign for another 7 days and keep it', async () => {
     const r = await ready({ type: 'scouting', format: 'csv' });
     const u = new URL(r.download_url);
     expect(u.origin + u.pathname).toBe(`http://localhost:3000/v1/reports/${r.id}/download`);
@@ -270,14 +295,26 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const expired = await t.app.inject({ method: 'GET', url: `${u.pathname}?expires=${past}&signature=${signDownload(SIGNING_KEY, r.id, past)}` });
     expect(expired.statusCode).toBe(403);
     expect(expired.json().code).toBe('link_expired');
-    // The stored link expires: GET gives a fresh one for another 7 days, persisted.
+    // The stored link expires: GET /v1/reports lists a fresh one for another 7 days, persisted.
+    const fresh7d = (x: any) => {
+      expect(x.status).toBe('ready');
+      expect(Math.abs(Date.parse(x.expires_at) - (Date.now() + 7 * 86_400_000))).toBeLessThan(60_000);
+      expect(Number(new URL(x.download_url).searchParams.get('expires')) * 1000).toBe(Date.parse(x.expires_at));
+    };
+    const list = async () => (await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${seeded.fieldId}&per_page=100`, headers: t.auth() })).json().data;
+    const r2 = await ready({ type: 'scouting', format: 'json' });
+    await t.db.query(`UPDATE reports SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [[r.id, r2.id]]);
+    const listed = await list();
+    for (const id of [r.id, r2.id]) {
+      const x = listed.find((y: any) => y.id === id);
+      fresh7d(x);
+      expect((await download(x.download_url)).statusCode).toBe(200);
+      expect((await t.app.inject({ method: 'GET', url: `/v1/reports/${id}`, headers: t.auth() })).json().download_url).toBe(x.download_url);
+    }
+    // The same through GET /v1/reports/{id}.
     await t.db.query(`UPDATE reports SET expires_at = now() - interval '1 second' WHERE id = $1`, [r.id]);
-    const listed = (await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${seeded.fieldId}&per_page=100`, headers: t.auth() })).json().data.find((x: any) => x.id === r.id);
-    expect(listed.download_url).toBeNull();
     const fresh = (await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth() })).json();
-    expect(fresh.status).toBe('ready');
-    expect(Math.abs(Date.parse(fresh.expires_at) - (Date.now() + 7 * 86_400_000))).toBeLessThan(60_000);
-    expect(Number(new URL(fresh.download_url).searchParams.get('expires')) * 1000).toBe(Date.parse(fresh.expires_at));
+    fresh7d(fresh);
     expect((await download(fresh.download_url)).statusCode).toBe(200);
     const again = (await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth() })).json();
     expect(again.expires_at).toBe(fresh.expires_at);

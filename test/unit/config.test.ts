@@ -41,6 +41,10 @@ describe('configuration', () => {
     ['SHED_POOL_QUEUE', 'many'],
     ['SHED_RETRY_AFTER_S', '0'],
     ['IMAGERY_TIMEOUT_MS', '10'],
+    ['IMAGERY_MAX_BLOCKS', '0'],
+    ['IMAGERY_MAX_BLOCK_BYTES', '2GB'],
+    ['IMAGERY_MAX_DECODED_BYTES', '1000'],
+    ['IMAGERY_MAX_PIXELS', '-1'],
   ])('%s=%s is refused with a one-line message naming it', (name, value) => {
     try {
       loadConfig({ [name]: value });
@@ -63,6 +67,8 @@ describe('configuration', () => {
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitPerMinute).toBe(600);
     expect(c.shed).toEqual({ maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxPoolQueue: 200, retryAfterSeconds: 5 });
     expect(c.imageryTimeoutMs).toBe(30_000);
+    expect(c.imageryLimits).toEqual({ maxPixels: 2 ** 32, maxBlocks: 2 ** 20, maxBlockBytes: 2 ** 28, maxDecodedBytes: 2 ** 31 });
+    expect(loadConfig({ IMAGERY_MAX_BLOCKS: '5000', IMAGERY_MAX_DECODED_BYTES: '16777216' }).imageryLimits).toMatchObject({ maxBlocks: 5000, maxDecodedBytes: 16_777_216 });
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', SHED_POOL_QUEUE: '0', IMAGERY_TIMEOUT_MS: '2500' })).toMatchObject({ rateLimitPerMinute: 0, shed: { maxPoolQueue: 0 }, imageryTimeoutMs: 2500 });
   });
 

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RESOLVE_TTL_MS, clearResolveCache, isPublicAddress, postJson, resolveTarget, resolveTargetCached } from '../../src/webhooks/outbound.js';
+import { isPublicAddress } from '../../src/platform/net/address.js';
+import { RESOLVE_TTL_MS, clearResolveCache, postJson, resolveTarget, resolveTargetCached } from '../../src/webhooks/outbound.js';
 import { SecretBox, generateSecret, signDelivery, standardSignature, verifyServiceSignature } from '../../src/webhooks/signing.js';
 import { createHmac } from 'node:crypto';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../helpers/tls.js';
+import { EMBEDDED_PRIVATE, answering } from '../helpers/addresses.js';
 
 describe('address checks', () => {
   it.each([
@@ -21,6 +23,17 @@ describe('address checks', () => {
     await expect(resolveTarget('https://localhost/x', false)).rejects.toMatchObject({ kind: 'blocked_address' });
     await expect(resolveTarget('https://no-such-host.invalid/x', false)).rejects.toMatchObject({ kind: 'dns' });
     await expect(resolveTarget('https://localhost/x', true)).resolves.toBeTruthy();
+  });
+
+  it.each(EMBEDDED_PRIVATE)('refuses %s (%s) as a literal host and as a DNS answer, unless private networks are allowed', async (_form, addr) => {
+    await expect(resolveTarget(`https://[${addr}]/hook`, false)).rejects.toMatchObject({ kind: 'blocked_address' });
+    await expect(resolveTarget('https://hooks.example/hook', false, answering('203.0.114.1', addr))).rejects.toMatchObject({ kind: 'blocked_address', message: expect.stringContaining('not a public address') });
+    await expect(resolveTarget(`https://[${addr}]/hook`, true)).resolves.toBeTruthy();
+    await expect(resolveTarget('https://hooks.example/hook', true, answering(addr))).resolves.toMatchObject({ addresses: [{ address: addr }] });
+  });
+
+  it('a refused literal is never connected to', async () => {
+    expect(await postJson('https://[::127.0.0.1]/hook', '{}', {}, { timeoutMs: 1000 })).toMatchObject({ ok: false, error: { kind: 'blocked_address' } });
   });
 });
 

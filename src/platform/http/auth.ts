@@ -14,8 +14,8 @@ declare module 'fastify' {
 const REASONS = {
   missing: 'Send the header Authorization: Bearer <API key>',
   malformed: 'The Authorization header must be "Bearer <API key>" with a key of the form fak_…',
+  // Also a revoked key: the answer must not tell whether a key ever existed.
   unknown: 'The API key is not valid',
-  revoked: 'The API key has been revoked',
 } as const;
 
 /** Registers the hook on the given (prefixed) scope only. */

@@ -5,13 +5,14 @@
  */
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { clientErrorHandler, frameworkErrors } from './connection.js';
 import type { Api, Services } from './context.js';
 import { healthRoutes } from './health.js';
 import { registerMetrics } from './metrics.js';
 import { registerProblemHandlers } from './problems.js';
 
 export async function buildOpsApp(s: Services, opts: { logger?: FastifyServerOptions['logger'] } = {}): Promise<Api> {
-  const app = Fastify({ logger: opts.logger ?? false, logController: new LogController({ disableRequestLogging: true }) }).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify({ logger: opts.logger ?? false, logController: new LogController({ disableRequestLogging: true }), clientErrorHandler, frameworkErrors }).withTypeProvider<TypeBoxTypeProvider>();
   registerProblemHandlers(app);
   healthRoutes(app, s);
   registerMetrics(app);

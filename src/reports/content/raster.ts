@@ -3,12 +3,14 @@
  * reports share: robust statistics, connected regions, pixel boundaries traced into polygons,
  * grid to lon/lat. Grid nodes are (i, j) with j growing southwards (row order of the raster).
  */
-import { toWgs84 } from '../../imagery/crs.js';
+import { toWgs84, type CrsRef } from '../../imagery/crs.js';
+import { geodesicAreaHa } from '../../fields/boundary.js';
 
 export interface IndexRaster {
   width: number;
   height: number;
-  epsg: number;
+  /** The raster's CRS: an EPSG code, or the proj4 definition of a user-defined one. */
+  epsg: CrsRef;
   originX: number;
   originY: number;
   resX: number;
@@ -19,19 +21,20 @@ export interface IndexRaster {
   inside: Uint8Array;
 }
 
-/** Area of one pixel in hectares (UTM metres; Web Mercator and degrees corrected by latitude). */
+/**
+ * Ground area of one pixel in hectares, whatever the CRS and its unit (metres, feet, degrees): the
+ * geodesic area of the grid's extent on the WGS84 ellipsoid, edges densified, over its pixel count.
+ */
 export function pixelAreaHa(g: Pick<IndexRaster, 'epsg' | 'resX' | 'resY' | 'originY' | 'height' | 'originX' | 'width'>): number {
-  const a = Math.abs(g.resX * g.resY);
-  if (g.epsg === 4326) {
-    const lat = ((g.originY + (g.height * g.resY) / 2) * Math.PI) / 180;
-    return (a * 111_320 * 111_320 * Math.cos(lat)) / 10_000;
-  }
-  if (g.epsg === 3857) {
-    const [, lat] = toWgs84(3857)([g.originX + (g.width * g.resX) / 2, g.originY + (g.height * g.resY) / 2]);
-    const c = Math.cos((lat * Math.PI) / 180);
-    return (a * c * c) / 10_000;
-  }
-  return a / 10_000;
+  const node = gridToLonLat(g);
+  const ring: Array<[number, number]> = [];
+  const steps = 8;
+  for (let s = 0; s < steps; s++) ring.push(node((g.width * s) / steps, 0));
+  for (let s = 0; s < steps; s++) ring.push(node(g.width, (g.height * s) / steps));
+  for (let s = steps; s > 0; s--) ring.push(node((g.width * s) / steps, g.height));
+  for (let s = steps; s > 0; s--) ring.push(node(0, (g.height * s) / steps));
+  ring.push(ring[0]!);
+  return geodesicAreaHa({ type: 'Polygon', coordinates: [ring] }) / (g.width * g.height);
 }
 
 /** Grid node (i, j) or pixel centre (i + 0.5, j + 0.5) to lon/lat. */

@@ -112,15 +112,18 @@ export const SeriesPoint = Type.Object(
   { additionalProperties: false },
 );
 
+/** The values of a seasonal report that may be left null, each then listed in `unavailable`. */
+export const SEASONAL_UNAVAILABLE = ['phases', 'phases.green_up', 'phases.senescence', 'phases.season_length_days', 'baseline', 'amplitude', 'auc', 'yield_potential'] as const;
+
 export const SeasonalContent = Type.Object(
   {
     meta: Meta,
     period: Type.Object({ start: DateStr, end: DateStr, basis: Type.String({ description: 'Where the period came from: options, planting/harvest dates, or the captures.' }) }, { additionalProperties: false }),
-    series: Type.Array(SeriesPoint),
+    series: Type.Array(SeriesPoint, { minItems: 1 }),
     skipped_captures: Type.Integer({ description: 'Captures in the period left out as too cloudy over the field.' }),
-    peak: Type.Object({ date: DateStr, value: Num }, { additionalProperties: false }),
-    baseline: Num,
-    amplitude: Num,
+    peak: Type.Object({ date: DateStr, value: Num }, { additionalProperties: false, description: 'The highest field mean among the clear captures.' }),
+    baseline: Type.Union([Num, Type.Null()], { description: 'Lowest value before the peak; null with a single clear capture (see unavailable).' }),
+    amplitude: Type.Union([Num, Type.Null()], { description: 'Peak minus baseline; null with a single clear capture (see unavailable).' }),
     phases: Type.Object(
       {
         amplitude_fraction: Num,
@@ -128,17 +131,36 @@ export const SeasonalContent = Type.Object(
         senescence: NullDate,
         season_length_days: NullNum,
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'Phenology dates; null when not observed or with fewer than 4 clear captures (see unavailable).' },
     ),
-    auc: Type.Object({ index_days: Num, above_baseline_index_days: Num }, { additionalProperties: false, description: 'Trapezoidal area under the curve over the period, in index x days.' }),
-    yield_potential: Type.Object(
-      {
-        relative: Num,
-        class: Type.Union([Type.Literal('high'), Type.Literal('average'), Type.Literal('low')]),
-        method: Type.String(),
-        caveats: Type.Array(Type.String()),
-      },
-      { additionalProperties: false },
+    auc: Type.Union(
+      [Type.Object({ index_days: Num, above_baseline_index_days: Num }, { additionalProperties: false }), Type.Null()],
+      { description: 'Trapezoidal area under the curve over the clear captures, in index x days; null with a single clear capture (see unavailable).' },
+    ),
+    yield_potential: Type.Union(
+      [
+        Type.Object(
+          {
+            relative: Num,
+            class: Type.Union([Type.Literal('high'), Type.Literal('average'), Type.Literal('low')]),
+            method: Type.String(),
+            caveats: Type.Array(Type.String()),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: 'Null with fewer than 4 clear captures (see unavailable).' },
+    ),
+    unavailable: Type.Array(
+      Type.Object(
+        {
+          item: Type.Enum([...SEASONAL_UNAVAILABLE], { description: 'Path of the value left null in this document (phases: all three phenology values).' }),
+          reason: Type.String({ description: 'Why the captures of the period did not allow it, in plain words.' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'What could not be computed from the clear captures of the period, and why; empty when everything was.' },
     ),
   },
   { additionalProperties: false, $id: 'seasonal' },

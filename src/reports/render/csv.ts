@@ -1,7 +1,8 @@
 /**
  * CSV: the tabular part of each report, one table with a header row (fast-csv): scouting points
- * with their anomaly zones, the season's series, the periods of a health summary, the zones of a
- * prescription with their rates and outlines as WKT (QGIS and most farm software read a WKT column).
+ * with their anomaly zones, the season's series (then a row per value that could not be computed,
+ * with the reason), the periods of a health summary, the zones of a prescription with their rates
+ * and outlines as WKT (QGIS and most farm software read a WKT column).
  */
 import { writeToBuffer } from 'fast-csv';
 import type { HealthContent, PrescriptionContent, ReportContent, ScoutingContent, SeasonalContent } from '../content/schema.js';
@@ -29,17 +30,23 @@ export function csvRows(type: string, c: ReportContent): Array<Record<string, st
         capture_date: (c as ScoutingContent).capture.date,
         index: c.meta.index,
       }));
-    case 'seasonal':
-      return (c as SeasonalContent).series.map((p) => ({
-        date: p.date,
-        mean: p.mean,
-        min: blank(p.min),
-        max: blank(p.max),
-        std: blank(p.std),
-        valid_fraction: blank(p.valid_fraction),
-        imagery_id: p.imagery_id,
-        index: c.meta.index,
-      }));
+    case 'seasonal': {
+      // The series, then one row per value that could not be computed (date empty), with why.
+      const s = c as SeasonalContent;
+      return [
+        ...s.series.map((p) => ({
+          date: p.date,
+          mean: p.mean,
+          min: blank(p.min),
+          max: blank(p.max),
+          std: blank(p.std),
+          valid_fraction: blank(p.valid_fraction),
+          imagery_id: p.imagery_id,
+          index: c.meta.index,
+        })),
+        ...s.unavailable.map((u) => ({ index: c.meta.index, not_computed: u.item, reason: u.reason })),
+      ];
+    }
     case 'health_summary':
       return (c as HealthContent).periods.map((p) => ({
         period_start: p.start,
@@ -76,7 +83,7 @@ export function csvRows(type: string, c: ReportContent): Array<Record<string, st
 /** Column names per type, written even when there are no rows (a field without anomalies). */
 export const CSV_HEADERS: Record<string, string[]> = {
   scouting: ['rank', 'lon', 'lat', 'area_ha', 'share_of_field_pct', 'mean', 'min', 'deficit', 'severity', 'capture_date', 'index'],
-  seasonal: ['date', 'mean', 'min', 'max', 'std', 'valid_fraction', 'imagery_id', 'index'],
+  seasonal: ['date', 'mean', 'min', 'max', 'std', 'valid_fraction', 'imagery_id', 'index', 'not_computed', 'reason'],
   health_summary: ['period_start', 'period_end', 'captures', 'mean', 'min', 'max', 'change', 'change_pct', 'index'],
   prescription: ['zone', 'mean_index', 'min_index', 'max_index', 'area_ha', 'rate', 'unit', 'product_total', 'product_unit', 'input', 'wkt'],
 };

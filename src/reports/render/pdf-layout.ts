@@ -241,6 +241,7 @@ export function lineChart(
   const vals = o.points.flatMap((p) => [p.value, p.lo ?? p.value, p.hi ?? p.value]);
   const step = niceStep(Math.max(0.1, Math.max(...vals) - Math.min(...vals)), 5);
   const f: Frame = { x: PAGE.margin + 44, y: doc.y + 6, w: CONTENT_W - 52, h, t0: ms(o.start), t1: ms(o.end), lo: Math.floor(Math.min(...vals) / step) * step, hi: Math.ceil(Math.max(...vals) / step) * step };
+  if (f.hi <= f.lo) f.hi = f.lo + step; // one value (a single capture of a uniform field): the axes need a span
   const { X, Y } = axes(doc, f, o.yLabel);
   const band = o.points.filter((p) => p.lo != null && p.hi != null);
   if (band.length > 1) {

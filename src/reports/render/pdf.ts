@@ -85,17 +85,35 @@ function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
   );
 }
 
+/** How the PDF names the values of a seasonal report that may be missing. */
+const NOT_COMPUTED: Record<SeasonalContent['unavailable'][number]['item'], string> = {
+  phases: 'Green-up, senescence, season length',
+  'phases.green_up': 'Green-up',
+  'phases.senescence': 'Senescence',
+  'phases.season_length_days': 'Season length',
+  baseline: 'Baseline',
+  amplitude: 'Amplitude',
+  auc: 'Area under the curve',
+  yield_potential: 'Yield potential',
+};
+
 function seasonal(doc: Doc, c: SeasonalContent): void {
+  const few = c.unavailable.some((u) => u.item === 'phases');
+  const phase = (d: string | null) => (d ? longDate(d) : few ? 'not computed' : 'not observed');
   titleBand(doc, 'Seasonal analysis', fieldLine(c), [
     ['Period', dateRange(c.period.start, c.period.end)],
     [`Peak ${c.meta.index}`, `${c.peak.value.toFixed(3)} on ${longDate(c.peak.date)}`],
-    ['Green-up', c.phases.green_up ? longDate(c.phases.green_up) : 'not observed'],
-    ['Senescence', c.phases.senescence ? longDate(c.phases.senescence) : 'not observed'],
+    ['Green-up', phase(c.phases.green_up)],
+    ['Senescence', phase(c.phases.senescence)],
     ['Season length', c.phases.season_length_days === null ? '-' : `${c.phases.season_length_days} days`],
-    ['Area under curve', `${c.auc.index_days.toFixed(1)} index-days`],
-    ['Yield potential', `${(c.yield_potential.relative * 100).toFixed(0)} % (${c.yield_potential.class})`],
+    ['Area under curve', c.auc ? `${c.auc.index_days.toFixed(1)} index-days` : 'not computed'],
+    ['Yield potential', c.yield_potential ? `${(c.yield_potential.relative * 100).toFixed(0)} % (${c.yield_potential.class})` : 'not computed'],
     ['Clear captures', `${c.series.length} (+${c.skipped_captures} cloudy)`],
   ]);
+  if (c.unavailable.length) {
+    section(doc, 'Not computed from these captures');
+    for (const u of c.unavailable) paragraph(doc, `${NOT_COMPUTED[u.item]}: ${u.reason}`, { size: 8.5 });
+  }
   section(doc, `${c.meta.index} over the season`);
   const markers = [
     ...(c.phases.green_up ? [{ date: c.phases.green_up, label: 'green-up', colour: '#1a9641' }] : []),
@@ -108,13 +126,18 @@ function seasonal(doc: Doc, c: SeasonalContent): void {
     end: c.period.end,
     yLabel: `${c.meta.index} (field mean)`,
     markers,
-    levels: [{ value: c.baseline + c.phases.amplitude_fraction * c.amplitude, label: `${c.phases.amplitude_fraction * 100} % of amplitude` }],
+    levels: c.baseline !== null && c.amplitude !== null ? [{ value: c.baseline + c.phases.amplitude_fraction * c.amplitude, label: `${c.phases.amplitude_fraction * 100} % of amplitude` }] : [],
   });
   paragraph(doc, 'Line: field mean of each clear capture; shaded band: lowest to highest pixel. Cloudy captures are left out, not interpolated.', { size: 8, colour: '#616e7c' });
   section(doc, 'Yield potential');
-  paragraph(doc, `Relative yield potential ${(c.yield_potential.relative * 100).toFixed(0)} % of a well-developed reference crop: ${c.yield_potential.class}.`);
-  paragraph(doc, `Method: ${c.yield_potential.method}`, { size: 8.5 });
-  for (const cav of c.yield_potential.caveats) paragraph(doc, `- ${cav}`, { size: 8.5, colour: '#616e7c' });
+  const yp = c.yield_potential;
+  if (yp) {
+    paragraph(doc, `Relative yield potential ${(yp.relative * 100).toFixed(0)} % of a well-developed reference crop: ${yp.class}.`);
+    paragraph(doc, `Method: ${yp.method}`, { size: 8.5 });
+    for (const cav of yp.caveats) paragraph(doc, `- ${cav}`, { size: 8.5, colour: '#616e7c' });
+  } else {
+    paragraph(doc, 'Not computed from these captures (why: see above).');
+  }
   section(doc, 'Clear captures');
   table(
     doc,

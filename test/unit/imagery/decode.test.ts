@@ -15,17 +15,12 @@ import { BlockDecodeError, COMPRESSION, decodeBlock } from '../../../src/imagery
 import { registerFastDecoders } from '../../../src/imagery/decoders.js';
 import { readWindow, readWindowRaw, rawLayout } from '../../../src/imagery/raw-window.js';
 import { lzwEncode, writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
+import { hasGdal } from '../../helpers/tools.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'decode-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-let gdal = false;
-try {
-  execFileSync('gdal_translate', ['--version'], { stdio: 'ignore' });
-  gdal = true;
-} catch {
-  console.warn('[test] gdal_translate not found: the checks on GDAL-written files are SKIPPED (apt-get install gdal-bin)');
-}
+const gdal = hasGdal();
 
 function rng(seed: number) {
   let s = seed >>> 0 || 1;

@@ -7,6 +7,7 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TimedFetchClient } from '../../../src/imagery/http-client.js';
+import { EMBEDDED_PRIVATE, answering } from '../../helpers/addresses.js';
 
 describe('remote imagery client', () => {
   let server: Server;
@@ -45,6 +46,13 @@ describe('remote imagery client', () => {
   ])('refuses %s without sending anything', async (_why, url) => {
     const before = hits.length;
     await expect(new TimedFetchClient(url(), 2000, false).request({ headers: { range: 'bytes=0-3' } })).rejects.toThrow(/not a public address/);
+    expect(hits.length).toBe(before);
+  });
+
+  it.each(EMBEDDED_PRIVATE)('refuses %s (%s) as a literal host and as a DNS answer, without sending anything', async (_form, addr) => {
+    const before = hits.length;
+    await expect(new TimedFetchClient(`http://[${addr}]:${port}/data`, 2000, false).request()).rejects.toThrow(/not a public address \(IMAGERY_ALLOW_PRIVATE_NETWORKS\)/);
+    await expect(new TimedFetchClient(`http://cog.example:${port}/data`, 2000, false, answering(addr)).request()).rejects.toThrow(/not a public address/);
     expect(hits.length).toBe(before);
   });
 

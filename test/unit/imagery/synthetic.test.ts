@@ -1,9 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fromArrayBuffer } from 'geotiff';
+import { fromArrayBuffer, fromFile } from 'geotiff';
 import { afterAll, describe, expect, it } from 'vitest';
 import { indexProgram } from '../../../src/compute/catalog.js';
+import { BANDS } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { datesEvery, growth, sceneField, writeSyntheticSeason } from '../../../src/imagery/synthetic.js';
 import { writeGeoTiff } from '../../../src/imagery/tiff-writer.js';
@@ -60,5 +61,65 @@ describe('synthetic season', () => {
     expect(peak).toBeGreaterThan(0);
     expect(peak).toBeLessThan(means.length - 1);
     expect(Math.max(...means.filter((m) => !Number.isNaN(m)))).toBeGreaterThan(0.6);
+  });
+});
+
+describe('synthetic bands', () => {
+  const spec = { epsg: 32631, originX: 640000, originY: 5660000, size: 120, seed: 7 };
+  /** Sentinel-2 L2A native resolutions (m); B10 (cirrus) is L1C only. */
+  const NATIVE: Record<string, number> = { B01: 60, B02: 10, B03: 10, B04: 10, B05: 20, B06: 20, B07: 20, B08: 10, B8A: 20, B09: 60, B11: 20, B12: 20, SCL: 20 };
+
+  it('writes every band formulas accept, each at its native resolution over the whole scene', async () => {
+    const [c] = writeSyntheticSeason(path.join(dir, 'bands'), spec, ['2025-07-01'], '2025-04-01', '2025-09-15');
+    expect(Object.keys(c!.files).sort()).toEqual([...BANDS].sort());
+    for (const [band, file] of [...Object.entries(c!.files), ['SCL', c!.scl]] as Array<[string, string]>) {
+      const tiff = await fromFile(file);
+      const img = await tiff.getImage();
+      const res = NATIVE[band]!;
+      expect(img.getResolution().slice(0, 2), band).toEqual([res, -res]);
+      expect(img.getOrigin().slice(0, 2), band).toEqual([spec.originX, spec.originY]);
+      expect([img.getWidth(), img.getHeight()], band).toEqual([Math.ceil((spec.size * 10) / res), Math.ceil((spec.size * 10) / res)]);
+      tiff.close();
+    }
+  });
+
+  it('has plausible reflectances: the red edge lies between red and NIR and climbs with the canopy', async () => {
+    // Before planting (bare soil) and near the peak of the season, both read on the 10 m grid.
+    const caps = writeSyntheticSeason(path.join(dir, 'refl'), spec, ['2025-03-15', '2025-07-05'], '2025-04-01', '2025-09-15');
+    const means: Array<Record<string, number>> = [];
+    for (const c of caps) {
+      const capture = { bands: Object.fromEntries(Object.entries(c.files).map(([b, href]) => [b, { href }])), mask: { href: c.scl, kind: 'scl' as const }, scale: 0.0001, offset: -0.1 };
+      const win = await readFieldWindow(capture, sceneField(spec), [...BANDS] as CaptureBand[], { roots: [dir] });
+      const m: Record<string, number> = {};
+      for (const b of BANDS) {
+        let sum = 0;
+        let n = 0;
+        win.bands[b]!.data.forEach((dn, k) => {
+          if (!win.valid[k]) return;
+          sum += dn * 0.0001 - 0.1;
+          n++;
+        });
+        m[b] = sum / n;
+      }
+      means.push(m);
+    }
+    const [soil, canopy] = means as [Record<string, number>, Record<string, number>];
+    for (const [b, r] of [...Object.entries(soil), ...Object.entries(canopy)]) {
+      expect(r, b).toBeGreaterThan(0);
+      expect(r, b).toBeLessThan(0.6);
+    }
+    for (const m of [soil, canopy]) {
+      expect(m.B04).toBeLessThan(m.B05!);
+      expect(m.B05).toBeLessThan(m.B06!);
+      expect(m.B06).toBeLessThan(m.B07!);
+      expect(m.B07).toBeLessThan(m.B08!);
+      expect(Math.abs(m.B8A! - m.B08!)).toBeLessThan(0.03);
+      expect(m.B11).toBeGreaterThan(m.B12!);
+    }
+    // The canopy darkens red and brightens NIR; the red-edge bands follow NIR.
+    expect(canopy.B04).toBeLessThan(soil.B04! - 0.03);
+    expect(canopy.B08).toBeGreaterThan(soil.B08! + 0.2);
+    for (const b of ['B06', 'B07', 'B8A', 'B09']) expect(canopy[b]! - soil[b]!, b).toBeGreaterThan(0.1);
+    expect(canopy.B03).toBeGreaterThan(canopy.B02!); // the green peak
   });
 });

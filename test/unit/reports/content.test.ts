@@ -9,7 +9,10 @@ import { buildHealth, linearTrend, periodStarts } from '../../../src/reports/con
 import type { IndexRaster } from '../../../src/reports/content/raster.js';
 import type { Meta } from '../../../src/reports/content/schema.js';
 import { buildScouting, findAnomalies } from '../../../src/reports/content/scouting.js';
-import { buildSeasonal, NotEnoughData, type Point } from '../../../src/reports/content/seasonal.js';
+import { buildSeasonal, NoClearCapture, type Point } from '../../../src/reports/content/seasonal.js';
+import { csvRows } from '../../../src/reports/render/csv.js';
+import { renderPdf } from '../../../src/reports/render/pdf.js';
+import { pdfText, schemaErrors } from '../../helpers/report-files.js';
 import { resolveOptions } from '../../../src/reports/options.js';
 import { checkDownload, signDownload } from '../../../src/reports/signing.js';
 import { toWgs84 } from '../../../src/imagery/crs.js';
@@ -51,7 +54,9 @@ describe('scouting', () => {
     expect(threshold.mad).toBeCloseTo(mad, 4);
     expect(threshold.value).toBeCloseTo(med - 2 * Math.max(1.4826 * mad, 0.02), 4);
     expect(total).toBe(2);
-    expect(anomalies.map((a) => a.content.area_ha)).toEqual([1.2, 0.25]);
+    // Ground areas: 120 and 25 pixels of 10 m grid, each 100.04 m² on the ground (UTM's scale factor
+    // is 0.99981 130 km east of zone 31's central meridian).
+    expect(anomalies.map((a) => a.content.area_ha)).toEqual([1.2005, 0.2501]);
     expect(anomalies[0]!.content).toMatchObject({ rank: 1, severity: 'high', share_of_field_pct: 3.33 });
     expect(anomalies[0]!.content.mean).toBeCloseTo(0.45, 5);
     expect(anomalies[1]!.content.severity).toBe('high'); // 0.1 below a median with σ floor 0.02: z = 5
@@ -111,8 +116,64 @@ describe('seasonal', () => {
     expect(s.yield_potential.caveats.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('too few clear captures is a stated failure', () => {
-    expect(() => buildSeasonal(meta('seasonal'), { start: '2025-04-01', end: '2025-04-30', basis: 'options' }, points.slice(0, 3), 0)).toThrow(NotEnoughData);
+  it('a full season computes everything: nothing is listed as unavailable', () => {
+    expect(s.unavailable).toEqual([]);
+    expect(schemaErrors('seasonal', s)).toEqual([]);
+  });
+
+  const period = { start: '2025-04-01', end: '2025-10-31', basis: 'options' };
+  const items = (c: { unavailable: Array<{ item: string }> }) => c.unavailable.map((u) => u.item);
+
+  it('no clear capture is the one stated failure', () => {
+    expect(() => buildSeasonal(meta('seasonal'), period, [], 3)).toThrow(NoClearCapture);
+    expect(() => buildSeasonal(meta('seasonal'), period, [], 3)).toThrow('no clear capture of the field between 2025-04-01 and 2025-10-31: the 3 captures of the period had more than 30 % of the field under cloud');
+    expect(() => buildSeasonal(meta('seasonal'), period, [], 0)).toThrow('no clear capture of the field between 2025-04-01 and 2025-10-31: no capture of it in the period');
+  });
+
+  it('one clear capture: the series and the peak; baseline, amplitude, area, phenology and yield potential are null and said why', () => {
+    const one = buildSeasonal(meta('seasonal'), period, [points[20]!], 2);
+    expect(one.series).toHaveLength(1);
+    expect(one.peak).toEqual({ date: points[20]!.date, value: Math.round(points[20]!.mean * 1e4) / 1e4 });
+    expect(one).toMatchObject({ baseline: null, amplitude: null, auc: null, yield_potential: null, phases: { green_up: null, senescence: null, season_length_days: null } });
+    expect(items(one)).toEqual(['baseline', 'amplitude', 'auc', 'phases', 'yield_potential']);
+    for (const u of one.unavailable) expect(u.reason).toMatch(/1 clear capture; 2 more were too cloudy over the field to use/);
+    expect(schemaErrors('seasonal', one)).toEqual([]);
+  });
+
+  it('two or three clear captures: baseline, amplitude and the area under them; phenology and yield potential need 4', () => {
+    const three = buildSeasonal(meta('seasonal'), period, [points[30]!, points[10]!, points[20]!], 0);
+    expect(three.series.map((p) => p.date)).toEqual([points[10]!.date, points[20]!.date, points[30]!.date]);
+    expect(three.peak.date).toBe(points[20]!.date);
+    expect(three.baseline).toBeCloseTo(points[10]!.mean, 4);
+    expect(three.amplitude).toBeCloseTo(points[20]!.mean - points[10]!.mean, 4);
+    // Two trapezoids of 50 days each.
+    expect(three.auc!.index_days).toBeCloseTo(25 * (points[10]!.mean + 2 * points[20]!.mean + points[30]!.mean), 3);
+    expect(three).toMatchObject({ yield_potential: null, phases: { green_up: null, senescence: null, season_length_days: null } });
+    expect(items(three)).toEqual(['phases', 'yield_potential']);
+    expect(three.unavailable[0]!.reason).toMatch(/needs at least 4 clear captures .*the period has 3 clear captures\.$/);
+    expect(schemaErrors('seasonal', three)).toEqual([]);
+  });
+
+  it('enough captures but a period that ends before senescence: that date and the season length are said to be unobserved', () => {
+    const rise = buildSeasonal(meta('seasonal'), { ...period, end: iso(t0 + 100 * DAY) }, points.slice(0, 21), 0);
+    expect(rise.phases.green_up).not.toBeNull();
+    expect(rise.yield_potential).not.toBeNull();
+    expect(items(rise)).toEqual(['phases.senescence', 'phases.season_length_days']);
+    expect(rise.unavailable[0]!.reason).toMatch(/^Senescence not observed: .* the decline may lie after 2025-07-10\.$/);
+    expect(schemaErrors('seasonal', rise)).toEqual([]);
+  });
+
+  it('the CSV lists what was not computed after the series; the PDF says it plainly (a single uniform capture included)', async () => {
+    const flat = { ...points[20]!, mean: 0.5, min: 0.5, max: 0.5, std: 0 };
+    const one = buildSeasonal(meta('seasonal'), period, [flat], 0);
+    const rows = csvRows('seasonal', one);
+    expect(rows[0]).toMatchObject({ date: flat.date, mean: 0.5 });
+    expect(rows.slice(1).map((r) => r.not_computed)).toEqual(items(one));
+    expect(rows.slice(1).every((r) => r.date === undefined && String(r.reason).length > 20)).toBe(true);
+    const { text } = await pdfText(await renderPdf('seasonal', one));
+    expect(text).toContain('Not computed from these captures');
+    expect(text).toContain('Yield potential: The relative yield potential integrates the index over the whole season');
+    expect(text).toContain('Green-up, senescence, season length: Green-up, senescence and season length are read where');
   });
 });
 

@@ -1,0 +1,25 @@
+/**
+ * Independent reference tools from Debian (GDAL's utilities, rasterio). Locally a test whose tool is
+ * missing is skipped with a message; in CI (`CI` set, as `.ci/run` runs) a missing tool fails the
+ * run, since `.ci/run` installs them and a check that silently skips there proves nothing.
+ */
+import { execFileSync } from 'node:child_process';
+
+export function toolAvailable(what: string, install: string, probe: () => void): boolean {
+  try {
+    probe();
+    return true;
+  } catch {
+    if (process.env.CI) throw new Error(`[test] ${what} is required in CI but missing (apt-get install ${install})`);
+    console.warn(`[test] ${what} not found: the checks that use it are SKIPPED (apt-get install ${install})`);
+    return false;
+  }
+}
+
+export const hasGdal = (): boolean =>
+  toolAvailable('GDAL (gdalinfo, gdal_translate, ogr2ogr)', 'gdal-bin', () => {
+    for (const tool of ['gdalinfo', 'gdal_translate', 'ogr2ogr']) execFileSync(tool, ['--version'], { stdio: 'ignore' });
+  });
+
+export const hasRasterio = (): boolean =>
+  toolAvailable('python3-rasterio', 'python3-rasterio', () => execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' }));
