@@ -107,7 +107,7 @@ interface Outage {
 interface Drill {
   name: string;
   /** Breaks something and repairs it; resolves when the component is back, with the outage. */
-  run(): Promise<Outage | void>;
+  run(): Promise<Outage | undefined>;
 }
 
 /** Stops, waits, starts: the outage from the start of the stop to the end of the start. */
@@ -154,7 +154,7 @@ export default async function faultsBench(): Promise<void> {
       `steady load ${RATE} req/s, outages of ${DOWN_MS / 1000} s, ${OBSERVE_MS / 1000} s observed after each fault`);
 
     const drills: Drill[] = [
-      { name: 'baseline (no fault)', run: async () => {} },
+      { name: 'baseline (no fault)', run: async () => undefined },
       { name: 'restart Redis (data lost)', run: () => outage(() => r.down(), () => r.up()) },
       { name: PG_DRILL, run: () => outage(() => p.down(), () => p.up()) },
       { name: 'kill -9 a worker, start another', run: () => outage(() => cluster.kill9Worker(0), () => cluster.startWorker()) },

@@ -147,7 +147,7 @@ export default async function kernelBench(): Promise<void> {
       // Sentinel-2 L2A: DN × 0.0001 (offset 0 before processing baseline 04.00, −0.1 since).
       const prepare = (k: Kernel, offset: number) => {
         const prep = k.prepare(n, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })));
-        program.bands.forEach((b, j) => prep.bands[j]!.set(inputs[b]!));
+        for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(inputs[b]!);
       };
       // Each kernel holds the inputs of its current row; the scalar build is slow, so it is measured
       // in a round of its own (it does not compete with the others).

@@ -132,7 +132,10 @@ function requestFor(mix: Mix, key: string, failedByKind: Record<string, number>,
     },
     onResponse: (status: number, body: string, context: { kind?: Kind; t0?: number }) => {
       const kind = context.kind ?? 'indices';
-      if (context.t0 !== undefined) (latency[kind] ??= []).push(performance.now() - context.t0);
+      if (context.t0 !== undefined) {
+        latency[kind] ??= [];
+        latency[kind].push(performance.now() - context.t0);
+      }
       if (status < 200 || status > 299) {
         failedByKind[kind] = (failedByKind[kind] ?? 0) + 1;
         if (process.env.BENCH_DEBUG) console.log(kind, status, body.slice(0, 300));

@@ -129,7 +129,10 @@ export class Mix {
       let bestScore = -Infinity;
       for (const [k, w] of pool) {
         const score = (w * (i + 1)) / 100 - this.slots.filter((s) => s === k).length;
-        if (score > bestScore) (best = k), (bestScore = score);
+        if (score > bestScore) {
+          best = k;
+          bestScore = score;
+        }
       }
       this.slots.push(best);
     }

@@ -24,7 +24,7 @@ import { createApiKey, findOrCreateAccount } from '../src/accounts/api-keys.js';
 import { emit } from '../src/events/outbox.js';
 import { migrate, openDatabase, type Database } from '../src/platform/database.js';
 import { packageRoot } from '../src/platform/paths.js';
-import { makePki, startReceiver, type Receiver, type TestPki } from '../test/helpers/tls.js';
+import { makePki, startReceiver, type Receiver } from '../test/helpers/tls.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 // 200 events/s × 10 receivers offers the 2,000 deliveries/s of the target: the latency target is
@@ -95,7 +95,7 @@ interface Row {
   target: string;
 }
 
-async function run(label: string, extraEnv: Record<string, string>, pki: TestPki, caFile: string, receivers: Receiver[]): Promise<Row[]> {
+async function run(label: string, extraEnv: Record<string, string>, caFile: string, receivers: Receiver[]): Promise<Row[]> {
   const pgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const dbName = `fa_bench_${Date.now()}`;
@@ -273,7 +273,7 @@ export default async function webhookBench(): Promise<void> {
     if (process.env.BENCH_COMPARE === '1') setups.push(['same, first attempts through the queue', { WEBHOOK_DIRECT: 'false' }]);
     const rows: Row[] = [];
     for (const [label, extra] of setups) {
-      const mine = await run(label, extra, pki, caFile, receivers);
+      const mine = await run(label, extra, caFile, receivers);
       rows.push(...mine);
       console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
       console.table(mine);

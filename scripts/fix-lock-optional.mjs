@@ -21,5 +21,5 @@ for (const [name, platform] of Object.entries(missing)) {
   added++;
 }
 lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : 1)));
-writeFileSync('package-lock.json', JSON.stringify(lock, null, 2) + '\n');
+writeFileSync('package-lock.json', `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`added ${added} optional platform entries`);

@@ -257,7 +257,7 @@ export function applyCall(f: FuncName, args: number[]): number {
     case 'log':
       return Math.log(args[0]!);
     case 'pow':
-      return Math.pow(args[0]!, args[1]!);
+      return args[0]! ** args[1]!;
     case 'min':
       return args.some((x) => Number.isNaN(x)) ? NaN : Math.min(...args);
     case 'max':
@@ -295,7 +295,7 @@ export function bandsOf(n: Node, out = new Set<BandId>()): Set<BandId> {
   else if (n.k === 'bin') {
     bandsOf(n.a, out);
     bandsOf(n.b, out);
-  } else if (n.k === 'call') n.args.forEach((a) => bandsOf(a, out));
+  } else if (n.k === 'call') for (const a of n.args) bandsOf(a, out);
   return out;
 }
 

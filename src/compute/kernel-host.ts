@@ -272,7 +272,7 @@ export class Kernel {
       const end = Math.min(n, start + K_BLOCK);
       j.values(start, end, dst, mask, acc, 0, ...ptrs);
       k = this.x.chooseK(dst + start * 4, end - start);
-      if (k === k) break;
+      if (!Number.isNaN(k)) break;
     }
     // then everything from that block on (start and end multiples of 8, except the last end)
     for (; start < n; start += JIT_CHUNK) {

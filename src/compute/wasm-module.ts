@@ -233,7 +233,7 @@ export function encodeModule(funcs: Array<{ name: string; fn: FuncBuilder }>): U
   section(out, 2, imports);
   const fsec: number[] = [];
   uleb(fsec, funcs.length);
-  funcs.forEach((_, i) => uleb(fsec, i));
+  for (let i = 0; i < funcs.length; i++) uleb(fsec, i);
   section(out, 3, fsec);
   const exps: number[] = [];
   uleb(exps, funcs.length);

@@ -297,7 +297,7 @@ export function validateBoundary(input: unknown, opts: BoundaryOptions = {}): Va
   } else {
     if (!Array.isArray(g.coordinates) || g.coordinates.length === 0) fail(cpath, 'invalid_multipolygon', 'a MultiPolygon needs at least one polygon');
     const parts = (g.coordinates as unknown[]).map((p, i) => readPolygon(p, `${cpath}/${i}`, counter));
-    parts.forEach((rings, i) => checkPolygon(rings, `${cpath}/${i}`));
+    for (const [i, rings] of parts.entries()) checkPolygon(rings, `${cpath}/${i}`);
     checkParts(parts, cpath);
     geometry = { type: 'MultiPolygon', coordinates: parts.map((rings) => rings.map((r, i) => orientRing(r, i === 0))) };
   }

@@ -77,7 +77,7 @@ function epsgDefinition(code: number): string {
   const exported = projExport(code);
   if (!exported && !e.proj4) throw new CrsError(`${label} has no proj4 definition in the EPSG index: reproject the file (e.g. to its UTM zone)`);
   // Vertical parts of a compound CRS do not matter to a 2-D boundary.
-  let def = (exported ?? e.proj4!).replace(/ \+(geoidgrids|vunits)=\S+/g, '');
+  const def = (exported ?? e.proj4!).replace(/ \+(geoidgrids|vunits)=\S+/g, '');
   const rotations = /\+towgs84=[^,\s]+,[^,\s]+,[^,\s]+,([^,\s]+),([^,\s]+),([^,\s]+)/.exec(def);
   if (!exported && rotations && rotations.slice(1).some((r) => Number(r) !== 0)) {
     throw new CrsError(`${label}: the EPSG index's transformation of its datum to WGS84 is not reliable (rotations of unknown convention): reproject the file to a CRS on WGS84, ETRS89 or NAD83 (e.g. its UTM zone)`);

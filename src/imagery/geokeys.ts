@@ -83,7 +83,7 @@ function angularToDegrees(keys: GeoKeys): number {
   }
   const u = registry(unit);
   // 9110 and the other sexagesimal "units" are notations, not factors.
-  if (!u || u.kind !== 'UNIT' || unit === 9108 || unit === 9110) throw new CrsError(`the angular unit EPSG:${unit} (GeogAngularUnitsGeoKey) is not supported: use degrees`);
+  if (u?.kind !== 'UNIT' || unit === 9108 || unit === 9110) throw new CrsError(`the angular unit EPSG:${unit} (GeogAngularUnitsGeoKey) is not supported: use degrees`);
   return (u.a * 180) / Math.PI;
 }
 
@@ -97,7 +97,7 @@ export function linearUnitMetres(keys: GeoKeys): number {
     throw new CrsError('ProjLinearUnitsGeoKey is user-defined without ProjLinearUnitSizeGeoKey');
   }
   const u = registry(unit);
-  if (!u || u.kind !== 'UNIT' || u.b !== undefined) throw new CrsError(`the linear unit EPSG:${unit} (ProjLinearUnitsGeoKey) is not a unit of the EPSG registry this service knows`);
+  if (u?.kind !== 'UNIT' || u.b !== undefined) throw new CrsError(`the linear unit EPSG:${unit} (ProjLinearUnitsGeoKey) is not a unit of the EPSG registry this service knows`);
   return u.a;
 }
 
@@ -119,7 +119,7 @@ function datumOf(keys: GeoKeys): string {
     // EPSG numbers the classic geodetic datums 6001–6999 as their geographic CRSs 4001–4999.
     const e = datum >= 6001 && datum <= 6999 ? epsgEntry(datum - 2000) : null;
     const stated = e ? /DATUM\["[^"]*",SPHEROID\[[^\]]*\](?:,TOWGS84\[[^\]]*\])?(?:,EXTENSION\[[^\]]*\])?,AUTHORITY\["EPSG","(\d+)"\]/.exec(e.wkt ?? '') : null;
-    if (!e || e.kind !== 'CRS-GEOGCRS' || (stated && Number(stated[1]) !== datum)) {
+    if (e?.kind !== 'CRS-GEOGCRS' || (stated && Number(stated[1]) !== datum)) {
       throw new CrsError(`the datum EPSG:${datum} (GeogGeodeticDatumGeoKey) is not supported: use GeographicTypeGeoKey, or give the ellipsoid`);
     }
     terms = datumTerms(proj4Definition(datum - 2000));
@@ -139,7 +139,7 @@ function ellipsoidOf(keys: GeoKeys): string {
   const ell = code(keys.GeogEllipsoidGeoKey);
   if (ell && ell !== USER_DEFINED) {
     const e = registry(ell);
-    if (!e || e.kind !== 'SPHEROID') throw new CrsError(`the ellipsoid EPSG:${ell} (GeogEllipsoidGeoKey) is not one of the EPSG registry's this service knows`);
+    if (e?.kind !== 'SPHEROID') throw new CrsError(`the ellipsoid EPSG:${ell} (GeogEllipsoidGeoKey) is not one of the EPSG registry's this service knows`);
     return e.b ? `+a=${e.a} +rf=${e.b}` : `+a=${e.a} +b=${e.a}`;
   }
   const a = keys.GeogSemiMajorAxisGeoKey;

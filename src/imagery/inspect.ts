@@ -4,6 +4,7 @@
  * catches corrupt and truncated files); all bands share the CRS and their resolutions divide
  * each other. Runs in a worker thread (it decodes pixels).
  */
+import type { GeoTIFFImage } from 'geotiff';
 import { CrsError, crsLabel, type CrsRef } from './crs.js';
 import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
 import { crsFromGeoKeys } from './geokeys.js';
@@ -20,7 +21,7 @@ async function inspectIn(capture: CaptureSource, roots: string[]): Promise<Inspe
   const out: InspectResult['bands'] = {};
   const entries: Array<[string, { href: string; index?: number }]> = [...Object.entries(capture.bands), ...(capture.mask ? [['mask', capture.mask] as [string, { href: string; index?: number }]] : [])];
   for (const [band, src] of entries) {
-    let image;
+    let image: GeoTIFFImage;
     try {
       const tiff = await openTiff(src.href, roots);
       image = await tiff.getImage(0);

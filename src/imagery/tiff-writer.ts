@@ -252,6 +252,6 @@ export function assembleTiff(entries: TiffEntry[], blobs: Buffer[], blockOf?: nu
   });
   const nextPointerAt = ifdOffset + 2 + entries.length * 12;
   buf.writeUInt32LE(0, nextPointerAt);
-  blobs.forEach((b, i) => b.copy(buf, blobOffsets[i]!));
+  for (const [i, b] of blobs.entries()) b.copy(buf, blobOffsets[i]!);
   return { buffer: buf, ifdOffset, ifdSize, nextPointerAt };
 }

@@ -79,7 +79,10 @@ export async function indexTimeSeriesJson(deps: IndexDeps, accountId: string, fi
   const hit = known?.get(key);
   if (hit !== undefined) return hit;
   const text = JSON.stringify(await build(deps, fieldId, state, q, t0, t1, n, step));
-  if (!known) bodies.set(state, (known = new Map()));
+  if (!known) {
+    known = new Map();
+    bodies.set(state, known);
+  }
   if (known.size >= BODIES_PER_FIELD) known.delete(known.keys().next().value!);
   known.set(key, text);
   return text;

@@ -188,7 +188,10 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
       withAfterCommit(async (hooks) => {
         const started = Date.now();
         let entered = false;
-        const body = (tx: Sql) => ((entered = true), fn(tx));
+        const body = (tx: Sql) => {
+          entered = true;
+          return fn(tx);
+        };
         try {
           return await begin(sql, body, hooks);
         } catch (err) {
@@ -267,7 +270,7 @@ export function splitStatements(sqlText: string): string[] {
   for (const line of sqlText.split('\n')) {
     const trimmed = line.replace(/--.*$/, '');
     if ((trimmed.match(/\$\$/g) ?? []).length % 2 === 1) inDollar = !inDollar;
-    cur += line + '\n';
+    cur += `${line}\n`;
     if (!inDollar && /;\s*$/.test(trimmed)) {
       if (cur.trim()) out.push(cur.trim());
       cur = '';

@@ -14,7 +14,9 @@ declare module 'autocannon' {
     body?: string;
     headers?: Record<string, string>;
     /** Returns the request to send (may change method, path, body); `context` is per connection. */
+    // biome-ignore lint/suspicious/noExplicitAny: autocannon's request and per-connection context are plain objects each caller shapes
     setupRequest?: (req: any, context: any) => any;
+    // biome-ignore lint/suspicious/noExplicitAny: as above
     onResponse?: (status: number, body: string, context: any, headers: Record<string, string>) => void;
   }
   function autocannon(opts: {

@@ -149,7 +149,10 @@ export async function sweepOverdue(db: Database, queues: DeliveryQueue, graceMs 
   for (const d of rows) {
     if (d.job_id) {
       let pending = live.get(d.job_id);
-      if (pending === undefined) live.set(d.job_id, (pending = await queues.pending(WEBHOOK_QUEUE, d.job_id)));
+      if (pending === undefined) {
+        pending = await queues.pending(WEBHOOK_QUEUE, d.job_id);
+        live.set(d.job_id, pending);
+      }
       if (pending) continue;
     }
     lost.push({ deliveryIds: [d.id], jobId: `${jobIdFor(d.id, d.attempt_count + 1)}.sweep${stamp}` });

@@ -146,7 +146,10 @@ const caIds = new WeakMap<string[], number>();
 let nextCaId = 0;
 function caId(ca: string[]): number {
   let id = caIds.get(ca);
-  if (id === undefined) caIds.set(ca, (id = ++nextCaId));
+  if (id === undefined) {
+    id = ++nextCaId;
+    caIds.set(ca, id);
+  }
   return id;
 }
 /** Connections per endpoint (origin and checked address). */

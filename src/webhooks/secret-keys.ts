@@ -64,7 +64,7 @@ export function resolveSecretKeys(s: SecretKeySource): SecretKeys {
     if (existing) return keys(existing, 'key file');
     if (s.createKeyFile) {
       try {
-        writeFileSync(s.keyFile, randomBytes(32).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' });
+        writeFileSync(s.keyFile, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }

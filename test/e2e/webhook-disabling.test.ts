@@ -107,7 +107,7 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
         const outcome = await attemptDelivery(svc.runtime.webhooks, { delivery_id: d.id });
         expect(outcome).toBe(attempt < 4 ? 'retry_scheduled' : 'webhook_disabled');
       }
-      scheduled.forEach((ms, k) => expect(Math.abs(ms - delays[k]!)).toBeLessThan(2_000));
+      for (const [k, ms] of scheduled.entries()) expect(Math.abs(ms - delays[k]!)).toBeLessThan(2_000);
       const d = (await row())!;
       expect(d).toMatchObject({ status: 'cancelled', attempt_count: 5, next_attempt_at: null });
       expect(await svc.runtime.queues.pending(WEBHOOK_QUEUE, jobIdFor(d.id, 6))).toBe(false);

@@ -249,7 +249,7 @@ describe.each(dbBackends)('a revoked and an unknown key on $name', (backend) => 
     const { key, id } = await createApiKey(t.db, t.accountId);
     expect((await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth(key) })).statusCode).toBe(200);
     expect(await revokeApiKey(t.db, id)).toBe(true);
-    const unknownKey = 'fak_' + 'A'.repeat(43);
+    const unknownKey = `fak_${'A'.repeat(43)}`;
     const ask = (k: string) => t.app.inject({ method: 'GET', url: '/v1/fields', headers: { ...t.auth(k), 'x-request-id': 'same-id' } });
     const [revoked, unknown] = [await ask(key), await ask(unknownKey)];
     expectProblem(fromInject(revoked), 401, 'unauthorized');

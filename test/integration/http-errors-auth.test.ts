@@ -39,7 +39,7 @@ describe.each(dbBackends)('errors and auth on $name', (backend) => {
       const res = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: { authorization: header } });
       expectProblem(res, 401, 'unauthorized');
     }
-    const unknown = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth('fak_' + 'A'.repeat(43)) });
+    const unknown = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth(`fak_${'A'.repeat(43)}`) });
     expect(expectProblem(unknown, 401, 'unauthorized').detail).toMatch(/not valid/);
 
     const { key, id } = await createApiKey(t.db, t.accountId);

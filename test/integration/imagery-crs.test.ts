@@ -136,7 +136,7 @@ describe.runIf(gdal)('captures in national grids and user-defined CRSs, against 
       const ring = f.geometry.coordinates[0]!.slice(0, 4);
       return `${ring.reduce((s, p) => s + p[0]!, 0) / 4} ${ring.reduce((s, p) => s + p[1]!, 0) / 4}`;
     });
-    const pixels = execFileSync('gdaltransform', ['-i', '-t_srs', 'EPSG:4326', files.B04], { input: centres.join('\n') + '\n', encoding: 'utf8' })
+    const pixels = execFileSync('gdaltransform', ['-i', '-t_srs', 'EPSG:4326', files.B04], { input: `${centres.join('\n')}\n`, encoding: 'utf8' })
       .trim()
       .split('\n')
       .map((l) => l.trim().split(/\s+/).map(Number));

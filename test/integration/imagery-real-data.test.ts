@@ -27,7 +27,7 @@ describe.runIf(hasRealData)('real Sentinel-2 windows against the reference stati
         const wb = win.bands[b as CaptureBand]!;
         return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
       }), { mask: true });
-      program.bands.forEach((b, j) => prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never));
+      for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
       prep.mask!.set(win.valid);
       const got = kernel.run(program);
       expect(got.count, `${ref.scene} ${name} valid pixel count`).toBe(stats.count);

@@ -102,8 +102,8 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
 
   it('selection: on the date, nearest, ties; pinned imagery that does not cover the field; another account', async () => {
     const ftwField = fieldOf['polygons/poly_T33UUP_ftw_center.geojson']!;
-    const june = imageryOf['AT_T33UUP_20210617_L2A_FTW']!;
-    const sept = imageryOf['AT_T33UUP_20210925_L2A_FTW']!;
+    const june = imageryOf.AT_T33UUP_20210617_L2A_FTW!;
+    const sept = imageryOf.AT_T33UUP_20210925_L2A_FTW!;
     const get = (q: string, key = t.key) => t.app.inject({ method: 'GET', url: `/v1/fields/${ftwField}/indices?index=NDVI&geojson=false&${q}`, headers: t.auth(key) });
     expect((await get('date=2021-06-17')).json().imagery_id).toBe(june);
     expect((await get('date=2021-09-20')).json().imagery_id).toBe(sept);
@@ -111,7 +111,7 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
     // 2021-08-06 is 50 days from 06-17 and 50 days from 09-25: equal clouds → the earlier date.
     expect((await get('date=2021-08-06')).json().imagery_id).toBe(june);
     expect((await get(`date=2021-06-17&imagery_id=${sept}`)).json().imagery_id).toBe(sept);
-    const rkh = imageryOf['EH_29RKH_20200219_L2A']!;
+    const rkh = imageryOf.EH_29RKH_20200219_L2A!;
     const notCovering = await get(`date=2021-06-17&imagery_id=${rkh}`);
     expect(notCovering.statusCode).toBe(422);
     expect(notCovering.json().code).toBe('imagery_does_not_cover_field');

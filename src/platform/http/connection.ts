@@ -32,7 +32,10 @@ export const LINGER_MS = 5_000;
  * `onDone(true)` when the client finished in time.
  */
 function linger(socket: Socket, source: NodeJS.EventEmitter, finished: () => boolean, onDone: (inTime: boolean) => void): void {
-  if (finished()) return onDone(true);
+  if (finished()) {
+    onDone(true);
+    return;
+  }
   const start = socket.bytesRead;
   const done = (inTime: boolean) => {
     clearTimeout(timer);

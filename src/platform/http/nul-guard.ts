@@ -33,7 +33,7 @@ export function nulIssues(value: unknown, base: string): FieldIssue[] {
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;
         const p = `${at}/${pointerToken(k)}`;
-        if (k.includes('\0')) issues.push({ path: p, code: 'nul_character', message: 'property name ' + MESSAGE });
+        if (k.includes('\0')) issues.push({ path: p, code: 'nul_character', message: `property name ${MESSAGE}` });
         stack.push([(v as Record<string, unknown>)[k], p]);
       }
     }

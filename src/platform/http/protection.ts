@@ -115,7 +115,10 @@ export async function registerRateLimit(scope: FastifyInstance, config: Pick<Con
     // requests), so wait for the first connection here, a bounded time.
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 2000);
-      redis!.once('ready', () => (clearTimeout(t), resolve()));
+      redis!.once('ready', () => {
+        clearTimeout(t);
+        resolve();
+      });
     });
   }
   await scope.register(rateLimit, {

@@ -172,7 +172,7 @@ export function tracePixels(width: number, height: number, member: (k: number) =
         j += DJ[dir]!;
         const key = j * W + i;
         const dirs = out.get(key);
-        if (!dirs || !dirs.length) break;
+        if (!dirs?.length) break;
         // Preference on the map: left turn, straight, right turn (left of heading E is N = 3).
         const prefs = [(dir + 3) % 4, dir, (dir + 1) % 4];
         let pick = -1;

@@ -111,7 +111,7 @@ export function findAnomalies(r: IndexRaster, fieldAreaHa: number): { threshold:
   }
   // Biggest shortfall first: area times depth below the median.
   found.sort((a, b) => b.content.area_ha * b.content.deficit - a.content.area_ha * a.content.deficit);
-  found.forEach((a, k) => (a.content.rank = k + 1));
+  for (const [k, a] of found.entries()) a.content.rank = k + 1;
   return {
     threshold: { method: 'median - k * 1.4826 * MAD (robust z-score), sigma floor 0.02', median: r4(median), mad: r4(mad), robust_sigma: r4(sigma), k: ANOMALY_K, value: r4(value), min_area_ha: MIN_ANOMALY_HA },
     anomalies: found.slice(0, MAX_LISTED),

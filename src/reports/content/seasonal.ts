@@ -47,7 +47,7 @@ export function buildSeasonal(meta: Meta, period: SeasonalContent['period'], poi
   }
   const unavailable: Unavailable[] = [];
   let pk = 0;
-  series.forEach((p, k) => (p.mean > series[pk]!.mean ? (pk = k) : 0));
+  for (const [k, p] of series.entries()) if (p.mean > series[pk]!.mean) pk = k;
   const peak = series[pk]!;
   const baseUp = Math.min(...series.slice(0, pk + 1).map((p) => p.mean));
   const baseDown = Math.min(...series.slice(pk).map((p) => p.mean));

@@ -39,14 +39,23 @@ export function kmeans1d(sorted: Float64Array, k: number): number[] {
       cs[b] += v;
       css[b] += v * v;
     }
-    for (let b = 0; b < B; b++) if (cw[b]) (w.push(cw[b]!), sx.push(cs[b]!), sxx.push(css[b]!));
+    for (let b = 0; b < B; b++) {
+      if (!cw[b]) continue;
+      w.push(cw[b]!);
+      sx.push(cs[b]!);
+      sxx.push(css[b]!);
+    }
   }
   const n = w.length;
   const kk = Math.min(k, n);
   const pw = [0];
   const ps = [0];
   const pss = [0];
-  for (let b = 0; b < n; b++) (pw.push(pw[b]! + w[b]!), ps.push(ps[b]! + sx[b]!), pss.push(pss[b]! + sxx[b]!));
+  for (let b = 0; b < n; b++) {
+    pw.push(pw[b]! + w[b]!);
+    ps.push(ps[b]! + sx[b]!);
+    pss.push(pss[b]! + sxx[b]!);
+  }
   const cost = (a: number, b: number) => {
     const W = pw[b + 1]! - pw[a]!;
     const S = ps[b + 1]! - ps[a]!;
@@ -128,7 +137,12 @@ export function fillFromNeighbours(labels: Int32Array, width: number, height: nu
       }
       let best = -1;
       let bestN = 0;
-      for (const [lab, n] of votes) if (n > bestN || (n === bestN && lab < best)) (best = lab), (bestN = n);
+      for (const [lab, n] of votes) {
+        if (n > bestN || (n === bestN && lab < best)) {
+          best = lab;
+          bestN = n;
+        }
+      }
       assign.push([k, best]);
     }
     if (!assign.length) break; // nothing labelled anywhere near: leave as is

@@ -41,11 +41,11 @@ describe('formula parser', () => {
   });
 
   it('limits length to 1,000 characters and depth to 64 levels', () => {
-    expect(err('B08+'.repeat(250) + 'B04').code).toBe('too_long');
-    expect(() => compileFormula('1+'.repeat(499) + '1')).not.toThrow();
-    expect(err('('.repeat(65) + 'B08' + ')'.repeat(65)).code).toBe('too_deep');
-    expect(() => compileFormula('('.repeat(60) + 'B08' + ')'.repeat(60))).not.toThrow();
-    expect(err('-'.repeat(70) + 'B08').code).toBe('too_deep');
+    expect(err(`${'B08+'.repeat(250)}B04`).code).toBe('too_long');
+    expect(() => compileFormula(`${'1+'.repeat(499)}1`)).not.toThrow();
+    expect(err(`${'('.repeat(65)}B08${')'.repeat(65)}`).code).toBe('too_deep');
+    expect(() => compileFormula(`${'('.repeat(60)}B08${')'.repeat(60)}`)).not.toThrow();
+    expect(err(`${'-'.repeat(70)}B08`).code).toBe('too_deep');
   });
 
   it('reports the bands a formula reads, in band order, and folds constants', () => {
@@ -82,6 +82,6 @@ describe('formula parser', () => {
     fc.assert(fc.property(fc.array(alphabet, { maxLength: 120 }).map((a) => a.join('')), check), { numRuns: 2000 });
     fc.assert(fc.property(fc.array(tokens, { maxLength: 80 }).map((a) => a.join('')), check), { numRuns: 3000 });
     check('('.repeat(5000));
-    check('-'.repeat(999) + '1');
+    check(`${'-'.repeat(999)}1`);
   });
 });

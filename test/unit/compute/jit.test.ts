@@ -67,7 +67,7 @@ function fillBand(spec: BandSpec, raw: number[]): Float32Array | Uint16Array | I
 function both(program: ReturnType<typeof compile>, specs: BandSpec[], data: ArrayLike<number>[], mask: Uint8Array | undefined, opts: { stats?: boolean; writeValues?: boolean } = {}, n = data[0]?.length ?? mask?.length ?? 0) {
   return [jit, vm].map((k) => {
     const prep = k.prepare(n, specs, { mask: !!mask });
-    data.forEach((d, j) => prep.bands[j]!.set(d as never));
+    for (const [j, d] of data.entries()) prep.bands[j]!.set(d as never);
     if (mask) prep.mask!.set(mask);
     const stats = k.run(program, opts);
     return { stats, values: k.copyValues() };
@@ -189,7 +189,10 @@ describe('kernel JIT', () => {
         fc.constantFrom(0.0001, 0.0002),
         (n, seed, invalidLead, withMask, offset, scaleB) => {
           let s = seed;
-          const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+          const rnd = () => {
+      s = (s * 1103515245 + 12345) & 0x7fffffff;
+      return s / 0x7fffffff;
+    };
           const red = Uint16Array.from({ length: n }, (_, i) => (i < invalidLead ? 0 : rnd() < 0.05 ? 65535 : 1 + Math.floor(rnd() * 9000)));
           const nir = Uint16Array.from({ length: n }, () => (rnd() < 0.02 ? 0 : 1 + Math.floor(rnd() * 9000)));
           const mask = withMask ? Uint8Array.from({ length: n }, () => (rnd() < 0.8 ? 1 : 0)) : undefined;
@@ -263,16 +266,16 @@ describe('kernel JIT', () => {
     const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001 }];
     // the interpreter's result, without compiling this program's module anywhere first
     const vp = vm.prepare(29, specs);
-    data.forEach((d, j) => vp.bands[j]!.set(d));
+    for (const [j, d] of data.entries()) vp.bands[j]!.set(d);
     const want = { stats: vm.run(program), values: vm.copyValues() };
     const Module = WebAssembly.Module;
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
-    (WebAssembly as { Module: unknown }).Module = function () {
+    (WebAssembly as { Module: unknown }).Module = () => {
       throw new Error('compile failed (test)');
     };
     try {
       const prep = k.prepare(29, specs);
-      data.forEach((d, j) => prep.bands[j]!.set(d));
+      for (const [j, d] of data.entries()) prep.bands[j]!.set(d);
       const s = k.run(program);
       const got = k.copyValues();
       expectSame(got, want.values, 'fallback');

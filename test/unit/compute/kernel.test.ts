@@ -166,7 +166,7 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
       const program = indexProgram(e.name);
       // Digital numbers as Sentinel-2 L2A from baseline 04.00: DN = (refl + 0.1) × 10000.
       const prep = kernel.prepare(3, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: -0.1 })));
-      program.bands.forEach((b, j) => prep.bands[j]!.fill(Math.round((px[b] + 0.1) * 10000)));
+      for (const [j, b] of program.bands.entries()) prep.bands[j]!.fill(Math.round((px[b] + 0.1) * 10000));
       const s = kernel.run(program);
       expect(s.count, e.name).toBe(3);
       expect(Math.abs(s.mean - hand[e.name]!), `${e.name}: ${s.mean} vs ${hand[e.name]}`).toBeLessThan(2e-6 * Math.max(1, Math.abs(hand[e.name]!)));
@@ -180,7 +180,10 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
     const program = compile(parseFormula('B08 * 2 - B04'));
     const prep = kernel.prepare(n, [{ dtype: 'f32' }, { dtype: 'f32' }]);
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x7fffffff;
+    };
     for (let i = 0; i < n; i++) {
       prep.bands[0]![i] = i % 17 === 0 ? NaN : rnd();
       prep.bands[1]![i] = rnd();
@@ -218,7 +221,10 @@ describe.each(kernels.map((k) => [label(k), k] as const))('one-pass statistics a
   });
   const fill = (n: number, seed: number, invalidLead: number, withMask: boolean) => {
     let s = seed;
-    const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const rnd = () => {
+      s = (s * 1103515245 + 12345) & 0x7fffffff;
+      return s / 0x7fffffff;
+    };
     const red = new Uint16Array(n);
     const nir = new Uint16Array(n);
     const mask = withMask ? new Uint8Array(n) : undefined;

@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** GDAL's transformation of lon/lat points (traditional GIS order) to a CRS, or to a file's pixel/line with `-i file`. */
 function gdalTransform(args: string[], points: Array<[number, number]>): Array<[number, number]> {
-  const out = execFileSync('gdaltransform', args, { input: points.map((p) => `${p[0]} ${p[1]}`).join('\n') + '\n', encoding: 'utf8' });
+  const out = execFileSync('gdaltransform', args, { input: `${points.map((p) => `${p[0]} ${p[1]}`).join('\n')}\n`, encoding: 'utf8' });
   return out.trim().split('\n').map((l) => l.trim().split(/\s+/).slice(0, 2).map(Number) as [number, number]);
 }
 

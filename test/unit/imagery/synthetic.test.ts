@@ -51,8 +51,8 @@ describe('synthetic season', () => {
       expect(win.fieldPixels).toBe(60 * 60);
       expect(win.resX).toBe(10);
       const p = indexProgram('NDVI');
-      const prep = kernel.prepare(win.width * win.height, p.bands.map((b) => ({ dtype: 'u16' as const, scale: 0.0001, offset: -0.1, nodata: 0 })), { mask: true });
-      p.bands.forEach((b, j) => prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as Uint16Array));
+      const prep = kernel.prepare(win.width * win.height, p.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: -0.1, nodata: 0 })), { mask: true });
+      for (const [j, b] of p.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as Uint16Array);
       prep.mask!.set(win.valid);
       means.push(kernel.run(p).mean);
       if (c.cloudiness === 0) expect(win.validPixels).toBe(win.fieldPixels);

@@ -134,7 +134,10 @@ function syntheticField(size: number, opts: { cloud?: boolean } = {}): { r: Inde
   const values = new Float32Array(size * size);
   const inside = new Uint8Array(size * size);
   let seed = 42;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
   for (let j = 0; j < size; j++) {
     for (let i = 0; i < size; i++) {
       const k = j * size + i;
