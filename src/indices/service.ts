@@ -126,7 +126,7 @@ export async function chooseCapture(db: Database, accountId: string, fieldId: st
 
 export interface Evaluated {
   body: { field_id: string; index: string; formula?: string; date: string; imagery_id: string; zonal_stats?: ZonalStats };
-  /** The FeatureCollection as JSON text (written by hand in a compute thread, see compute/pixel-geojson.ts). */
+  /** The FeatureCollection as JSON text (written by hand in a compute thread, see imagery/pixel-geojson.ts). */
   geojson?: string;
 }
 
