@@ -18,7 +18,7 @@ import { hostileTiffs, sentinelSizedBand } from '../src/imagery/hostile-tiffs.js
 import { writeGeoTiff } from '../src/imagery/tiff-writer.js';
 import { loadConfig } from '../src/platform/config.js';
 import { openDatabase } from '../src/platform/database.js';
-import { openRuntime } from '../src/platform/runtime.js';
+import { openRuntime } from '../src/runtime.js';
 
 const INFLATE = Number(process.env.BENCH_BOMBS_INFLATE ?? 2 ** 30);
 const ONLY = process.env.BENCH_BOMBS_ONLY?.split(',').map(Number);

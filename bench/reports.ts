@@ -17,7 +17,7 @@ import { createApiKey, findOrCreateAccount } from '../src/accounts/api-keys.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
 import { loadConfig } from '../src/platform/config.js';
 import { openDatabase } from '../src/platform/database.js';
-import { openRuntime } from '../src/platform/runtime.js';
+import { openRuntime } from '../src/runtime.js';
 
 const RUNS = Number(process.env.BENCH_REPORT_RUNS ?? 5);
 const TYPES = ['scouting', 'seasonal', 'health_summary', 'prescription'] as const;

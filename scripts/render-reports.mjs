@@ -26,7 +26,7 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 execFileSync(process.execPath, [path.join(root, 'scripts/ensure-built.mjs')], { stdio: 'inherit' });
 const { openDatabase } = await import('../dist/src/platform/database.js');
 const { loadConfig } = await import('../dist/src/platform/config.js');
-const { openRuntime } = await import('../dist/src/platform/runtime.js');
+const { openRuntime } = await import('../dist/src/runtime.js');
 const { buildApp } = await import('../dist/src/app.js');
 const { createApiKey, findOrCreateAccount } = await import('../dist/src/accounts/api-keys.js');
 const { createDemo } = await import('../dist/src/imagery/demo.js');

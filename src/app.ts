@@ -1,27 +1,30 @@
 /**
- * Builds the HTTP application from already-constructed services and never listens: tests call
- * buildApp() and use inject(); src/main.ts listens.
+ * Builds the HTTP application from already-constructed services (src/runtime.ts) and never
+ * listens: tests call buildApp() and use inject(); src/main.ts listens. The services plugin
+ * decorates the instance; each feature's routes are one plugin that reads them from there.
  */
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
-import { fieldRoutes } from './fields/routes.js';
-import { webhookRoutes } from './webhooks/routes.js';
-import { indexRoutes } from './indices/routes.js';
-import { imageryRoutes } from './imagery/routes.js';
+import { requireApiKey } from './accounts/auth-hook.js';
 import { alertRoutes } from './alerts/routes.js';
+import { fieldRoutes } from './fields/routes.js';
+import { imageryRoutes } from './imagery/routes.js';
+import { indexRoutes } from './indices/routes.js';
 import { reportDownloadRoutes, reportRoutes } from './reports/routes.js';
-import { requireApiKey } from './platform/http/auth.js';
-import type { Api, Services } from './platform/http/context.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import type { Api } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
 import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
 import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from './platform/http/connection.js';
 import { registerNulGuard } from './platform/http/nul-guard.js';
-import { HeavyWork, registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
+import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
 import { registerRequestLog } from './platform/http/request-log.js';
+import type { Runtime } from './runtime.js';
+import { servicesPlugin } from './services.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -29,7 +32,7 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
-export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api> {
+export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> {
   const app = Fastify({
     logger: opts.logger ?? false,
     bodyLimit: s.config.bodyLimitBytes,
@@ -65,24 +68,19 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Api>
   registerNulGuard(app);
   registerLingeringAnswers(app);
   registerRequestLog(app);
+  await app.register(servicesPlugin, s);
   await registerLoadShedding(app, s.config.shed, s.compute);
   await registerOpenApi(app, s.config.publicBaseUrl);
   healthRoutes(app, s);
   registerMetrics(app);
 
   await app.register(async (v1) => {
-    requireApiKey(v1, s.db);
+    await v1.register(requireApiKey);
     await registerRateLimit(v1, s.config);
-    fieldRoutes(v1, s);
-    webhookRoutes(v1, s, s.webhooks);
-    const heavy = { work: new HeavyWork({ ...s.config.heavy, retryAfterSeconds: s.config.shed.retryAfterSeconds }), compute: s.heavyCompute ?? s.compute };
-    indexRoutes(v1, { db: s.db, compute: s.compute, roots: s.config.imageryRoots, publicBaseUrl: s.config.publicBaseUrl, heavy });
-    imageryRoutes(v1, s, { db: s.db, compute: s.compute, roots: s.config.imageryRoots });
-    alertRoutes(v1, s);
-    reportRoutes(v1, s, s.reports);
+    for (const routes of [fieldRoutes, webhookRoutes, indexRoutes, imageryRoutes, alertRoutes, reportRoutes]) await v1.register(routes);
   }, { prefix: '/v1' });
   // Pre-signed downloads carry their own authorisation (the link), not an API key.
-  await app.register(async (pub) => reportDownloadRoutes(pub, s.reports), { prefix: '/v1' });
+  await app.register(reportDownloadRoutes, { prefix: '/v1' });
 
   return app;
 }

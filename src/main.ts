@@ -10,7 +10,7 @@ import { createDemo } from './imagery/demo.js';
 import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import type { Api } from './platform/http/context.js';
 import { buildOpsApp } from './platform/http/ops-app.js';
-import { openRuntime, type Runtime } from './platform/runtime.js';
+import { openRuntime, type Runtime } from './runtime.js';
 
 function loggerOptions(config: Config) {
   // pino-pretty only for a person at a terminal; JSON lines for everything else.
@@ -49,7 +49,7 @@ function startDemo(config: Config, runtime: Runtime, dev: { key: string; account
   const abort = new AbortController();
   const t0 = performance.now();
   console.log(`  Demo: writing and registering a season of synthetic Sentinel-2 captures in the background…`);
-  const done = createDemo({ db: runtime.db, compute: runtime.compute, roots: config.imageryRoots, maxAreaHa: config.maxFieldAreaHa }, dev.accountId, { signal: abort.signal }).then(
+  const done = createDemo({ ...runtime.imagery, maxAreaHa: config.maxFieldAreaHa }, dev.accountId, { signal: abort.signal }).then(
     (demo) => {
       progress(`Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures of ${demo.bands} bands, ${demo.firstDate} to ${demo.lastDate}`, performance.now() - t0);
       console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { Api, Services } from '../platform/http/context.js';
+import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { alertHistory, createAlertRule, deleteAlertRule, listAlertRules } from './service.js';
@@ -22,7 +22,7 @@ const Triggered = Type.Object({
   value: Type.Number(), threshold: Type.Number(), imagery_id: Type.Union([Type.String(), Type.Null()]), triggered_at: Type.String(),
 });
 
-export function alertRoutes(app: Api, s: Services): void {
+export const alertRoutes = routePlugin('alerts-routes', async (app) => {
   const tags = ['alerts'];
   const FieldParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
   app.post('/fields/:id/alerts', {
@@ -42,16 +42,16 @@ export function alertRoutes(app: Api, s: Services): void {
       ),
       response: { 201: Rule, ...ProblemResponses },
     },
-  }, async (req, reply) => reply.code(201).send(await createAlertRule(s.db, req.account.id, req.params.id, req.body)));
+  }, async (req, reply) => reply.code(201).send(await createAlertRule(app.db, req.account.id, req.params.id, req.body)));
 
   app.get('/fields/:id/alerts', {
     schema: { tags, summary: 'Alert rules of a field', params: FieldParams, response: { 200: Type.Object({ data: Type.Array(Rule) }), ...ProblemResponses } },
-  }, async (req) => ({ data: await listAlertRules(s.db, req.account.id, req.params.id) }));
+  }, async (req) => ({ data: await listAlertRules(app.db, req.account.id, req.params.id) }));
 
   app.delete('/fields/:id/alerts/:alert_id', {
     schema: { tags, summary: 'Delete an alert rule', params: Type.Object({ id: Type.String({ maxLength: 64 }), alert_id: Type.String({ maxLength: 64 }) }), response: { 204: Type.Null(), ...ProblemResponses } },
   }, async (req, reply) => {
-    await deleteAlertRule(s.db, req.account.id, req.params.id, req.params.alert_id);
+    await deleteAlertRule(app.db, req.account.id, req.params.id, req.params.alert_id);
     return reply.code(204).send(null);
   });
 
@@ -63,9 +63,9 @@ export function alertRoutes(app: Api, s: Services): void {
       response: { 200: PageEnvelope(Triggered), ...ProblemResponses },
     },
   }, async (req, reply) => {
-    const { data, total } = await alertHistory(s.db, req.account.id, req.query);
+    const { data, total } = await alertHistory(app.db, req.account.id, req.query);
     const p = page(data, total, req.query);
-    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
     return p;
   });
-}
+});

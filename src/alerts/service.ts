@@ -7,9 +7,9 @@
  */
 import { findIndex, indexProgram } from '../compute/catalog.js';
 import type { ComputePool } from '../compute/pool.js';
-import { emit } from '../events/outbox.js';
-import type { Boundary } from '../fields/boundary.js';
-import type { CaptureSource } from '../imagery/window-reader.js';
+import { emit } from '../events/index.js';
+import type { Boundary } from '../fields/index.js';
+import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';

@@ -45,7 +45,9 @@ export class ComputePool {
   constructor(opts: ComputePoolOptions = {}) {
     const size = opts.size ?? os.availableParallelism();
     this.piscina = new Piscina({
-      filename: path.join(packageRoot, 'dist', 'src', 'compute', 'worker.js'),
+      // The thread entry sits in the composition layer (it wires the kernel to the imagery readers):
+      // a file name, not an import, so compute/ still imports no feature.
+      filename: path.join(packageRoot, 'dist', 'src', 'threads', 'compute-worker.js'),
       minThreads: size,
       maxThreads: size,
       maxQueue: opts.maxQueue ?? size * 1000,
@@ -83,15 +85,15 @@ export class ComputePool {
     }
   }
 
-  async runFieldIndex(task: Omit<FieldIndexTask, 'kind' | 'v'>, signal?: AbortSignal): Promise<FieldIndexResult> {
+  async runFieldIndex<C, G>(task: Omit<FieldIndexTask<C, G>, 'kind' | 'v'>, signal?: AbortSignal): Promise<FieldIndexResult> {
     return this.timed('field-index', { kind: 'field-index', v: 1, ...task }, signal) as Promise<FieldIndexResult>;
   }
 
-  async inspect(task: Omit<InspectTask, 'kind' | 'v'>): Promise<InspectResult> {
+  async inspect<C>(task: Omit<InspectTask<C>, 'kind' | 'v'>): Promise<InspectResult> {
     return this.timed('inspect', { kind: 'inspect', v: 1, ...task }) as Promise<InspectResult>;
   }
 
-  async coverage(task: Omit<CoverageTask, 'kind' | 'v'>): Promise<CoverageResult> {
+  async coverage<C, G>(task: Omit<CoverageTask<C, G>, 'kind' | 'v'>): Promise<CoverageResult> {
     return this.timed('coverage', { kind: 'coverage', v: 1, ...task }) as Promise<CoverageResult>;
   }
 

@@ -4,9 +4,23 @@
  */
 import type { BandSpec, OrderStats, Stats } from './kernel-host.js';
 import type { Program } from './formula.js';
-import type { Boundary } from '../fields/boundary.js';
-import type { CaptureSource, FieldWindow } from '../imagery/window-reader.js';
-import type { Room } from './pixel-geojson.js';
+
+/** Bytes left free before and after the per-pixel GeoJSON, for the caller to write what surrounds it. */
+export interface Room {
+  before: number;
+  after: number;
+}
+
+/** Where a field window lies: its size, CRS (EPSG code or proj4 text) and pixel grid. */
+export interface WindowGrid {
+  width: number;
+  height: number;
+  epsg: number | string;
+  originX: number;
+  originY: number;
+  resX: number;
+  resY: number;
+}
 
 export interface BandInput extends BandSpec {
   /** Digital numbers or reflectance, one per pixel; its buffer is transferred to the worker. */
@@ -37,12 +51,16 @@ export interface IndexResult {
   kernelMs: number;
 }
 
-/** Read a capture's window over a field (in the worker) and run a program on it. */
-export interface FieldIndexTask {
+/**
+ * Read a capture's window over a field (in the worker) and run a program on it. `Capture` and
+ * `Geometry` are the imagery feature's CaptureSource and the field's Boundary: the pool only
+ * carries them to the thread entry (src/threads/compute-worker.ts), which reads the window.
+ */
+export interface FieldIndexTask<Capture = unknown, Geometry = unknown> {
   kind: 'field-index';
   v: 1;
-  capture: CaptureSource;
-  boundary: Boundary;
+  capture: Capture;
+  boundary: Geometry;
   program: Program;
   roots: string[];
   values?: boolean;
@@ -55,7 +73,7 @@ export interface FieldIndexTask {
 }
 
 export interface FieldIndexResult extends IndexResult {
-  window: Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
+  window: WindowGrid;
   fieldPixels: number;
   validPixels: number;
   /** Per pixel: 1 inside the field (the GeoJSON has one feature per such pixel). */
@@ -65,10 +83,10 @@ export interface FieldIndexResult extends IndexResult {
 }
 
 /** Open every band of a capture and decode a little of each: catches corrupt and truncated files. */
-export interface InspectTask {
+export interface InspectTask<Capture = unknown> {
   kind: 'inspect';
   v: 1;
-  capture: CaptureSource;
+  capture: Capture;
   roots: string[];
 }
 
@@ -77,11 +95,11 @@ export interface InspectResult {
 }
 
 /** Share of a field's pixels that are usable in a capture (field-level cloud cover). */
-export interface CoverageTask {
+export interface CoverageTask<Capture = unknown, Geometry = unknown> {
   kind: 'coverage';
   v: 1;
-  capture: CaptureSource;
-  boundary: Boundary;
+  capture: Capture;
+  boundary: Geometry;
   bands: string[];
   roots: string[];
 }

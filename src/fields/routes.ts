@@ -1,19 +1,20 @@
 import { Type } from 'typebox';
-import type { Api, Services } from '../platform/http/context.js';
+import { routePlugin } from '../platform/http/context.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { Field, FieldCreate, FieldList, FieldListQuery, FieldParams, FieldPatch, type Field as FieldRecord } from './schemas.js';
-import { linkFieldImagery } from '../imagery/service.js';
+import { linkFieldImagery } from '../imagery/index.js';
 import type { Boundary } from './boundary.js';
 import { createField, deleteField, getField, listFields, updateFieldChanges } from './service.js';
 
-export function fieldRoutes(app: Api, s: Services): void {
-  const opts = { maxAreaHa: s.config.maxFieldAreaHa };
+/** Fields CRUD; a new or moved field is linked to the captures that cover it (app.imagery). */
+export const fieldRoutes = routePlugin('fields-routes', async (app) => {
+  const opts = { maxAreaHa: app.config.maxFieldAreaHa };
   const tags = ['fields'];
   // The account's captures that cover a new field, or a field whose boundary changed, are linked
   // to it before the response: its imagery list and index calls see them at once.
   const link = (log: { warn(obj: object, msg: string): void }, accountId: string, f: FieldRecord) =>
-    linkFieldImagery({ db: s.db, compute: s.compute, roots: s.config.imageryRoots, log }, accountId, {
+    linkFieldImagery({ ...app.imagery, log }, accountId, {
       id: f.id,
       boundary: f.boundary as unknown as Boundary,
       bbox: f.bbox as [number, number, number, number],
@@ -22,23 +23,23 @@ export function fieldRoutes(app: Api, s: Services): void {
   app.post('/fields', {
     schema: { tags, summary: 'Register a field', body: FieldCreate, response: { 201: Field, ...ProblemResponses } },
   }, async (req, reply) => {
-    const field = await createField(s.db, req.account.id, req.body, opts);
+    const field = await createField(app.db, req.account.id, req.body, opts);
     await link(req.log, req.account.id, field);
-    return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/fields/${field.id}`).send(field);
+    return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/fields/${field.id}`).send(field);
   });
 
   app.get('/fields', {
     schema: { tags, summary: 'List fields', querystring: FieldListQuery, response: { 200: FieldList, ...ProblemResponses } },
   }, async (req, reply) => {
-    const { data, total } = await listFields(s.db, req.account.id, req.query);
+    const { data, total } = await listFields(app.db, req.account.id, req.query);
     const p = page(data, total, req.query);
-    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
     return p;
   });
 
   app.get('/fields/:id', {
     schema: { tags, summary: 'Get a field', params: FieldParams, response: { 200: Field, ...ProblemResponses } },
-  }, async (req) => getField(s.db, req.account.id, req.params.id));
+  }, async (req) => getField(app.db, req.account.id, req.params.id));
 
   app.patch('/fields/:id', {
     schema: {
@@ -50,7 +51,7 @@ export function fieldRoutes(app: Api, s: Services): void {
       response: { 200: Field, ...ProblemResponses },
     },
   }, async (req) => {
-    const { field, changed } = await updateFieldChanges(s.db, req.account.id, req.params.id, req.body, opts);
+    const { field, changed } = await updateFieldChanges(app.db, req.account.id, req.params.id, req.body, opts);
     if (changed.includes('boundary')) await link(req.log, req.account.id, field);
     return field;
   });
@@ -58,7 +59,7 @@ export function fieldRoutes(app: Api, s: Services): void {
   app.delete('/fields/:id', {
     schema: { tags, summary: 'Delete a field', params: FieldParams, response: { 204: Type.Null(), ...ProblemResponses } },
   }, async (req, reply) => {
-    await deleteField(s.db, req.account.id, req.params.id);
+    await deleteField(app.db, req.account.id, req.params.id);
     return reply.code(204).send(null);
   });
-}
+});

@@ -4,7 +4,7 @@
  */
 import { isCalendarDate } from '../platform/dates.js';
 import type { Database, Sql } from '../platform/database.js';
-import { emit } from '../events/outbox.js';
+import { emit } from '../events/index.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { BoundaryError, validateBoundary } from './boundary.js';

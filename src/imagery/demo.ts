@@ -5,10 +5,8 @@
  */
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Database } from '../platform/database.js';
-import { createField } from '../fields/service.js';
-import type { ComputePool } from '../compute/pool.js';
-import { registerImagery } from './service.js';
+import { createField } from '../fields/index.js';
+import { registerImagery, type ImageryDeps } from './service.js';
 import { datesEvery, sceneField, syntheticSteps } from './synthetic.js';
 
 export interface DemoResult {
@@ -30,7 +28,7 @@ export const DEMO_DATES = datesEvery('2025-03-26', '2025-10-07', 6);
  * reason).
  */
 export async function createDemo(
-  deps: { db: Database; compute: ComputePool; roots: string[]; maxAreaHa: number },
+  deps: ImageryDeps & { maxAreaHa: number },
   accountId: string,
   opts: { signal?: AbortSignal } = {},
 ): Promise<DemoResult> {
@@ -53,7 +51,7 @@ export async function createDemo(
     await registering;
     opts.signal?.throwIfAborted();
     bands = Object.keys(c.files).length;
-    registering = registerImagery({ db: deps.db, compute: deps.compute, roots: deps.roots }, accountId, {
+    registering = registerImagery({ db: deps.db, compute: deps.compute, roots: deps.roots, evaluateAlerts: deps.evaluateAlerts }, accountId, {
       source: 'sentinel-2-l2a',
       capture_date: c.date,
       cloud_cover: Math.round(c.cloudiness * 1000) / 10,

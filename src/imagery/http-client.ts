@@ -10,30 +10,14 @@
  */
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { BaseClient, BaseResponse } from 'geotiff';
 import { imageryAllowPrivateNetworks, imageryTimeoutMs } from '../platform/config.js';
-import { BlockedAddressError, isPublicAddress, resolvePublic, systemLookup, type HostLookup, type ResolvedAddress } from '../platform/net/address.js';
+import { BlockedAddressError, isPublicAddress, systemLookup, type HostLookup } from '../platform/net/address.js';
+import { checkedLookup } from '../platform/net/connect.js';
 import { recordRead } from './metrics.js';
 
 const blocked = (host: string, address: string) => new BlockedAddressError(host, address, ' (IMAGERY_ALLOW_PRIVATE_NETWORKS)');
-
-/**
- * A net.connect lookup that resolves with `lookup` and refuses names with any non-public
- * address; the connection then goes to what it returned (the checked address).
- */
-function checkedLookup(lookup: HostLookup): LookupFunction {
-  return (hostname, options, callback) => {
-    resolvePublic(hostname, false, lookup).then(
-      (list) => {
-        if (options.all) (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, list);
-        else callback(null, list[0]!.address, list[0]!.family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err instanceof BlockedAddressError ? blocked(err.host, err.address) : err, '', 0),
-    );
-  };
-}
 
 /** Throws when the URL's host is an address literal that is not public (literals skip the lookup). */
 export function checkImageryUrl(url: URL, allowPrivate: boolean): void {
@@ -84,7 +68,7 @@ export class TimedFetchClient extends BaseClient {
     const mod = url.protocol === 'https:' ? https : http;
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = mod.request(url, { headers: options.headers, signal, ...(this.allowPrivate ? {} : { lookup: checkedLookup(this.lookup) }) }, resolve);
+        const req = mod.request(url, { headers: options.headers, signal, ...(this.allowPrivate ? {} : { lookup: checkedLookup(this.lookup, blocked) }) }, resolve);
         req.on('error', reject);
         req.end();
       });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Type } from 'typebox';
 import { AppError } from '../platform/errors.js';
-import type { Api, Services } from '../platform/http/context.js';
+import { routePlugin } from '../platform/http/context.js';
 import { assertNoNul } from '../platform/http/nul-guard.js';
 import { describeIssues, validationIssues } from '../platform/http/problems.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
@@ -86,9 +86,16 @@ async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number)
   }
 }
 
-export function imageryRoutes(app: Api, s: Services, imageryDeps: ImageryDeps): void {
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Decorated by the services plugin (src/services.ts); the fields routes use it too. */
+    imagery: ImageryDeps;
+  }
+}
+
+export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
   const tags = ['imagery'];
-  const deps: ImageryDeps = { ...imageryDeps, uploadDir: s.config.imageryUploadDir };
+  const deps = app.imagery;
   app.post('/imagery', {
     schema: {
       tags,
@@ -99,7 +106,7 @@ export function imageryRoutes(app: Api, s: Services, imageryDeps: ImageryDeps): 
     },
   }, async (req, reply) => {
     const img = await registerImagery({ ...deps, log: req.log }, req.account.id, req.body);
-    return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
+    return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
   });
 
   app.register(async (scope) => {
@@ -118,16 +125,16 @@ export function imageryRoutes(app: Api, s: Services, imageryDeps: ImageryDeps): 
     }, async (req, reply) => {
       if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'send multipart/form-data: a "metadata" field and the GeoTIFF files');
       // In the account's own folder: a local path into another account's uploads is refused.
-      const dir = path.join(accountUploadDir(s.config.imageryUploadDir, req.account.id), `upl_${randomBytes(12).toString('base64url')}`);
-      const { meta, files } = await receiveUpload(req, dir, s.config.uploadMaxBytes);
+      const dir = path.join(accountUploadDir(app.config.imageryUploadDir, req.account.id), `upl_${randomBytes(12).toString('base64url')}`);
+      const { meta, files } = await receiveUpload(req, dir, app.config.uploadMaxBytes);
       const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, dir);
-      return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
+      return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
     });
   });
 
   app.get('/imagery/:id', {
     schema: { tags, summary: 'Get a capture', params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Imagery, ...ProblemResponses } },
-  }, async (req) => getImagery(s.db, req.account.id, req.params.id));
+  }, async (req) => getImagery(app.db, req.account.id, req.params.id));
 
   app.get('/fields/:id/imagery', {
     schema: {
@@ -141,9 +148,9 @@ export function imageryRoutes(app: Api, s: Services, imageryDeps: ImageryDeps): 
       response: { 200: PageEnvelope(FieldImagery), ...ProblemResponses },
     },
   }, async (req, reply) => {
-    const { data, total } = await listFieldImagery(s.db, req.account.id, req.params.id, req.query);
+    const { data, total } = await listFieldImagery(app.db, req.account.id, req.params.id, req.query);
     const p = page(data, total, req.query);
-    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
     return p;
   });
-}
+});

@@ -7,13 +7,12 @@
  */
 import { isCalendarDate } from '../platform/dates.js';
 import type { ComputePool } from '../compute/pool.js';
-import { emit } from '../events/outbox.js';
-import type { Boundary } from '../fields/boundary.js';
+import { emit } from '../events/index.js';
+import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
-import { evaluateAlerts } from '../alerts/service.js';
 import type { Imagery, ImageryCreate } from './schemas.js';
 import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
@@ -28,6 +27,11 @@ export interface ImageryDeps {
   roots: string[];
   /** DATA_DIR/imagery/uploads: at registration, only the caller's own folder in it may be named. */
   uploadDir?: string;
+  /**
+   * Judges the alert rules of a covered field on a new capture (alerts' evaluateAlerts, wired by
+   * the composition root: imagery does not import the alerts feature, which reads captures).
+   */
+  evaluateAlerts?: (accountId: string, fieldId: string, imageryId: string, capture: CaptureSource) => Promise<number>;
   /** Where failures after the response is decided go (a field's coverage, alert evaluation). */
   log?: { warn(obj: object, msg: string): void };
 }
@@ -217,8 +221,8 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   });
   // Alert rules of the covered fields are judged on the new capture (after the commit: the
   // capture exists whatever the evaluation does).
-  for (const c of covered) {
-    await evaluateAlerts(deps, accountId, c.field_id, id, capture).catch((err: Error) => {
+  for (const c of deps.evaluateAlerts ? covered : []) {
+    await deps.evaluateAlerts!(accountId, c.field_id, id, capture).catch((err: Error) => {
       deps.log?.warn({ err, field_id: c.field_id, imagery_id: id }, 'alert evaluation of a new capture failed');
       return 0;
     });

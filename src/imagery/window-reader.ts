@@ -8,7 +8,7 @@
  */
 import { fromCustomClient, fromFile, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
 import type { Dtype } from '../compute/kernel-host.js';
-import type { Boundary } from '../fields/boundary.js';
+import type { Boundary } from '../fields/index.js';
 import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
 import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';

@@ -8,9 +8,12 @@
  *   formula.
  */
 import type { Database } from '../platform/database.js';
-import type { FieldState } from './field-state.js';
-import type { CachedStats } from './stats-store.js';
+import { createHash } from 'node:crypto';
+import type { CachedStats, FieldState } from './types.js';
 import { Lru } from '../platform/lru.js';
+
+/** A short content hash: the cache keys of boundaries, formulas and bodies. */
+export const hash = (x: unknown) => createHash('sha256').update(typeof x === 'string' ? x : JSON.stringify(x)).digest('base64url').slice(0, 22);
 
 /** A GeoJSON response body: plain, gzip-encoded, or both (each made when first asked for). */
 export interface CachedBody {

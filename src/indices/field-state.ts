@@ -8,26 +8,16 @@
  * notification to miss. On the embedded database (one process, see Database.writeCount) not even
  * the stamp is read again while no statement that may write has been issued since it was.
  */
-import type { Boundary } from '../fields/boundary.js';
-import type { CaptureSource } from '../imagery/window-reader.js';
+import type { Boundary } from '../fields/index.js';
+import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
 import { notFound } from '../platform/errors.js';
-import { cacheFor } from './cache.js';
+import { cacheFor, hash } from './cache.js';
 import type { Candidate } from './selection.js';
-import { hash } from './stats-store.js';
+import type { FieldState } from './types.js';
 
-export interface FieldState {
-  stamp: string;
-  boundary: Boundary;
-  /** The key of cached statistics (index_stats.boundary_hash). */
-  boundaryHash: string;
-  candidates: Candidate[];
-  /** The candidates with their date as UTC milliseconds, in date order. */
-  byDate: Array<{ c: Candidate; t: number }>;
-  sources: Map<string, CaptureSource>;
-  /** The database's write count when the stamp was last confirmed (embedded backend). */
-  writes?: number;
-}
+export type { FieldState } from './types.js';
+
 
 // md5 of the boundary text and of the coverage rows in a fixed order: content, not timestamps,
 // so that any change to what selection or statistics read changes it.

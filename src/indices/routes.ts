@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { indexCatalog, SPEC_INDICES } from '../compute/catalog.js';
 import { BANDS, compileFormula, FormulaError } from '../compute/formula.js';
-import type { Api } from '../platform/http/context.js';
+import { routePlugin, type Api } from '../platform/http/context.js';
 import { computeFieldIndex, formulaProblem, type IndexDeps } from './service.js';
 import { indexTimeSeriesJson, MAX_INTERVALS } from './timeseries.js';
 import { createCustomIndex, getCustomIndex, listCustomIndices } from './custom.js';
@@ -44,7 +44,14 @@ export const IndexResult = Type.Object({
   geojson: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'FeatureCollection: one Polygon per field pixel (its square in WGS84), property value (number or null where masked)' })),
 });
 
-export function indexRoutes(app: Api, deps?: IndexDeps & { publicBaseUrl: string }): void {
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Decorated by the services plugin (src/services.ts). */
+    indices: IndexDeps;
+  }
+}
+
+export const indexRoutes = routePlugin('indices-routes', async (app) => {
   app.get('/indices/catalog', {
     schema: {
       tags: ['indices'],
@@ -57,7 +64,7 @@ export function indexRoutes(app: Api, deps?: IndexDeps & { publicBaseUrl: string
     bands: [...BANDS],
   }));
 
-  if (deps) registerFieldIndex(app, deps);
+  registerFieldIndex(app, { ...app.indices, publicBaseUrl: app.config.publicBaseUrl });
 
   app.post('/indices/validate', {
     schema: {
@@ -76,7 +83,7 @@ export function indexRoutes(app: Api, deps?: IndexDeps & { publicBaseUrl: string
       throw err;
     }
   });
-}
+});
 
 function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string }): void {
   app.get('/fields/:id/indices', {

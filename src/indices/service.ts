@@ -8,23 +8,17 @@ import { findIndex, indexProgram, SPEC_INDICES } from '../compute/catalog.js';
 import { compileFormula, FormulaError, type Program } from '../compute/formula.js';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import type { ComputePool } from '../compute/pool.js';
-import type { CaptureSource } from '../imagery/window-reader.js';
+import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
-import type { HeavyWork } from '../platform/http/protection.js';
 import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
-import { fieldState, type FieldState } from './field-state.js';
-import { formulaHash, rememberStats, statsFor, toCached, type CachedStats } from './stats-store.js';
+import { fieldState } from './field-state.js';
+import { formulaHash, rememberStats, statsFor, toCached } from './stats-store.js';
+import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
-export interface IndexDeps {
-  db: Database;
-  compute: ComputePool;
-  roots: string[];
-  /** Per-pixel GeoJSON work: its bound and its (low-priority) threads; none: unbounded, in `compute`. */
-  heavy?: { work: HeavyWork; compute: ComputePool };
-}
+export type { IndexDeps } from './types.js';
+
 
 export interface IndexQuery {
   index: string;
@@ -132,7 +126,7 @@ export async function chooseCapture(db: Database, accountId: string, fieldId: st
 
 export interface Evaluated {
   body: { field_id: string; index: string; formula?: string; date: string; imagery_id: string; zonal_stats?: ZonalStats };
-  /** The FeatureCollection as JSON text (written by hand in a compute thread, see compute/pixel-geojson.ts). */
+  /** The FeatureCollection as JSON text (written by hand in a compute thread, see imagery/pixel-geojson.ts). */
   geojson?: string;
 }
 

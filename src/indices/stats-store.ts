@@ -4,14 +4,12 @@
  * single-date call share them; the single-date call also needs the median and percentiles, which
  * an entry carries once some call computed them (`order`).
  */
-import { createHash } from 'node:crypto';
 import type { Program } from '../compute/formula.js';
 import type { FieldIndexResult } from '../compute/tasks.js';
-import { cacheFor } from './cache.js';
-import type { FieldState } from './field-state.js';
-import type { IndexDeps } from './service.js';
+import { cacheFor, hash } from './cache.js';
+import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
-export const hash = (x: unknown) => createHash('sha256').update(typeof x === 'string' ? x : JSON.stringify(x)).digest('base64url').slice(0, 22);
+export type { CachedStats, OrderStatsValues } from './types.js';
 
 const formulaHashes = new WeakMap<Program, string>();
 
@@ -25,24 +23,7 @@ export function formulaHash(p: Program): string {
   return h;
 }
 
-export interface OrderStatsValues {
-  median: number | null;
-  p10: number | null;
-  p25: number | null;
-  p75: number | null;
-  p90: number | null;
-}
 
-export interface CachedStats {
-  count: number;
-  min: number | null;
-  max: number | null;
-  mean: number | null;
-  std: number | null;
-  field_pixels: number;
-  /** Present once computed; null when there was no valid pixel. */
-  order?: OrderStatsValues | null;
-}
 
 const val = (count: number, x: number | undefined) => (count && x !== undefined && Number.isFinite(x) ? x : null);
 

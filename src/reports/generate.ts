@@ -6,11 +6,11 @@
  * ReportFailure with a reason for the client; anything else is an unexpected error.
  */
 import { indexProgram } from '../compute/catalog.js';
-import type { Boundary } from '../fields/boundary.js';
-import { getField } from '../fields/service.js';
-import { MIN_VALID_FRACTION } from '../alerts/service.js';
-import { chooseCapture, fieldCaptures, loadCaptures } from '../indices/service.js';
-import { indexTimeSeries } from '../indices/timeseries.js';
+import type { Boundary } from '../fields/index.js';
+import { getField } from '../fields/index.js';
+import { MIN_VALID_FRACTION } from '../alerts/index.js';
+import { chooseCapture, fieldCaptures, loadCaptures } from '../indices/index.js';
+import { indexTimeSeries } from '../indices/index.js';
 import { AppError } from '../platform/errors.js';
 import type { ResolvedOptions } from './options.js';
 import type { ReportDeps, ReportRow } from './service.js';

@@ -3,14 +3,22 @@
  * pre-signed link (HMAC over id and expiry) so that it can be opened from a browser or an email.
  */
 import { Type } from 'typebox';
-import type { Api, Services } from '../platform/http/context.js';
+import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
 import { CONTENT_SCHEMAS } from './content/schema.js';
 import { DownloadQuery, FieldReportParams, Report, ReportCreate, ReportList, ReportListQuery, ReportParams, REPORT_TYPES } from './schemas.js';
 import { createReport, deleteReport, getReport, listReports, openDownload, type ReportDeps } from './service.js';
 
-export function reportRoutes(app: Api, s: Services, deps: ReportDeps): void {
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Decorated by the services plugin (src/services.ts). */
+    reports: ReportDeps;
+  }
+}
+
+export const reportRoutes = routePlugin('reports-routes', async (app) => {
+  const deps = app.reports;
   const tags = ['reports'];
 
   app.post('/fields/:id/reports', {
@@ -28,7 +36,7 @@ export function reportRoutes(app: Api, s: Services, deps: ReportDeps): void {
   }, async (req, reply) => {
     const { report, replayed } = await createReport(deps, req.account.id, req.params.id, req.body, req.headers['idempotency-key']);
     if (replayed) reply.header('Idempotent-Replayed', 'true');
-    return reply.code(202).header('Location', `${s.config.publicBaseUrl}/v1/reports/${report.id}`).send(report);
+    return reply.code(202).header('Location', `${app.config.publicBaseUrl}/v1/reports/${report.id}`).send(report);
   });
 
   app.get('/reports', {
@@ -36,7 +44,7 @@ export function reportRoutes(app: Api, s: Services, deps: ReportDeps): void {
   }, async (req, reply) => {
     const { data, total } = await listReports(deps, req.account.id, req.query);
     const p = page(data, total, req.query);
-    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
     return p;
   });
 
@@ -54,10 +62,11 @@ export function reportRoutes(app: Api, s: Services, deps: ReportDeps): void {
     await deleteReport(deps, req.account.id, req.params.id);
     return reply.code(204).send(null);
   });
-}
+});
 
-/** The download, outside the API-key scope. */
-export function reportDownloadRoutes(app: Api, deps: ReportDeps): void {
+/** The download, outside the API-key scope: a second plugin, registered beside /v1's auth. */
+export const reportDownloadRoutes = routePlugin('reports-download-routes', async (app) => {
+  const deps = app.reports;
   app.get('/reports/:id/download', {
     schema: {
       tags: ['reports'],
@@ -77,4 +86,4 @@ export function reportDownloadRoutes(app: Api, deps: ReportDeps): void {
       .header('X-Content-Type-Options', 'nosniff')
       .send(file.content);
   });
-}
+}, { public: true });

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ComputePool } from '../compute/pool.js';
-import { getField } from '../fields/service.js';
+import { getField } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';

@@ -6,7 +6,7 @@
  * job), and the sweeper re-queues or fails any report whose job is gone, so none stays unfinished.
  */
 import { Counter, Histogram } from 'prom-client';
-import { emit } from '../events/outbox.js';
+import { emit } from '../events/index.js';
 import { AppError } from '../platform/errors.js';
 import { registry } from '../platform/metrics.js';
 import type { JobContext } from '../platform/queue/job-queues.js';

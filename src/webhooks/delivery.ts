@@ -17,7 +17,7 @@
  * "replay": true} sends them again); attempts already in flight finish and are recorded.
  */
 import type { Database } from '../platform/database.js';
-import { backendUnavailable } from '../platform/http/problems.js';
+import { backendUnavailable } from '../platform/unavailable.js';
 import { CONNECTIONS_PER_ENDPOINT, postJson, type PostResult } from './outbound.js';
 import { enqueueDeliveries, jobIdFor, stopPendingDeliveries, WEBHOOK_QUEUE, type WebhookDeps } from './service.js';
 import { directSinks, webhookAttemptDuration, webhookDeliveries, webhookDeliveryLag } from './metrics.js';

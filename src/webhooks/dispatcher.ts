@@ -9,7 +9,7 @@
  * or with deliveries handed over, the sweeper finds the overdue pending deliveries once their
  * claims have lapsed and queues them again: nothing committed is lost.
  */
-import { onOutboxCommit, outboxChannel } from '../events/outbox.js';
+import { onOutboxCommit, outboxChannel } from '../events/index.js';
 import type { Database } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
 import { DIRECT_MAX, type Claimed, type DirectSink } from './delivery.js';

@@ -5,11 +5,14 @@
  * are not followed; the response body is read to at most 64 KiB and discarded; the whole exchange
  * (connect to last byte) must finish within the timeout.
  */
-import { readFileSync } from 'node:fs';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import tls from 'node:tls';
 import { BlockedAddressError, resolvePublic, systemLookup, type HostLookup } from '../platform/net/address.js';
+import { caId, pinnedAgent, trustedCas } from '../platform/net/connect.js';
+
+export { trustedCas };
+
+/** Connections per endpoint (origin and checked address). */
+export const CONNECTIONS_PER_ENDPOINT = 16;
 
 export type OutboundErrorKind = 'invalid_url' | 'dns' | 'blocked_address' | 'connect' | 'tls' | 'timeout' | 'network';
 
@@ -30,23 +33,6 @@ export interface OutboundOptions {
   ca?: string[];
   /** Reuse a checked resolution of the host for RESOLVE_TTL_MS (deliveries; not registration). */
   cacheResolution?: boolean;
-}
-
-let defaultCa: string[] | undefined;
-/** Node's bundle, the Debian/Ubuntu system store and NODE_EXTRA_CA_CERTS (passing `ca` replaces Node's default, so all three are listed). */
-export function trustedCas(): string[] {
-  if (defaultCa) return defaultCa;
-  const cas = [...tls.rootCertificates];
-  for (const file of ['/etc/ssl/certs/ca-certificates.crt', process.env.NODE_EXTRA_CA_CERTS]) {
-    if (!file) continue;
-    try {
-      cas.push(readFileSync(file, 'utf8'));
-    } catch {
-      /* absent store: Node's bundle still applies */
-    }
-  }
-  defaultCa = cas;
-  return cas;
 }
 
 export interface ResolvedTarget {
@@ -128,55 +114,6 @@ function classify(err: NodeJS.ErrnoException): { kind: OutboundErrorKind; messag
   return { kind: 'network', message: err.message };
 }
 
-const contexts = new WeakMap<string[], tls.SecureContext>();
-function contextFor(ca: string[]): tls.SecureContext {
-  let c = contexts.get(ca);
-  if (!c) {
-    c = tls.createSecureContext({ ca });
-    contexts.set(ca, c);
-  }
-  return c;
-}
-
-// Keep-alive agents per (origin, checked address, CA set): deliveries to one endpoint reuse their
-// TLS connection instead of a handshake per event. The address is part of the key, so a
-// connection is only ever reused for the address that passed the check.
-const agents = new Map<string, https.Agent>();
-const caIds = new WeakMap<string[], number>();
-let nextCaId = 0;
-function caId(ca: string[]): number {
-  let id = caIds.get(ca);
-  if (id === undefined) {
-    id = ++nextCaId;
-    caIds.set(ca, id);
-  }
-  return id;
-}
-/** Connections per endpoint (origin and checked address). */
-export const CONNECTIONS_PER_ENDPOINT = 16;
-function agentFor(url: URL, address: { address: string; family: number }, ca: string[]): https.Agent {
-  // The CA set by identity: two sets of the same size (two runtimes in one process, the tests)
-  // must not share connections verified against the other's roots.
-  const key = `${url.origin}|${address.address}|${caId(ca)}`;
-  let a = agents.get(key);
-  if (!a) {
-    const lookup: LookupFunction = (_host, options, cb) => {
-      if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
-      else cb(null, address.address, address.family);
-    };
-    // One secure context per CA set: passing `ca` alone makes Node parse every certificate of
-    // the store again for each new TLS connection.
-    // LIFO reuses the warmest connection and lets the others idle out.
-    a = new https.Agent({ keepAlive: true, maxSockets: CONNECTIONS_PER_ENDPOINT, scheduling: 'lifo', keepAliveMsecs: 10_000, lookup, secureContext: contextFor(ca) });
-    if (agents.size > 1000) {
-      for (const old of agents.values()) old.destroy();
-      agents.clear();
-    }
-    agents.set(key, a);
-  }
-  return a;
-}
-
 /**
  * What a delivery to one URL needs on every request, computed once per checked resolution: the
  * URL's checks, the chosen (checked) address, its agent and the request options. Dropped with the
@@ -202,7 +139,7 @@ async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], ca
   }
   const target = cache ? await resolveTargetCached(rawUrl, allowPrivate, now) : { ...(await resolveTarget(rawUrl, allowPrivate)), at: now };
   const chosen = target.addresses[0]!;
-  const agent = agentFor(target.url, chosen, ca);
+  const agent = pinnedAgent(target.url, chosen, ca, CONNECTIONS_PER_ENDPOINT);
   const t: Target = {
     at: target.at,
     address: chosen.address,

@@ -1,12 +1,20 @@
 import { Type } from 'typebox';
-import type { Api, Services } from '../platform/http/context.js';
+import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
 import { getDelivery, listDeliveries, retryDelivery } from './deliveries.js';
 import { Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, Webhook, WebhookCreate, WebhookList, WebhookListQuery, WebhookParams, WebhookPatch } from './schemas.js';
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, updateWebhook, type WebhookDeps } from './service.js';
 
-export function webhookRoutes(app: Api, s: Services, deps: WebhookDeps): void {
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Decorated by the services plugin (src/services.ts). */
+    webhooks: WebhookDeps;
+  }
+}
+
+export const webhookRoutes = routePlugin('webhooks-routes', async (app) => {
+  const deps = app.webhooks;
   const tags = ['webhooks'];
 
   app.post('/webhooks', {
@@ -21,21 +29,21 @@ export function webhookRoutes(app: Api, s: Services, deps: WebhookDeps): void {
     },
   }, async (req, reply) => {
     const wh = await createWebhook(deps, req.account.id, req.body);
-    return reply.code(201).header('Location', `${s.config.publicBaseUrl}/v1/webhooks/${wh.id}`).send(wh);
+    return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/webhooks/${wh.id}`).send(wh);
   });
 
   app.get('/webhooks', {
     schema: { tags, summary: 'List webhooks', querystring: WebhookListQuery, response: { 200: WebhookList, ...ProblemResponses } },
   }, async (req, reply) => {
-    const { data, total } = await listWebhooks(s.db, req.account.id, req.query);
+    const { data, total } = await listWebhooks(app.db, req.account.id, req.query);
     const p = page(data, total, req.query);
-    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
     return p;
   });
 
   app.get('/webhooks/:id', {
     schema: { tags, summary: 'Get a webhook', params: WebhookParams, response: { 200: Webhook, ...ProblemResponses } },
-  }, async (req) => getWebhook(s.db, req.account.id, req.params.id));
+  }, async (req) => getWebhook(app.db, req.account.id, req.params.id));
 
   app.patch('/webhooks/:id', {
     schema: {
@@ -58,15 +66,15 @@ export function webhookRoutes(app: Api, s: Services, deps: WebhookDeps): void {
   app.get('/webhooks/:id/deliveries', {
     schema: { tags, summary: 'Delivery log', params: WebhookParams, querystring: DeliveryListQuery, response: { 200: DeliveryList, ...ProblemResponses } },
   }, async (req, reply) => {
-    const { data, total } = await listDeliveries(s.db, req.account.id, req.params.id, req.query);
+    const { data, total } = await listDeliveries(app.db, req.account.id, req.params.id, req.query);
     const p = page(data, total, req.query);
-    setLinkHeader(reply, req, s.config.publicBaseUrl, p);
+    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
     return p;
   });
 
   app.get('/webhooks/:id/deliveries/:delivery_id', {
     schema: { tags, summary: 'One delivery with its attempts', params: DeliveryParams, response: { 200: Delivery, ...ProblemResponses } },
-  }, async (req) => getDelivery(s.db, req.account.id, req.params.id, req.params.delivery_id));
+  }, async (req) => getDelivery(app.db, req.account.id, req.params.id, req.params.delivery_id));
 
   app.post('/webhooks/:id/deliveries/:delivery_id/retry', {
     schema: {
@@ -77,4 +85,4 @@ export function webhookRoutes(app: Api, s: Services, deps: WebhookDeps): void {
       response: { 202: Delivery, ...ProblemResponses },
     },
   }, async (req, reply) => reply.code(202).send(await retryDelivery(deps, req.account.id, req.params.id, req.params.delivery_id)));
-}
+});

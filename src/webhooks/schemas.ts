@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../events/outbox.js';
+import { EVENT_TYPES } from '../events/index.js';
 import { PageEnvelope, PageQuery } from '../platform/http/pagination.js';
 
 /** Types a webhook may subscribe to: every event except the registration test, or `*`. */

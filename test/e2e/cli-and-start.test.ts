@@ -161,7 +161,7 @@ describe('npm start on a fresh clone: scripts/ensure-built.mjs', () => {
       ];
       for (const re of lines) expect(first).toMatch(re);
       expect(first).not.toMatch(/kernel \(SIMD\)|kernel \(scalar/); // current: not rebuilt
-      for (const f of ['dist/src/main.js', 'dist/src/compute/worker.js', 'dist/wasm/decode.wasm']) expect(existsSync(path.join(clone, f)), f).toBe(true);
+      for (const f of ['dist/src/main.js', 'dist/src/threads/compute-worker.js', 'dist/wasm/decode.wasm']) expect(existsSync(path.join(clone, f)), f).toBe(true);
       expect(existsSync(path.join(clone, 'dist/bench'))).toBe(false); // not needed to start
 
       expect(await build('start')).toBe(''); // up to date: nothing to do, nothing printed

@@ -16,7 +16,7 @@ import { listOutbox } from '../../src/events/outbox.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { migrate, openDatabase } from '../../src/platform/database.js';
 import { packageRoot } from '../../src/platform/paths.js';
-import { openRuntime } from '../../src/platform/runtime.js';
+import { openRuntime } from '../../src/runtime.js';
 import { REPORT_QUEUE } from '../../src/reports/service.js';
 import { processReportJob, sweepStalledReports } from '../../src/reports/worker.js';
 import { buildServiceApp, buildTestApp, queueBackends, type TestApp } from '../helpers/app.js';

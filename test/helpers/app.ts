@@ -8,7 +8,7 @@ import { createApiKey, findOrCreateAccount } from '../../src/accounts/api-keys.j
 import { loadConfig, type Config } from '../../src/platform/config.js';
 import type { Database } from '../../src/platform/database.js';
 import type { Api } from '../../src/platform/http/context.js';
-import { openRuntime, type Runtime } from '../../src/platform/runtime.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, disposeDatabase, freshDatabase, uniqueName, type DbBackend } from './backends.js';
 
 export interface TestApp {

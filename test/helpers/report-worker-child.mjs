@@ -3,7 +3,7 @@
 // so that the test can SIGKILL it mid-generation. Loads the compiled code (npm test builds first).
 import { openDatabase } from '../../dist/src/platform/database.js';
 import { loadConfig } from '../../dist/src/platform/config.js';
-import { openRuntime } from '../../dist/src/platform/runtime.js';
+import { openRuntime } from '../../dist/src/runtime.js';
 
 const { DB_URL, DB_DIR, DB_SCHEMA, PREFIX } = process.env;
 const db = await openDatabase(DB_URL ? { url: DB_URL, schema: DB_SCHEMA } : { dataDir: DB_DIR });

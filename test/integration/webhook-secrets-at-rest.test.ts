@@ -13,7 +13,7 @@ import { findOrCreateAccount } from '../../src/accounts/api-keys.js';
 import { loadConfig } from '../../src/platform/config.js';
 import type { Database } from '../../src/platform/database.js';
 import { newId } from '../../src/platform/ids.js';
-import { openRuntime } from '../../src/platform/runtime.js';
+import { openRuntime } from '../../src/runtime.js';
 import { resolveSigningKey } from '../../src/platform/settings.js';
 import { generateSecret, SecretBox } from '../../src/webhooks/signing.js';
 import { dbBackends, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';

@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
 import { problemCatalog } from '../errors.js';
-import type { Api, Services } from './context.js';
+import type { Api, PlatformServices } from './context.js';
 
 const Check = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) });
 
-export function healthRoutes(app: Api, s: Services): void {
+export function healthRoutes(app: Api, s: PlatformServices): void {
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness', security: [], response: { 200: Check } } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', {

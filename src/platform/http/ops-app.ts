@@ -6,12 +6,12 @@
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { clientErrorHandler, frameworkErrors } from './connection.js';
-import type { Api, Services } from './context.js';
+import type { Api, PlatformServices } from './context.js';
 import { healthRoutes } from './health.js';
 import { registerMetrics } from './metrics.js';
 import { registerProblemHandlers } from './problems.js';
 
-export async function buildOpsApp(s: Services, opts: { logger?: FastifyServerOptions['logger'] } = {}): Promise<Api> {
+export async function buildOpsApp(s: PlatformServices, opts: { logger?: FastifyServerOptions['logger'] } = {}): Promise<Api> {
   const app = Fastify({ logger: opts.logger ?? false, logController: new LogController({ disableRequestLogging: true }), clientErrorHandler, frameworkErrors }).withTypeProvider<TypeBoxTypeProvider>();
   registerProblemHandlers(app);
   healthRoutes(app, s);

@@ -5,6 +5,9 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, problemCatalog, toProblem, type FieldIssue } from '../errors.js';
+import { backendUnavailable } from '../unavailable.js';
+
+export { backendUnavailable };
 
 interface AjvIssue {
   instancePath?: string;
@@ -76,16 +79,6 @@ function mapFastifyError(err: FastifyError): AppError {
     return new AppError(code, err.message, { status });
   }
   return new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it', { status: 500 });
-}
-
-// postgres.js connection errors, the socket errors of a refused or dropped connection, and the
-// SQLSTATEs of a server shutting down or starting up (57P01-57P03) or of a lost connection (08xxx).
-const CONNECTION_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'CONNECTION_ENDED', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
-
-/** The request failed because PostgreSQL or Redis is down or restarting, not because of a bug: 503. */
-export function backendUnavailable(err: unknown): boolean {
-  const code = String((err as { code?: unknown })?.code ?? '');
-  return CONNECTION_CODES.has(code) || /^57P0[123]$/.test(code) || /^08[0-9A-Z]{3}$/.test(code);
 }
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, err: AppError): FastifyReply {

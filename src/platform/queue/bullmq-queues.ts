@@ -7,7 +7,8 @@
 import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { newId } from '../ids.js';
-import { backoffFor, jobDuration, observeQueues, type JobHandler, type JobOptions, type JobQueues, type JobQueuesOptions, type QueueCounts } from './job-queues.js';
+import { backoffFor, jobDuration, observeQueues } from './shared.js';
+import type { JobHandler, JobOptions, JobQueues, JobQueuesOptions, QueueCounts } from './types.js';
 
 interface Envelope {
   payload: unknown;

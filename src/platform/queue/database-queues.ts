@@ -9,7 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../database.js';
 import { newId } from '../ids.js';
-import { backoffFor, jobDuration, observeQueues, type JobHandler, type JobOptions, type JobQueues, type JobQueuesOptions, type QueueCounts } from './job-queues.js';
+import { backoffFor, jobDuration, observeQueues } from './shared.js';
+import type { JobHandler, JobOptions, JobQueues, JobQueuesOptions, QueueCounts } from './types.js';
 
 const MAX_STALLS = 5;
 

@@ -5,8 +5,8 @@
  * the field's own area_ha), rates are scaled around the base rate, and the total product follows.
  */
 import polygonClipping, { type MultiPolygon as PcMulti } from 'polygon-clipping';
-import { fromWgs84, toWgs84 } from '../../imagery/crs.js';
-import { geodesicAreaHa, type Boundary } from '../../fields/boundary.js';
+import { fromWgs84, toWgs84 } from '../../imagery/index.js';
+import { geodesicAreaHa, type Boundary } from '../../fields/index.js';
 import type { ResolvedOptions } from '../options.js';
 import { pixelAreaHa, tracePixels, type IndexRaster } from './raster.js';
 import type { Capture, Meta, PrescriptionContent } from './schema.js';

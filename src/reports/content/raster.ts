@@ -3,8 +3,8 @@
  * reports share: robust statistics, connected regions, pixel boundaries traced into polygons,
  * grid to lon/lat. Grid nodes are (i, j) with j growing southwards (row order of the raster).
  */
-import { toWgs84, type CrsRef } from '../../imagery/crs.js';
-import { geodesicAreaHa } from '../../fields/boundary.js';
+import { toWgs84, type CrsRef } from '../../imagery/index.js';
+import { geodesicAreaHa } from '../../fields/index.js';
 
 export interface IndexRaster {
   width: number;

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { indexProgram } from '../../../src/compute/catalog.js';
-import { pixelGeoJson } from '../../../src/compute/pixel-geojson.js';
+import { pixelGeoJson } from '../../../src/imagery/pixel-geojson.js';
 import { ComputePool } from '../../../src/compute/pool.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../../../src/imagery/synthetic.js';
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toWgs84 } from '../../../src/imagery/crs.js';
-import { pixelGeoJson, type PixelGrid } from '../../../src/compute/pixel-geojson.js';
+import { pixelGeoJson, type PixelGrid } from '../../../src/imagery/pixel-geojson.js';
 import { Lru } from '../../../src/platform/lru.js';
 import { iso } from '../../../src/indices/timeseries.js';
 import { acceptsEncoding } from '../../../src/platform/http/accept-encoding.js';

@@ -1,8 +1,13 @@
-/** Bearer-key authentication for every /v1 route; the account is then on `request.account`. */
+/**
+ * Bearer-key authentication for every /v1 route; the account is then on `request.account`. A
+ * plugin that is not encapsulated: the hook applies to the scope it is registered in (/v1), not
+ * to the pre-signed downloads beside it.
+ */
 import type { FastifyInstance } from 'fastify';
-import { authenticate, type Account } from '../../accounts/api-keys.js';
-import type { Database } from '../database.js';
-import { AppError } from '../errors.js';
+import fp from 'fastify-plugin';
+import { AppError } from '../platform/errors.js';
+import { AUTH_PLUGIN, SERVICES_PLUGIN } from '../platform/http/context.js';
+import { authenticate, type Account } from './api-keys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,8 +23,8 @@ const REASONS = {
   unknown: 'The API key is not valid',
 } as const;
 
-/** Registers the hook on the given (prefixed) scope only. */
-export function requireApiKey(scope: FastifyInstance, db: Database): void {
+export const requireApiKey = fp(async (scope: FastifyInstance) => {
+  const db = scope.db;
   scope.decorateRequest('account', null as unknown as Account);
   scope.decorateRequest('apiKeyId', '');
   scope.addHook('onRequest', async (request) => {
@@ -31,4 +36,4 @@ export function requireApiKey(scope: FastifyInstance, db: Database): void {
     request.apiKeyId = result.keyId;
     request.log = request.log.child({ account_id: result.account.id });
   });
-}
+}, { name: AUTH_PLUGIN, fastify: '5.x', dependencies: [SERVICES_PLUGIN] });

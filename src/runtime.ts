@@ -1,33 +1,40 @@
 /**
- * Opens the shared services of a process from configuration (database, queues, webhook delivery)
+ * The composition root: opens the shared services of a process from configuration (database, queues, webhook delivery)
  * and closes them in reverse order. By ROLE: `api` serves HTTP only; `worker` consumes queues and
  * dispatches the outbox; `all` does both. main.ts and the tests compose the same way.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from './config.js';
-import { migrate, openDatabase, type Database } from './database.js';
-import { lockDataDir } from './embedded-lock.js';
-import type { Services } from './http/context.js';
-import { observePool } from './metrics.js';
-import { createJobQueues, type JobQueues } from './queue/job-queues.js';
-import { resolveSigningKey } from './settings.js';
-import { ComputePool } from '../compute/pool.js';
-import { collectImageryMetrics } from '../imagery/metrics.js';
-import { directSink, processDeliveryJob, type DeliveryJob } from '../webhooks/delivery.js';
-import { Dispatcher } from '../webhooks/dispatcher.js';
-import { startSeasonScheduler } from '../events/seasons.js';
-import { WEBHOOK_QUEUE, type WebhookDeps } from '../webhooks/service.js';
-import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from '../webhooks/secret-keys.js';
-import { SecretBox } from '../webhooks/signing.js';
-import { REPORT_QUEUE, type ReportDeps } from '../reports/service.js';
-import { processReportJob, startReportSweeper, type ReportJob } from '../reports/worker.js';
+import type { Config } from './platform/config.js';
+import { migrate, openDatabase, type Database } from './platform/database.js';
+import { lockDataDir } from './platform/embedded-lock.js';
+import type { PlatformServices } from './platform/http/context.js';
+import { observePool } from './platform/metrics.js';
+import { createJobQueues, type JobQueues } from './platform/queue/job-queues.js';
+import { resolveSigningKey } from './platform/settings.js';
+import { ComputePool } from './compute/pool.js';
+import { evaluateAlerts } from './alerts/service.js';
+import { collectImageryMetrics } from './imagery/metrics.js';
+import type { ImageryDeps } from './imagery/service.js';
+import { directSink, processDeliveryJob, type DeliveryJob } from './webhooks/delivery.js';
+import { Dispatcher } from './webhooks/dispatcher.js';
+import { startSeasonScheduler } from './events/seasons.js';
+import { WEBHOOK_QUEUE, type WebhookDeps } from './webhooks/service.js';
+import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhooks/secret-keys.js';
+import { SecretBox } from './webhooks/signing.js';
+import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
+import { processReportJob, startReportSweeper, type ReportJob } from './reports/worker.js';
 
-export interface Runtime extends Services {
+export interface Runtime extends PlatformServices {
   signingKey: string;
   compute: ComputePool;
+  /** Threads of their own, at a low priority, for heavy requests (HEAVY_*); absent in ROLE=worker. */
+  heavyCompute?: ComputePool;
   queues: JobQueues;
   webhooks: WebhookDeps;
+  reports: ReportDeps;
+  /** Imagery registration, with the alert evaluation of covered fields wired in. */
+  imagery: ImageryDeps;
   dispatcher: Dispatcher;
   /**
    * Stops the scheduler, dispatcher and sweeper, lets running jobs finish for up to `graceMs`
@@ -156,6 +163,14 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       onStage: o.reportStage,
     };
 
+    const imagery: ImageryDeps = {
+      db,
+      compute,
+      roots: config.imageryRoots,
+      uploadDir: config.imageryUploadDir,
+      evaluateAlerts: (accountId, fieldId, imageryId, capture) => evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
+    };
+
     if (config.role !== 'api') {
       queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), { concurrency: config.reports.concurrency });
       closers.push(startReportSweeper(reports, (err) => log('report sweep failed', err)));
@@ -181,6 +196,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       heavyCompute,
       reports,
+      imagery,
       readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
       async close(graceMs = config.shutdownGraceMs) {
         closeDeadline = Date.now() + graceMs;

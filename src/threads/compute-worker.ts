@@ -1,7 +1,9 @@
 /**
- * Piscina worker: one Kernel per thread, instantiated and warmed up when the thread starts (V8
- * keeps fresh WebAssembly on its baseline compiler for a while; a warm-up pass gets the optimised
- * code in before the first request, the per-formula JIT modules of the common layouts included).
+ * The compute threads' entry (Piscina `filename`, dist/src/threads/compute-worker.js): it wires the
+ * kernel (compute/) to the imagery readers, so it lives in the composition layer. One Kernel per
+ * thread, instantiated and warmed up when the thread starts (V8 keeps fresh WebAssembly on its
+ * baseline compiler for a while; a warm-up pass gets the optimised code in before the first
+ * request, the per-formula JIT modules of the common layouts included).
  */
 import { execFileSync } from 'node:child_process';
 import { readlinkSync } from 'node:fs';
@@ -9,14 +11,20 @@ import os from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { compileFormula } from './formula.js';
-import { Kernel } from './kernel-host.js';
-import type { CoverageResult, CoverageTask, FieldIndexResult, FieldIndexTask, IndexResult, IndexTask, Task } from './tasks.js';
+import { compileFormula } from '../compute/formula.js';
+import { Kernel } from '../compute/kernel-host.js';
+import type { CoverageResult, CoverageTask as AnyCoverageTask, FieldIndexResult, FieldIndexTask as AnyFieldIndexTask, GzipTask, IndexResult, IndexTask, InspectTask as AnyInspectTask, PingTask } from '../compute/tasks.js';
+import type { Boundary } from '../fields/boundary.js';
+// The readers themselves, not the imagery entry: a thread loads no service, database or HTTP code.
 import { inspectCapture } from '../imagery/inspect.js';
-import { coverageBands, readFieldWindow, type CaptureBand, type FieldWindow } from '../imagery/window-reader.js';
+import { coverageBands, readFieldWindow, type CaptureBand, type CaptureSource, type FieldWindow } from '../imagery/window-reader.js';
 import { registerFastDecoders } from '../imagery/decoders.js';
 import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
-import { pixelGeoJson } from './pixel-geojson.js';
+import { pixelGeoJson } from '../imagery/pixel-geojson.js';
+
+type FieldIndexTask = AnyFieldIndexTask<CaptureSource, Boundary>;
+type CoverageTask = AnyCoverageTask<CaptureSource, Boundary>;
+type Task = IndexTask | FieldIndexTask | AnyInspectTask<CaptureSource> | CoverageTask | GzipTask | PingTask;
 
 registerFastDecoders();
 

@@ -1,19 +1,21 @@
 /**
  * The per-pixel GeoJSON of an index result, written by hand: one Polygon feature per field pixel
  * (the pixel's square, reprojected to WGS84), property `value` (a number, or null where masked).
- * It loops over pixels, so it runs in the compute threads (worker.ts), next to the values, never
- * on the API thread: a 100 ha field is 2 MB of text, tens of ms of CPU that would stall every
- * other request. JSON.stringify of nested coordinate arrays is several times slower and allocates
+ * It loops over pixels, so it runs in the compute threads (src/threads/compute-worker.ts), next
+ * to the values, never on the API thread: a 100 ha field is 2 MB of text, tens of ms of CPU that
+ * would stall every other request. JSON.stringify of nested coordinate arrays is several times slower and allocates
  * per pixel; this writes bytes straight into one buffer:
  * - the grid's corner nodes are projected and formatted once per grid (every capture on the same
  *   tiling over a field shares it) and kept as bytes, so a ring is five byte copies;
  * - values are written as fixed-point decimals (6 places) digit by digit.
  */
-import { toWgs84 } from '../imagery/crs.js';
-import type { FieldWindow } from '../imagery/window-reader.js';
+import type { Room, WindowGrid } from '../compute/tasks.js';
 import { Lru } from '../platform/lru.js';
+import { toWgs84 } from './crs.js';
 
-export type PixelGrid = Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
+export type { Room };
+
+export type PixelGrid = WindowGrid;
 
 const coord = (x: number) => (Math.round(x * 1e7) / 1e7).toString();
 
@@ -101,12 +103,6 @@ function putValue(out: Buffer, at: number, v: number): number {
     at += digits;
   }
   return at;
-}
-
-/** Bytes left free before and after the collection, for the caller to write what surrounds it. */
-export interface Room {
-  before: number;
-  after: number;
 }
 
 /**

@@ -1,0 +1,3 @@
+/** The indices feature's public entry: choosing captures and the time series, for reports. */
+export { chooseCapture, fieldCaptures, loadCaptures } from './service.js';
+export { indexTimeSeries } from './timeseries.js';

@@ -1,0 +1,45 @@
+/** What both queue backends share: their metrics and the retry delay of an attempt. */
+import { Gauge, Histogram } from 'prom-client';
+import { registry } from '../metrics.js';
+import type { JobQueues } from './types.js';
+
+export const jobDuration = new Histogram({
+  name: 'jobs_duration_seconds',
+  help: 'Job handler duration by queue and outcome',
+  labelNames: ['queue', 'outcome'] as const,
+  buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [registry],
+});
+
+const known = new Set<JobQueues>();
+const watched = new Set<string>();
+export const queueDepth = new Gauge({
+  name: 'jobs_queue_depth',
+  help: 'Jobs per queue and state',
+  labelNames: ['queue', 'state'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const q of known) {
+      for (const name of watched) {
+        try {
+          const c = await q.counts(name);
+          for (const [state, n] of Object.entries(c)) this.set({ queue: name, state }, n);
+        } catch {
+          /* a backend that is down reports nothing this scrape */
+        }
+      }
+    }
+  },
+});
+
+export function observeQueues(q: JobQueues, name: string): () => void {
+  known.add(q);
+  watched.add(name);
+  return () => known.delete(q);
+}
+
+export function backoffFor(backoffMs: number[] | undefined, attempt: number): number {
+  const list = backoffMs?.length ? backoffMs : [1000];
+  return list[Math.min(attempt - 1, list.length - 1)]!;
+}
