@@ -2,7 +2,8 @@ import { Type } from 'typebox';
 import { indexCatalog, SPEC_INDICES } from '../compute/catalog.js';
 import { BANDS, compileFormula, FormulaError } from '../compute/formula.js';
 import type { Api } from '../platform/http/context.js';
-import { computeFieldIndex, formulaProblem, type IndexDeps } from './service.js';
+import { RefusedInput } from '../platform/errors.js';
+import { computeFieldIndex, type IndexDeps } from './service.js';
 import { indexTimeSeriesJson, MAX_INTERVALS } from './timeseries.js';
 import { createCustomIndex, getCustomIndex, listCustomIndices } from './custom.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
@@ -72,7 +73,7 @@ export function indexRoutes(app: Api, deps?: IndexDeps & { publicBaseUrl: string
       const p = compileFormula(req.body.formula);
       return { formula: req.body.formula, bands: p.bands, operations: p.ops };
     } catch (err) {
-      if (err instanceof FormulaError) throw formulaProblem(err, '/body/formula');
+      if (err instanceof FormulaError) throw new RefusedInput(err, '/body/formula');
       throw err;
     }
   });
