@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { Api, Services } from '../platform/http/context.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
-import { ProblemResponses } from '../platform/http/openapi.js';
+import { ProblemResponses, problemResponses } from '../platform/http/openapi.js';
 import { Field, FieldCreate, FieldList, FieldListQuery, FieldParams, FieldPatch, type Field as FieldRecord } from './schemas.js';
 import { linkFieldImagery } from '../imagery/service.js';
 import type { Boundary } from './boundary.js';
@@ -20,7 +20,7 @@ export function fieldRoutes(app: Api, s: Services): void {
     });
 
   app.post('/fields', {
-    schema: { tags, summary: 'Register a field', body: FieldCreate, response: { 201: Field, ...ProblemResponses } },
+    schema: { tags, summary: 'Register a field', body: FieldCreate, response: { 201: Field, ...problemResponses('invalid_boundary') } },
   }, async (req, reply) => {
     const field = await createField(s.db, req.account.id, req.body, opts);
     await link(req.log, req.account.id, field);
@@ -37,7 +37,7 @@ export function fieldRoutes(app: Api, s: Services): void {
   });
 
   app.get('/fields/:id', {
-    schema: { tags, summary: 'Get a field', params: FieldParams, response: { 200: Field, ...ProblemResponses } },
+    schema: { tags, summary: 'Get a field', params: FieldParams, response: { 200: Field, ...problemResponses('not_found') } },
   }, async (req) => getField(s.db, req.account.id, req.params.id));
 
   app.patch('/fields/:id', {
@@ -47,7 +47,7 @@ export function fieldRoutes(app: Api, s: Services): void {
       description: 'Any subset of the attributes; null clears crop_type or a date. Emits field.updated with changed_fields when something changed.',
       params: FieldParams,
       body: FieldPatch,
-      response: { 200: Field, ...ProblemResponses },
+      response: { 200: Field, ...problemResponses('not_found', 'invalid_boundary') },
     },
   }, async (req) => {
     const { field, changed } = await updateFieldChanges(s.db, req.account.id, req.params.id, req.body, opts);
@@ -56,7 +56,7 @@ export function fieldRoutes(app: Api, s: Services): void {
   });
 
   app.delete('/fields/:id', {
-    schema: { tags, summary: 'Delete a field', params: FieldParams, response: { 204: Type.Null(), ...ProblemResponses } },
+    schema: { tags, summary: 'Delete a field', params: FieldParams, response: { 204: Type.Null(), ...problemResponses('not_found') } },
   }, async (req, reply) => {
     await deleteField(s.db, req.account.id, req.params.id);
     return reply.code(204).send(null);
