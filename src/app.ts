@@ -19,6 +19,7 @@ import { healthRoutes } from './platform/http/health.js';
 import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
+import { domainProblems } from './problem-map.js';
 import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from './platform/http/connection.js';
 import { registerNulGuard } from './platform/http/nul-guard.js';
 import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
@@ -64,7 +65,7 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   // Bodies are JSON only: without this, text/plain would be parsed and fail validation as 400
   // instead of being refused as 415.
   app.removeContentTypeParser('text/plain');
-  registerProblemHandlers(app);
+  registerProblemHandlers(app, domainProblems);
   registerNulGuard(app);
   registerLingeringAnswers(app);
   registerRequestLog(app);

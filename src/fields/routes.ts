@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
-import { ProblemResponses } from '../platform/http/openapi.js';
+import { ProblemResponses, problemResponses } from '../platform/http/openapi.js';
 import { Field, FieldCreate, FieldList, FieldListQuery, FieldParams, FieldPatch, type Field as FieldRecord } from './schemas.js';
 import { linkFieldImagery } from '../imagery/index.js';
 import type { Boundary } from './boundary.js';
@@ -21,7 +21,7 @@ export const fieldRoutes = routePlugin('fields-routes', async (app) => {
     });
 
   app.post('/fields', {
-    schema: { tags, summary: 'Register a field', body: FieldCreate, response: { 201: Field, ...ProblemResponses } },
+    schema: { tags, summary: 'Register a field', body: FieldCreate, response: { 201: Field, ...problemResponses('invalid_boundary') } },
   }, async (req, reply) => {
     const field = await createField(app.db, req.account.id, req.body, opts);
     await link(req.log, req.account.id, field);
@@ -38,7 +38,7 @@ export const fieldRoutes = routePlugin('fields-routes', async (app) => {
   });
 
   app.get('/fields/:id', {
-    schema: { tags, summary: 'Get a field', params: FieldParams, response: { 200: Field, ...ProblemResponses } },
+    schema: { tags, summary: 'Get a field', params: FieldParams, response: { 200: Field, ...problemResponses('not_found') } },
   }, async (req) => getField(app.db, req.account.id, req.params.id));
 
   app.patch('/fields/:id', {
@@ -48,7 +48,7 @@ export const fieldRoutes = routePlugin('fields-routes', async (app) => {
       description: 'Any subset of the attributes; null clears crop_type or a date. Emits field.updated with changed_fields when something changed.',
       params: FieldParams,
       body: FieldPatch,
-      response: { 200: Field, ...ProblemResponses },
+      response: { 200: Field, ...problemResponses('not_found', 'invalid_boundary') },
     },
   }, async (req) => {
     const { field, changed } = await updateFieldChanges(app.db, req.account.id, req.params.id, req.body, opts);
@@ -57,7 +57,7 @@ export const fieldRoutes = routePlugin('fields-routes', async (app) => {
   });
 
   app.delete('/fields/:id', {
-    schema: { tags, summary: 'Delete a field', params: FieldParams, response: { 204: Type.Null(), ...ProblemResponses } },
+    schema: { tags, summary: 'Delete a field', params: FieldParams, response: { 204: Type.Null(), ...problemResponses('not_found') } },
   }, async (req, reply) => {
     await deleteField(app.db, req.account.id, req.params.id);
     return reply.code(204).send(null);

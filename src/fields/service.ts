@@ -7,7 +7,7 @@ import type { Database, Sql } from '../platform/database.js';
 import { emit } from '../events/index.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { BoundaryError, validateBoundary } from './boundary.js';
+import { validateBoundary } from './boundary.js';
 import type { Field, FieldCreate, FieldPatch } from './schemas.js';
 
 interface FieldRow {
@@ -51,16 +51,9 @@ function checkDates(planting: string | null | undefined, harvest: string | null 
   if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
 }
 
+/** Throws BoundaryError, which the error handler's domain table answers as invalid_boundary. */
 function checkBoundary(input: unknown, maxAreaHa: number) {
-  try {
-    return validateBoundary(input, { maxAreaHa, basePath: '/body/boundary' });
-  } catch (err) {
-    if (err instanceof BoundaryError) {
-      const issues: FieldIssue[] = err.issues.map((i) => ({ path: i.path, code: i.code, message: i.message }));
-      throw new AppError('invalid_boundary', issues.map((i) => `${i.path}: ${i.message}`).slice(0, 3).join('; '), { errors: issues });
-    }
-    throw err;
-  }
+  return validateBoundary(input, { maxAreaHa, basePath: '/body/boundary' });
 }
 
 export interface FieldsOptions {

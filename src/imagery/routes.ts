@@ -11,7 +11,7 @@ import { AppError } from '../platform/errors.js';
 import { routePlugin } from '../platform/http/context.js';
 import { assertNoNul } from '../platform/http/nul-guard.js';
 import { describeIssues, validationIssues } from '../platform/http/problems.js';
-import { ProblemResponses } from '../platform/http/openapi.js';
+import { problemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { FieldImagery, Imagery, ImageryCreate } from './schemas.js';
 import { getImagery, listFieldImagery, registerImagery, type ImageryDeps } from './service.js';
@@ -102,7 +102,7 @@ export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
       summary: 'Register a capture',
       description: 'Bands as COG URLs or local paths (inside IMAGERY_ROOTS), or a STAC Item. Every file is opened and checked; for each of the account\'s fields the capture covers, the field\'s own cloud cover is computed and imagery.available is emitted.',
       body: ImageryCreate,
-      response: { 201: Imagery, ...ProblemResponses },
+      response: { 201: Imagery, ...problemResponses('invalid_imagery') },
     },
   }, async (req, reply) => {
     const img = await registerImagery({ ...deps, log: req.log }, req.account.id, req.body);
@@ -120,7 +120,7 @@ export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
           'An href in the metadata (band, mask or STAC asset) that equals a file part\'s name refers to that file; every href must name a part and every part must be used. ' +
           `Files are stored under DATA_DIR/imagery/uploads/<account id> (and may be named by local path in later registrations of the same account only); each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
         consumes: ['multipart/form-data'],
-        response: { 201: Imagery, ...ProblemResponses },
+        response: { 201: Imagery, ...problemResponses('invalid_imagery', 'payload_too_large') },
       },
     }, async (req, reply) => {
       if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'send multipart/form-data: a "metadata" field and the GeoTIFF files');
@@ -133,7 +133,7 @@ export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
   });
 
   app.get('/imagery/:id', {
-    schema: { tags, summary: 'Get a capture', params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Imagery, ...ProblemResponses } },
+    schema: { tags, summary: 'Get a capture', params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Imagery, ...problemResponses('not_found') } },
   }, async (req) => getImagery(app.db, req.account.id, req.params.id));
 
   app.get('/fields/:id/imagery', {
@@ -145,7 +145,7 @@ export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
         { ...PageQuery.properties, start_date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })), end_date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })) },
         { additionalProperties: false },
       ),
-      response: { 200: PageEnvelope(FieldImagery), ...ProblemResponses },
+      response: { 200: PageEnvelope(FieldImagery), ...problemResponses('not_found') },
     },
   }, async (req, reply) => {
     const { data, total } = await listFieldImagery(app.db, req.account.id, req.params.id, req.query);

@@ -10,7 +10,7 @@ import type { ComputePool } from '../compute/pool.js';
 import { emit } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
-import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
+import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
 import type { Imagery, ImageryCreate } from './schemas.js';
@@ -19,7 +19,7 @@ import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
 import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
 import { limitOf } from './decode-limits.js';
-import { CAPTURE_BANDS, coverageBands, type CaptureBand, type CaptureSource } from './window-reader.js';
+import { CAPTURE_BANDS, coverageBands, ImageryError, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
   db: Database;
@@ -37,7 +37,7 @@ export interface ImageryDeps {
 }
 
 function invalid(path: string, code: string, message: string): AppError {
-  return new AppError('invalid_imagery', message, { status: 400, title: 'The imagery cannot be registered', errors: [{ path, code, message }] });
+  return new AppError('invalid_imagery', message, { errors: [{ path, code, message }] });
 }
 
 /** The request (or STAC Item) as a capture description, with every reference checked. */
@@ -82,16 +82,18 @@ const CRS_REASON = /^unsupported CRS: /;
  * `band: [code] reason` (decode-limits.ts), and its code (decompression_bomb, ifd_loop,
  * too_many_blocks, …) becomes the issue's code.
  */
-function fromWorker(err: unknown): AppError {
+function fromWorker(err: unknown): RefusedInput {
   const m = (err as Error)?.message ?? String(err);
   const hit = /^(B\d\d|B8A|mask): (.*)$/s.exec(m);
-  if (hit) {
-    const band = hit[1]!;
-    const limit = limitOf(hit[2]!);
-    if (limit) return invalid(bandPath(band), limit.code, `${band}: ${limit.reason}`);
-    return invalid(bandPath(band), CRS_REASON.test(hit[2]!) ? 'unsupported_crs' : 'unreadable_file', `${band}: ${hit[2]}`);
-  }
-  return invalid('/body', 'unreadable_file', m);
+  return hit ? new RefusedInput(new ImageryError(hit[1]!, hit[2]!), bandPath(hit[1]!)) : new RefusedInput(new ImageryError('', m), '/body');
+}
+
+/** The field-level code of an ImageryError's reason (src/problem-map.ts answers it as invalid_imagery). */
+export function imageryIssue(err: ImageryError): { code: string; message: string } {
+  const limit = limitOf(err.reason);
+  const code = limit?.code ?? (CRS_REASON.test(err.reason) ? 'unsupported_crs' : 'unreadable_file');
+  const reason = limit?.reason ?? err.reason;
+  return { code, message: err.band ? `${err.band}: ${reason}` : reason };
 }
 
 function footprintOf(band: string, info: { epsg: CrsRef; width: number; height: number; resX: number; resY: number; originX: number; originY: number }): Boundary & { type: 'Polygon' } {
@@ -101,7 +103,7 @@ function footprintOf(band: string, info: { epsg: CrsRef; width: number; height: 
     inv = toWgs84(info.epsg);
     fwd = fromWgs84(info.epsg);
   } catch (err) {
-    throw invalid(`/body/bands/${band}`, 'unsupported_crs', `${band}: unsupported CRS: ${(err as Error).message}`);
+    throw new RefusedInput(new ImageryError(band, `unsupported CRS: ${(err as Error).message}`), `/body/bands/${band}`);
   }
   const x1 = info.originX + info.width * info.resX;
   const y1 = info.originY + info.height * info.resY;
@@ -174,8 +176,7 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
     try {
       await resolveLocal(href, rules);
     } catch (err) {
-      if (!(err instanceof LocalPathError)) throw err;
-      throw invalid(bandPath(band), err.kind === 'outside' ? 'path_not_allowed' : 'file_not_found', `${band}: ${err.message}`);
+      throw err instanceof LocalPathError ? new RefusedInput(err, bandPath(band)) : err;
     }
   }
 }

@@ -2,11 +2,12 @@ import { Type } from 'typebox';
 import { indexCatalog, SPEC_INDICES } from '../compute/catalog.js';
 import { BANDS, compileFormula, FormulaError } from '../compute/formula.js';
 import { routePlugin, type Api } from '../platform/http/context.js';
-import { computeFieldIndex, formulaProblem, type IndexDeps } from './service.js';
+import { RefusedInput } from '../platform/errors.js';
+import { computeFieldIndex, type IndexDeps } from './service.js';
 import { indexTimeSeriesJson, MAX_INTERVALS } from './timeseries.js';
 import { createCustomIndex, getCustomIndex, listCustomIndices } from './custom.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
-import { ProblemResponses } from '../platform/http/openapi.js';
+import { ProblemResponses, problemResponses } from '../platform/http/openapi.js';
 import { acceptsEncoding } from '../platform/http/accept-encoding.js';
 
 const Entry = Type.Object({
@@ -72,14 +73,14 @@ export const indexRoutes = routePlugin('indices-routes', async (app) => {
       summary: 'Check a custom formula',
       description: 'Parses and compiles a band-math formula; answers the bands it reads, or 400 with the parser\'s message and character position.',
       body: Type.Object({ formula: Type.String({ maxLength: 10_000 }) }, { additionalProperties: false }),
-      response: { 200: Type.Object({ formula: Type.String(), bands: Type.Array(Type.String()), operations: Type.Integer() }), ...ProblemResponses },
+      response: { 200: Type.Object({ formula: Type.String(), bands: Type.Array(Type.String()), operations: Type.Integer() }), ...problemResponses('invalid_formula') },
     },
   }, async (req) => {
     try {
       const p = compileFormula(req.body.formula);
       return { formula: req.body.formula, bands: p.bands, operations: p.ops };
     } catch (err) {
-      if (err instanceof FormulaError) throw formulaProblem(err, '/body/formula');
+      if (err instanceof FormulaError) throw new RefusedInput(err, '/body/formula');
       throw err;
     }
   });
@@ -105,7 +106,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
         },
         { additionalProperties: false },
       ),
-      response: { 200: IndexResult, ...ProblemResponses },
+      response: { 200: IndexResult, ...problemResponses('not_found', 'invalid_formula', 'no_imagery', 'imagery_does_not_cover_field', 'missing_bands', 'no_usable_imagery') },
     },
   }, async (req, reply) => {
     const gzip = req.query.geojson !== false && acceptsEncoding(req.headers['accept-encoding'], 'gzip');
@@ -135,7 +136,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
         },
         { additionalProperties: false },
       ),
-      response: { 200: Type.Array(SeriesElement), ...ProblemResponses },
+      response: { 200: Type.Array(SeriesElement), ...problemResponses('not_found', 'invalid_formula') },
     },
   }, async (req, reply) => {
     const body = await indexTimeSeriesJson(deps, req.account.id, req.params.id, req.query);
@@ -163,7 +164,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
         },
         { additionalProperties: false },
       ),
-      response: { 201: CustomResult, ...ProblemResponses },
+      response: { 201: CustomResult, ...problemResponses('not_found', 'invalid_formula', 'no_imagery', 'imagery_does_not_cover_field', 'missing_bands', 'no_usable_imagery') },
     },
   }, async (req, reply) => {
     const body = await createCustomIndex(deps, req.account.id, req.params.id, req.body);
@@ -184,7 +185,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
     return p;
   });
   app.get('/fields/:id/indices/custom/:custom_id', {
-    schema: { tags: ['indices'], summary: 'A stored custom index with its GeoJSON', params: CustomParams, response: { 200: CustomResult, ...ProblemResponses } },
+    schema: { tags: ['indices'], summary: 'A stored custom index with its GeoJSON', params: CustomParams, response: { 200: CustomResult, ...problemResponses('not_found') } },
   }, async (req, reply) => {
     const body = await getCustomIndex(deps, req.account.id, req.params.id, req.params.custom_id);
     return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);

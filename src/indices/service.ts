@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
-import { AppError, notFound } from '../platform/errors.js';
+import { AppError, notFound, RefusedInput } from '../platform/errors.js';
 import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState } from './field-state.js';
@@ -49,7 +49,7 @@ export function resolveProgram(index: string, formula: string | undefined, path 
     try {
       return { name: 'custom', program: compileFormula(formula) };
     } catch (err) {
-      if (err instanceof FormulaError) throw formulaProblem(err, path);
+      if (err instanceof FormulaError) throw new RefusedInput(err, path);
       throw err;
     }
   }
@@ -91,12 +91,12 @@ async function pickCapture(db: Database, accountId: string, fieldId: string, cap
     const c = captures.find((x) => x.id === q.imagery_id);
     // Not over the field: another account's (or no) imagery is "not found", the caller's own a 422.
     if (!c && !(await ownsImagery(db, accountId, q.imagery_id))) throw notFound('Imagery', q.imagery_id);
-    if (!c) throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`, { status: 422, title: 'The imagery does not cover the field' });
+    if (!c) throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`);
     const missing = program.bands.filter((b) => !c.bands.includes(b));
-    if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { status: 422, title: 'The imagery lacks bands', extra: { missing_bands: missing } });
+    if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { extra: { missing_bands: missing } });
     return c;
   }
-  if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`, { status: 404, title: 'No imagery for the field' });
+  if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`);
   const best = selectBestCapture(captures, q.date, program.bands);
   if (best) return best;
   const withBands = captures.filter((c) => hasBands(c, program.bands));
@@ -104,7 +104,6 @@ async function pickCapture(db: Database, accountId: string, fieldId: string, cap
   throw new AppError(
     'no_usable_imagery',
     `None of the ${withBands.length} captures of field ${fieldId} with the bands the index reads has a usable pixel over the field (all cloud, shadow or no-data); pin one with imagery_id to use it anyway`,
-    { status: 422, title: 'No capture with a usable pixel over the field' },
   );
 }
 
@@ -113,8 +112,6 @@ function missingBands(fieldId: string, captures: Candidate[], needed: string[]):
   const missing = needed.map((b) => ({ band: b, lacking: captures.filter((c) => !c.bands.includes(b)).length })).filter((m) => m.lacking > 0);
   const list = missing.map((m) => (m.lacking === captures.length ? m.band : `${m.band} (missing in ${m.lacking} of ${captures.length})`)).join(', ');
   return new AppError('missing_bands', `No capture of field ${fieldId} has every band the index reads; missing: ${list}`, {
-    status: 422,
-    title: 'No imagery with the bands the index reads',
     extra: { missing_bands: missing.map((m) => m.band) },
   });
 }
@@ -263,13 +260,4 @@ export function zonal(s: CachedStats): ZonalStats {
     p75: o?.p75 ?? null,
     p90: o?.p90 ?? null,
   };
-}
-
-export function formulaProblem(err: FormulaError, path: string): AppError {
-  return new AppError('invalid_formula', err.message, {
-    status: 400,
-    title: 'The formula is invalid',
-    errors: [{ path, code: err.code, message: err.message }],
-    extra: { position: err.position },
-  });
 }

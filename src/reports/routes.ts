@@ -2,9 +2,9 @@
  * Reports endpoints. Everything needs the API key except the download, which is authorised by its
  * pre-signed link (HMAC over id and expiry) so that it can be opened from a browser or an email.
  */
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
-import { ProblemResponses } from '../platform/http/openapi.js';
+import { ProblemResponses, problemResponses, publicProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
 import { CONTENT_SCHEMAS } from './content/schema.js';
 import { DownloadQuery, FieldReportParams, Report, ReportCreate, ReportList, ReportListQuery, ReportParams, REPORT_TYPES } from './schemas.js';
@@ -16,6 +16,15 @@ declare module 'fastify' {
     reports: ReportDeps;
   }
 }
+
+/** A JSON Schema document, passed through as it is (the serializer copies every member). */
+const JsonSchema = Type.Unsafe<TSchema>(Type.Object({}, { additionalProperties: true, description: 'A JSON Schema (draft 2020-12)' }));
+
+/** The file itself; documentation only, since Fastify sends a Buffer without serializing it. */
+const ReportFile = {
+  description: 'The report file, as its format says',
+  content: Object.fromEntries(['application/pdf', 'application/json', 'text/csv'].map((t) => [t, { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) }])),
+};
 
 export const reportRoutes = routePlugin('reports-routes', async (app) => {
   const deps = app.reports;
@@ -31,7 +40,7 @@ export const reportRoutes = routePlugin('reports-routes', async (app) => {
       params: FieldReportParams,
       body: ReportCreate,
       headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: '1-255 visible ASCII characters' })) }, { additionalProperties: true }),
-      response: { 202: Report, ...ProblemResponses },
+      response: { 202: Report, ...problemResponses('not_found', 'idempotency_key_reused') },
     },
   }, async (req, reply) => {
     const { report, replayed } = await createReport(deps, req.account.id, req.params.id, req.body, req.headers['idempotency-key']);
@@ -49,15 +58,15 @@ export const reportRoutes = routePlugin('reports-routes', async (app) => {
   });
 
   app.get('/reports/schemas/:type', {
-    schema: { tags, summary: 'JSON Schema of a report type\'s content (the json format)', params: Type.Object({ type: Type.Enum([...REPORT_TYPES]) }) },
+    schema: { tags, summary: 'JSON Schema of a report type\'s content (the json format)', params: Type.Object({ type: Type.Enum([...REPORT_TYPES]) }), response: { 200: JsonSchema, ...problemResponses() } },
   }, async (req) => CONTENT_SCHEMAS[req.params.type]);
 
   app.get('/reports/:id', {
-    schema: { tags, summary: 'Get a report', description: 'When the download link has expired, a freshly signed one valid for another full lifetime (7 days) is returned.', params: ReportParams, response: { 200: Report, ...ProblemResponses } },
+    schema: { tags, summary: 'Get a report', description: 'When the download link has expired, a freshly signed one valid for another full lifetime (7 days) is returned.', params: ReportParams, response: { 200: Report, ...problemResponses('not_found') } },
   }, async (req) => getReport(deps, req.account.id, req.params.id));
 
   app.delete('/reports/:id', {
-    schema: { tags, summary: 'Delete a report and its file', params: ReportParams, response: { 204: Type.Null(), ...ProblemResponses } },
+    schema: { tags, summary: 'Delete a report and its file', params: ReportParams, response: { 204: Type.Null(), ...problemResponses('not_found') } },
   }, async (req, reply) => {
     await deleteReport(deps, req.account.id, req.params.id);
     return reply.code(204).send(null);
@@ -75,6 +84,7 @@ export const reportDownloadRoutes = routePlugin('reports-download-routes', async
       params: ReportParams,
       querystring: DownloadQuery,
       security: [],
+      response: { 200: ReportFile, ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired') },
     },
   }, async (req, reply) => {
     const file = await openDownload(deps, req.params.id, req.query.expires, req.query.signature);

@@ -122,10 +122,7 @@ export async function createReport(
           );
           if (prior && Date.now() - prior.created_at.getTime() < IDEMPOTENCY_WINDOW_MS) {
             if (prior.body_hash !== bodyHash) {
-              throw new AppError('idempotency_key_reused', `Idempotency-Key "${idempotencyKey}" was used within 24 h with a different request body; use a new key`, {
-                status: 422,
-                title: 'The Idempotency-Key belongs to another request',
-              });
+              throw new AppError('idempotency_key_reused', `Idempotency-Key "${idempotencyKey}" was used within 24 h with a different request body; use a new key`);
             }
             const [row] = await tx.query<ReportRow>(`SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`, [prior.report_id, accountId]);
             if (row) return { row, replayed: true };
@@ -209,8 +206,8 @@ export interface Download {
 
 export async function openDownload(deps: ReportDeps, id: string, expires: string | undefined, signature: string | undefined): Promise<Download> {
   const check = expires !== undefined && /^\d{1,15}$/.test(expires) && signature ? checkDownload(deps.signingKey, id, Number(expires), signature) : 'tampered';
-  if (check === 'tampered') throw new AppError('invalid_signature', 'The download link is not valid (its signature does not match); ask GET /v1/reports/{id} for a fresh one', { status: 403, title: 'Invalid download link' });
-  if (check === 'expired') throw new AppError('link_expired', 'The download link has expired; GET /v1/reports/{id} returns a freshly signed one', { status: 403, title: 'Download link expired' });
+  if (check === 'tampered') throw new AppError('invalid_signature', 'The download link is not valid (its signature does not match); ask GET /v1/reports/{id} for a fresh one');
+  if (check === 'expired') throw new AppError('link_expired', 'The download link has expired; GET /v1/reports/{id} returns a freshly signed one');
   const [row] = await deps.db.query<{ content: Uint8Array; filename: string; content_type: string }>(
     `SELECT f.content, r.filename, r.content_type FROM reports r JOIN report_files f ON f.report_id = r.id WHERE r.id = $1 AND r.status = 'ready'`,
     [id],

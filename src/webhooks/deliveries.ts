@@ -74,7 +74,7 @@ export async function retryDelivery(deps: WebhookDeps, accountId: string, webhoo
   await ownWebhook(deps.db, accountId, webhookId);
   const [wh] = await deps.db.query<{ status: string }>('SELECT status FROM webhooks WHERE id = $1', [webhookId]);
   if (wh?.status !== 'active') {
-    throw new AppError('webhook_disabled', 'The webhook is disabled; re-enable it with PATCH {"status": "active"} first', { status: 409, title: 'Webhook disabled' });
+    throw new AppError('webhook_disabled', 'The webhook is disabled; re-enable it with PATCH {"status": "active"} first');
   }
   const rows = await deps.db.query<{ id: string }>(
     `UPDATE deliveries SET status = 'pending', stopped_reason = NULL, cycle_base = attempt_count, first_attempt_at = NULL,

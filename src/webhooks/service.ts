@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../platform/database.js';
-import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
+import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { OutboundError, postJson, resolveTarget, type PostResult } from './outbound.js';
 import type { Webhook, WebhookCreate, WebhookPatch } from './schemas.js';
@@ -105,10 +105,7 @@ async function checkUrl(url: string, allowPrivate: boolean, path: string): Promi
   try {
     await resolveTarget(url, allowPrivate);
   } catch (err) {
-    if (!(err instanceof OutboundError)) throw err;
-    const code = err.kind === 'invalid_url' ? 'invalid_url' : err.kind === 'blocked_address' ? 'blocked_address' : 'unresolvable_host';
-    const message = `url ${err.message}`;
-    throw new AppError('validation_failed', message, { errors: [{ path, code, message }] });
+    throw err instanceof OutboundError ? new RefusedInput(err, path) : err;
   }
 }
 
@@ -140,8 +137,6 @@ async function testEndpoint(deps: WebhookDeps, url: string, secret: string): Pro
   const r = await postJson(url, raw, { ...headers }, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca });
   if (r.ok && r.status === 200) return;
   throw new AppError('webhook_test_failed', `The webhook.test delivery failed: ${describeFailure(r, deps.timeoutMs)}. Nothing was stored.`, {
-    status: 422,
-    title: 'The webhook test delivery failed',
     extra: {
       test_delivery: {
         status_code: r.status ?? null,
@@ -157,7 +152,7 @@ export async function createWebhook(deps: WebhookDeps, accountId: string, input:
   await checkUrl(input.url, deps.allowPrivateNetworks, '/body/url');
   const [{ n }] = (await deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1', [accountId])) as [{ n: number }];
   if (n >= deps.maxPerAccount) {
-    throw new AppError('webhook_limit_reached', `An account may register at most ${deps.maxPerAccount} webhooks; delete one first`, { status: 409, title: 'Too many webhooks' });
+    throw new AppError('webhook_limit_reached', `An account may register at most ${deps.maxPerAccount} webhooks; delete one first`);
   }
   const generated = input.secret === undefined;
   const secret = input.secret ?? generateSecret();

@@ -137,7 +137,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
       ? new AppError('uri_too_long', 'A path segment is longer than 100 characters')
       : error.code === 'FST_ERR_BAD_URL'
         ? new AppError('malformed_request', 'The URL is not validly percent-encoded')
-        : new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it', { status: 500 });
+        : new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it');
   if (problem.status >= 500) request.log.error({ err: error, reqId: request.id }, 'request failed');
   void sendProblem(reply, request, problem);
 }

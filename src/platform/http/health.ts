@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { problemCatalog } from '../errors.js';
+import { isProblemCode, problemCatalog } from '../errors.js';
 import type { Api, PlatformServices } from './context.js';
 
 const Check = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) });
@@ -30,9 +30,9 @@ export function healthRoutes(app: Api, s: PlatformServices): void {
   app.get('/problems/:code', {
     schema: { hide: true, params: Type.Object({ code: Type.String({ maxLength: 64 }) }) },
   }, async (req, reply) => {
-    const entry = (problemCatalog as Record<string, { status: number; title: string }>)[req.params.code];
-    if (!entry) return reply.callNotFound();
-    return { code: req.params.code, status: entry.status, title: entry.title };
+    const code = req.params.code;
+    if (!isProblemCode(code)) return reply.callNotFound();
+    return { code, status: problemCatalog[code].status, title: problemCatalog[code].title };
   });
 }
 

@@ -4,7 +4,7 @@
  * id that the response also carries).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, problemCatalog, toProblem, type FieldIssue } from '../errors.js';
+import { AppError, problemCatalog, problemCodes, problemOf, toProblem, UncataloguedStatusError, type DomainProblemTable, type FieldIssue } from '../errors.js';
 import { backendUnavailable } from '../unavailable.js';
 
 export { backendUnavailable };
@@ -47,8 +47,9 @@ export function describeIssues(issues: FieldIssue[]): string {
   return first.join('; ') + (issues.length > 3 ? ` (and ${issues.length - 3} more)` : '');
 }
 
-function mapFastifyError(err: FastifyError): AppError {
-  if (err instanceof AppError) return err;
+function mapFastifyError(err: FastifyError, domain: DomainProblemTable): AppError {
+  const problem = problemOf(err, domain);
+  if (problem) return problem;
   if (err.validation) {
     const issues = validationIssues(err.validationContext ?? 'body', err.validation as AjvIssue[]);
     return new AppError('validation_failed', describeIssues(issues), { errors: issues });
@@ -75,10 +76,10 @@ function mapFastifyError(err: FastifyError): AppError {
   if (status === 429) return new AppError('rate_limited', err.message || 'Rate limit exceeded');
   if (status === 503) return new AppError('service_unavailable', err.message || 'Service unavailable');
   if (status >= 400 && status < 500) {
-    const code = Object.entries(problemCatalog).find(([, v]) => v.status === status)?.[0] ?? 'validation_failed';
-    return new AppError(code, err.message, { status });
+    const code = problemCodes.find((c) => problemCatalog[c].status === status);
+    return code ? new AppError(code, err.message) : new UncataloguedStatusError(status, err.message);
   }
-  return new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it', { status: 500 });
+  return new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it');
 }
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, err: AppError): FastifyReply {
@@ -89,9 +90,10 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, err: A
     .send(toProblem(err, request.id, request.url.split('?')[0]));
 }
 
-export function registerProblemHandlers(app: FastifyInstance): void {
+/** `domain`: how the composition turns domain errors into problems (src/problem-map.ts). */
+export function registerProblemHandlers(app: FastifyInstance, domain: DomainProblemTable = []): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const mapped = mapFastifyError(error);
+    const mapped = mapFastifyError(error, domain);
     if (mapped.status >= 500) {
       request.log.error({ err: error, reqId: request.id }, 'request failed');
     } else {
