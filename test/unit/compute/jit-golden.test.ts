@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
-import { type JitBand, jitModuleBytes } from '../../../src/compute/jit.js';
+import { type JitBand, jitModuleBytes } from '../../../src/compute/jit/index.js';
 
 const FORMULAS = [
   '(B08 - B04) / (B08 + B04)',

@@ -1,5 +1,5 @@
 /**
- * The per-formula JIT (src/compute/jit.ts) against the interpreter it replaces (values
+ * The per-formula JIT (src/compute/jit/) against the interpreter it replaces (values
  * bit-identical, statistics to rounding) and against the float32-emulating and float64 references,
  * for random formulas and inputs: zeros, NaN, negatives, lengths that are not multiples of 4 or 8,
  * f32, u16, i16 and u8 bands with scale, offset and nodata, validity masks.
@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { compile, compileFormula, parseFormula } from '../../../src/compute/formula.js';
-import { jitModuleBytes, jitSupports } from '../../../src/compute/jit.js';
+import { jitModuleBytes, jitSupports } from '../../../src/compute/jit/index.js';
 import { jitFromEnv, Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
 import { referenceStats, referenceValues } from '../../../src/compute/reference.js';
 import { O, V } from '../../../src/compute/wasm-module.js';
