@@ -4,7 +4,8 @@
  * registers and the loop-invariant constants. Locals are numbered in the order they are asked
  * for, so the order of the allocations below is part of the emitted code.
  */
-import { OP, type Program } from '../formula.js';
+import type { Program } from '../formula.js';
+import { OP } from '../opcodes.js';
 import { type FuncBuilder, O, T, V } from '../wasm-module.js';
 import { type Band, ndbIntMath, SHIFT } from './bands.js';
 

@@ -33,7 +33,8 @@
  * min, max, S, Q (f64) at acc. At most 262,136 pixels a call (the integer NDB counts on 16-bit
  * lanes); the host calls with 16,384.
  */
-import { OP, type Program } from '../formula.js';
+import type { Program } from '../formula.js';
+import { OP } from '../opcodes.js';
 import { encodeModule } from '../wasm-module.js';
 import { type JitBand, normalise } from './bands.js';
 import { buildFunction } from './function.js';

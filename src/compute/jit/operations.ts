@@ -3,7 +3,7 @@
  * vector loop, on f32 in the scalar tail. x/0 → NaN (OR with an all-ones mask), ND = (a − b)/(a + b)
  * with a zero sum → NaN, min/max propagate NaN.
  */
-import { OP } from '../formula.js';
+import { OP } from '../opcodes.js';
 import { O, T, V } from '../wasm-module.js';
 import type { Emitter } from './emitter.js';
 import { sLoad, vFusedNdb, vLoad } from './loads.js';
