@@ -12,7 +12,8 @@
 import { onOutboxCommit, outboxChannel } from '../events/outbox.js';
 import type { Database } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
-import { DIRECT_MAX, type Claimed, type DirectSink } from './delivery.js';
+import type { Claimed } from './delivery-store.js';
+import { DIRECT_MAX, type DirectSink } from './direct-sink.js';
 import { enqueueDeliveries, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
 
 interface EventRow {
