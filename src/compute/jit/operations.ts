@@ -28,6 +28,12 @@ const bitsToF32 = (b: number) => {
   return f32view[0]!;
 };
 
+/** Instruction k: [op, dst, a, b]. */
+function instruction(e: Emitter, k: number): [number, number, number, number] {
+  const c = e.code;
+  return [c[k * 4]!, c[k * 4 + 1]!, c[k * 4 + 2]!, c[k * 4 + 3]!];
+}
+
 /** d = x op y on one half, the interpreter's opV. */
 function vBin(e: Emitter, op: number, x: () => void, y: () => void): void {
   const { f, vtmp, vtmp2, zero } = e;
@@ -54,11 +60,8 @@ function vBin(e: Emitter, op: number, x: () => void, y: () => void): void {
 
 /** Instruction k on both halves of 8 pixels. */
 export function vInstr(e: Emitter, k: number): void {
-  const { f, code } = e;
-  const op = code[k * 4]!;
-  const d = code[k * 4 + 1]!;
-  const a = code[k * 4 + 2]!;
-  const bField = code[k * 4 + 3]!;
+  const f = e.f;
+  const [op, d, a, bField] = instruction(e, k);
   if (op === OP.LOAD) return vLoad(e, a, [e.vreg(0, d), e.vreg(1, d)]);
   if (op === OP.NDB) {
     if (e.fusedNdb) return vFusedNdb(e, a, bField, d);
@@ -133,11 +136,8 @@ function sBin(e: Emitter, op: number, x: () => void, y: () => void): void {
 
 /** Instruction k on pixel i (the scalar tail). */
 export function sInstr(e: Emitter, k: number): void {
-  const { f, code } = e;
-  const op = code[k * 4]!;
-  const d = code[k * 4 + 1]!;
-  const a = code[k * 4 + 2]!;
-  const bField = code[k * 4 + 3]!;
+  const f = e.f;
+  const [op, d, a, bField] = instruction(e, k);
   if (op === OP.LOAD) return sLoad(e, a, e.sreg(d));
   if (op === OP.NDB) {
     // the interpreter's last len % 8 pixels: LOAD + ND

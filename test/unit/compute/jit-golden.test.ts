@@ -9,20 +9,9 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
 import { type JitBand, jitModuleBytes } from '../../../src/compute/jit/index.js';
+import { SHAPED_FORMULAS } from '../../helpers/formulas.js';
 
-const FORMULAS = [
-  '(B08 - B04) / (B08 + B04)',
-  '(B08 - B04) / (B08 + B04) * 2',
-  '2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)',
-  'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25',
-  'B08 / 0',
-  '1 / B04 - B08 * 0',
-  '0 - B04',
-  'min(B04, 0.1) + max(0.2, B08)',
-  'B08',
-  '(B08 - B04) / (B08 + B04 + 0)',
-  '-B08 + 3 / B04 - (2 - B03) / 4',
-];
+const FORMULAS = [...SHAPED_FORMULAS, '-B08 + 3 / B04 - (2 - B03) / 4'];
 
 const LAYOUTS: Record<string, JitBand> = {
   sentinel: { dtype: 'u16', scale: 0.0001 },
