@@ -339,7 +339,7 @@ function pickK(p: usize, len: i32): void {
 /**
  * The value of a finished block closest to its mean (NaN when the block has no value): the shift K
  * of the statistics' sums. pickK takes it for the interpreter's run; the host-side JIT
- * (src/compute/jit.ts) calls it directly.
+ * (src/compute/jit/) calls it directly.
  */
 export function chooseK(p: usize, len: i32): f32 {
   let n = 0;
