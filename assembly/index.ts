@@ -22,6 +22,11 @@
 //   all pixels: load, mask, normalised difference, store and statistics with nothing in between.
 // Nothing here allocates: the host grows memory and lays out buffers.
 
+import {
+  OP_ABS, OP_ADD, OP_ADDC, OP_DIV, OP_DIVC, OP_EXP, OP_LOAD, OP_LOG, OP_MAX, OP_MAXC, OP_MIN, OP_MINC, OP_MUL, OP_MULC,
+  OP_MULCADD, OP_ND, OP_NDB, OP_NEG, OP_POW, OP_RDIVC, OP_RSUBC, OP_SQRT, OP_SUB, OP_SUBC,
+} from './opcodes';
+
 // @ts-ignore: decorator
 @inline const BLOCK: i32 = 512;
 const MAX_INSTR: i32 = 4096;
@@ -50,34 +55,9 @@ export function blockSize(): i32 { return BLOCK; }
 export function maxRegisters(): i32 { return MAX_REGS; }
 export function simdEnabled(): i32 { return ASC_FEATURE_SIMD ? 1 : 0; }
 
-// Op codes (keep in step with OP in src/compute/formula.ts).
-const OP_LOAD: i32 = 1;
-const OP_ADD: i32 = 2;
-const OP_SUB: i32 = 3;
-const OP_MUL: i32 = 4;
-const OP_DIV: i32 = 5;
-const OP_NEG: i32 = 6;
-const OP_SQRT: i32 = 7;
-const OP_ABS: i32 = 8;
-const OP_EXP: i32 = 9;
-const OP_LOG: i32 = 10;
-const OP_MIN: i32 = 11;
-const OP_MAX: i32 = 12;
-const OP_POW: i32 = 13;
-const OP_ND: i32 = 14; // (a - b) / (a + b): normalised difference, the commonest index shape
-const OP_NDB: i32 = 15; // normalised difference of two band slots, loaded and computed in one pass
-// An operation with a constant c (its f32 bits in the instruction's b field): no constant
-// register is read. a op c for ADD/SUB/MUL/DIV/MIN/MAX; c op a for the reversed RSUB/RDIV.
-const OP_ADDC: i32 = 16;
-const OP_SUBC: i32 = 17;
-const OP_RSUBC: i32 = 18;
-const OP_MULC: i32 = 19;
-const OP_DIVC: i32 = 20;
-const OP_RDIVC: i32 = 21;
-const OP_MINC: i32 = 22;
-const OP_MAXC: i32 = 23;
-// a * c + b (two roundings, as MULC then ADD): the scaled sums of EVI-like formulas in one pass.
-const OP_MULCADD: i32 = 24;
+// Op codes: generated from src/compute/opcodes.ts (see there for what each does). NEG … LOG are the
+// unary operations; ADDC … MAXC take a constant c (its f32 bits in the instruction's b field, no
+// constant register read): a op c, c op a for the reversed RSUBC / RDIVC.
 
 const VC_SCALE: i32 = 0; // f32x4
 const VC_OFFSET: i32 = 1; // f32x4
@@ -359,7 +339,7 @@ function pickK(p: usize, len: i32): void {
 /**
  * The value of a finished block closest to its mean (NaN when the block has no value): the shift K
  * of the statistics' sums. pickK takes it for the interpreter's run; the host-side JIT
- * (src/compute/jit.ts) calls it directly.
+ * (src/compute/jit/) calls it directly.
  */
 export function chooseK(p: usize, len: i32): f32 {
   let n = 0;

@@ -226,7 +226,7 @@ export default async function kernelBench(): Promise<void> {
     }
     if (!c.o3 && !c.native) console.log('gcc not found: no C reference (bash scripts/install-bench-tools.sh installs it)');
   }
-  console.log('Mpx/s (higher is better). "SIMD" is what the service runs (the per-formula JIT, src/compute/jit.ts); "interp." the same');
+  console.log('Mpx/s (higher is better). "SIMD" is what the service runs (the per-formula JIT, src/compute/jit/); "interp." the same');
   console.log('SIMD build with KERNEL_JIT=0 (the bytecode interpreter). "values+stats": every value written and count/min/max/mean/std');
   console.log('in the same pass; "values only" skips the statistics, "stats only" is NDVI fused with its statistics, nothing stored.');
   for (const n of sizes) console.table(rows.filter((r) => r.pixels === n.toLocaleString('en')));

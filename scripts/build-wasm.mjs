@@ -6,9 +6,12 @@
 // this one process: the compiler and Binaryen then warm up once, which makes the second and third
 // targets a fraction of the first (a process per target cost three times the CPU). One progress
 // line per target, with its time, on stderr; the compiler's own messages only when it fails.
+// The kernel's op codes come from src/compute/opcodes.ts: assembly/opcodes.ts is regenerated from
+// it first (scripts/opcodes.mjs).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeOpcodes } from './opcodes.mjs';
 
 export const WASM_TARGETS = {
   simd: { config: 'asconfig.json', target: 'simd', out: 'dist/wasm/kernel.simd.wasm', what: 'kernel (SIMD)' },
@@ -21,6 +24,7 @@ export const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 export async function buildWasm(names = Object.keys(WASM_TARGETS)) {
   const { default: asc } = await import('assemblyscript/asc');
   mkdirSync('dist/wasm', { recursive: true });
+  if (names.some((n) => WASM_TARGETS[n]?.config === 'asconfig.json') && (await writeOpcodes())) console.error('[build] assembly/opcodes.ts regenerated from src/compute/opcodes.ts');
   for (const name of names) {
     const t = WASM_TARGETS[name];
     if (!t) throw new Error(`unknown WASM target "${name}" (${Object.keys(WASM_TARGETS).join(', ')})`);

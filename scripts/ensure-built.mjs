@@ -30,9 +30,9 @@ const outDir = tsconfig.compilerOptions.outDir;
 const outputOf = (src) => path.join(outDir, path.relative(tsconfig.compilerOptions.rootDir ?? '.', src)).replace(/\.ts$/, '.js');
 const staleOutput = (src) => mtime(outputOf(src)) < Math.max(mtime(src), configTime);
 
-// WASM: the targets asked for whose module is missing or older than the kernel sources, their
-// asconfig or the lock file (the compiler's version).
-const wasmSources = Math.max(...walk('assembly', () => true).map(mtime), mtime('package-lock.json'));
+// WASM: the targets asked for whose module is missing or older than the kernel sources (with the
+// op-code table they are generated from), their asconfig or the lock file (the compiler's version).
+const wasmSources = Math.max(...walk('assembly', () => true).map(mtime), mtime('package-lock.json'), mtime('src/compute/opcodes.ts'));
 const wasm = (forStart ? ['simd', 'decode'] : Object.keys(WASM_TARGETS)).filter((t) => mtime(WASM_TARGETS[t].out) < Math.max(wasmSources, mtime(WASM_TARGETS[t].config)));
 
 // TypeScript: a source of the included folders without a current output, or a source of one of the

@@ -5,7 +5,7 @@
 //    of squares in double over the valid pixels (DN 0 is no-data). Even with -ffast-math gcc does
 //    not vectorise it;
 //  - "fused SIMD 128" and "fused SIMD 256": the same, vectorised by hand with the algorithm of the
-//    service's JIT (src/compute/jit.ts: integer NDVI on the DNs, NaN lanes zeroed, min/max in
+//    service's JIT (src/compute/jit/: integer NDVI on the DNs, NaN lanes zeroed, min/max in
 //    float, sums of x - K and (x - K)^2 in double lanes), on 128-bit vectors (SSE4.1: the width
 //    of WebAssembly SIMD) and on 256-bit vectors (AVX2; 0 when the CPU has none).
 // Built and run by bench/kernel.ts when gcc is present, twice: with -O3 alone (the x86-64

@@ -12,6 +12,7 @@
  * Semantics: reflectance inputs (0..1); x/0 and log/sqrt of invalid inputs give NaN ("no value",
  * null in JSON); any NaN input gives NaN; min/max propagate NaN.
  */
+import { OP } from './opcodes.js';
 
 export const BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
 export type BandId = (typeof BANDS)[number];
@@ -305,13 +306,8 @@ export function sameTree(a: Node, b: Node): boolean {
 
 // ---------- compilation to bytecode ----------
 
-export const OP = {
-  LOAD: 1, ADD: 2, SUB: 3, MUL: 4, DIV: 5, NEG: 6, SQRT: 7, ABS: 8, EXP: 9, LOG: 10, MIN: 11, MAX: 12, POW: 13, ND: 14, NDB: 15,
-  // with a constant operand (its f32 bits in the b field): a op c, or c op a for RSUBC / RDIVC
-  ADDC: 16, SUBC: 17, RSUBC: 18, MULC: 19, DIVC: 20, RDIVC: 21, MINC: 22, MAXC: 23,
-  // a × c + b: [MULCADD, dst, a | b << 16, bits(c)]
-  MULCADD: 24,
-} as const;
+// The op codes are one table shared with the kernel (src/compute/opcodes.ts).
+export { OP };
 
 const CALL_OP: Record<FuncName, number> = { sqrt: OP.SQRT, abs: OP.ABS, exp: OP.EXP, log: OP.LOG, pow: OP.POW, min: OP.MIN, max: OP.MAX };
 const BIN_OP = { '+': OP.ADD, '-': OP.SUB, '*': OP.MUL, '/': OP.DIV } as const;

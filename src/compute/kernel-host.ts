@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { wasmDir } from '../platform/paths.js';
 import type { BandId, Program } from './formula.js';
-import { jitInstantiate, jitKey, jitLayoutKey, jitModule, jitProgramKey, jitSupports, type JitKernel } from './jit.js';
+import { jitInstantiate, jitKey, jitLayoutKey, jitModule, jitProgramKey, jitSupports, type JitKernel } from './jit/index.js';
 
 export type Dtype = 'f32' | 'u16' | 'i16' | 'u8';
 const DTYPE_CODE: Record<Dtype, number> = { f32: 0, u16: 1, i16: 2, u8: 3 };

@@ -1,5 +1,5 @@
 /**
- * A tiny WebAssembly binary writer: just enough to emit the per-formula kernels of jit.ts (one
+ * A tiny WebAssembly binary writer: just enough to emit the per-formula kernels of jit/ (one
  * imported memory, exported functions, locals, structured control flow, scalar and SIMD
  * instructions). Opcodes follow the core spec and the SIMD proposal's binary encoding
  * (0xFD prefix + LEB128 opcode); test/unit/compute/jit.test.ts checks them against binaryen.

@@ -3,7 +3,7 @@
  * and mark them dispatched (one statement; SKIP LOCKED, so several workers share the work without
  * doubling it), create one delivery per (active subscribed webhook, event) in one multi-row
  * INSERT. In a process that also delivers, the first attempts it has room for are inserted
- * claimed and handed to its sending slots after the commit (DirectSink, delivery.ts). The others
+ * claimed and handed to its sending slots after the commit (DirectSink, direct-sink.ts). The others
  * go to the queue in one bulk add, as jobs of up to `batchSize` deliveries of one webhook (a slow
  * endpoint holds up its own jobs only). If the process dies between the commit and the enqueue,
  * or with deliveries handed over, the sweeper finds the overdue pending deliveries once their
@@ -12,7 +12,8 @@
 import { onOutboxCommit, outboxChannel } from '../events/index.js';
 import type { Database } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
-import { DIRECT_MAX, type Claimed, type DirectSink } from './delivery.js';
+import type { Claimed } from './delivery-store.js';
+import { DIRECT_MAX, type DirectSink } from './direct-sink.js';
 import { enqueueDeliveries, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
 
 interface EventRow {

@@ -33,7 +33,7 @@ export const webhookDeliveryLag = new Histogram({
   registers: [registry],
 });
 
-/** Direct-path counters of each sink in this process (see directSink in delivery.ts). */
+/** Direct-path counters of each sink in this process (see directSink in direct-sink.ts). */
 export const directSinks = new Set<{ total(): number; waiting(): number }>();
 
 export const webhookDirectDeliveries = new Gauge({

@@ -46,3 +46,17 @@ export function printFormula(n: Node): string {
       return `${n.f}(${n.args.map(printFormula).join(', ')})`;
   }
 }
+
+/** Formulas the compiler turns into its fused shapes (ND, NDB, MULCADD, constants in instructions). */
+export const SHAPED_FORMULAS = [
+  '(B08 - B04) / (B08 + B04)',
+  '(B08 - B04) / (B08 + B04) * 2',
+  '2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)',
+  'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25',
+  'B08 / 0',
+  '1 / B04 - B08 * 0',
+  '0 - B04',
+  'min(B04, 0.1) + max(0.2, B08)',
+  'B08',
+  '(B08 - B04) / (B08 + B04 + 0)',
+];

@@ -1,24 +1,11 @@
 /** The PDF of each report type: what a farmer or adviser would print or forward. */
 import type { HealthContent, PrescriptionContent, ReportContent, ScoutingContent, SeasonalContent } from '../content/schema.js';
 import { hex, MASKED_RGB, rampColour, zoneColours } from './colormap.js';
-import {
-  barChart,
-  finish,
-  fixed,
-  signed,
-  lineChart,
-  longDate,
-  dateRange,
-  mapWithLegend,
-  newDoc,
-  paragraph,
-  section,
-  statusBox,
-  table,
-  thousands,
-  titleBand,
-  type Doc,
-} from './pdf-layout.js';
+import { paragraph, section, statusBox, table, titleBand } from './pdf-blocks.js';
+import { barChart, lineChart } from './pdf-charts.js';
+import { type Doc, finish, newDoc } from './pdf-document.js';
+import { dateRange, fixed, longDate, signed, thousands } from './pdf-format.js';
+import { mapWithLegend } from './pdf-map.js';
 
 export interface MapImage {
   png: Buffer;

@@ -1,5 +1,5 @@
 /**
- * The per-formula JIT (src/compute/jit.ts) against the interpreter it replaces (values
+ * The per-formula JIT (src/compute/jit/) against the interpreter it replaces (values
  * bit-identical, statistics to rounding) and against the float32-emulating and float64 references,
  * for random formulas and inputs: zeros, NaN, negatives, lengths that are not multiples of 4 or 8,
  * f32, u16, i16 and u8 bands with scale, offset and nodata, validity masks.
@@ -7,11 +7,11 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { compile, compileFormula, parseFormula } from '../../../src/compute/formula.js';
-import { jitModuleBytes, jitSupports } from '../../../src/compute/jit.js';
+import { jitModuleBytes, jitSupports } from '../../../src/compute/jit/index.js';
 import { jitFromEnv, Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
 import { referenceStats, referenceValues } from '../../../src/compute/reference.js';
 import { O, V } from '../../../src/compute/wasm-module.js';
-import { close, formulaTree, printFormula } from '../../helpers/formulas.js';
+import { close, formulaTree, printFormula, SHAPED_FORMULAS } from '../../helpers/formulas.js';
 
 const jit = new Kernel({ simd: true, jit: true });
 const vm = new Kernel({ simd: true, jit: false });
@@ -20,18 +20,7 @@ const BANDS = ['B02', 'B03', 'B04', 'B08', 'B11'] as const;
 const tree = formulaTree({ bands: BANDS, constants: [0, 1, -0.5], maxCallArgs: 3 });
 
 /** Formulas the compiler turns into its fused shapes (ND, NDB, MULCADD, constants in instructions). */
-const shaped = fc.constantFrom(
-  '(B08 - B04) / (B08 + B04)',
-  '(B08 - B04) / (B08 + B04) * 2',
-  '2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)',
-  'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25',
-  'B08 / 0',
-  '1 / B04 - B08 * 0',
-  '0 - B04',
-  'min(B04, 0.1) + max(0.2, B08)',
-  'B08',
-  '(B08 - B04) / (B08 + B04 + 0)',
-);
+const shaped = fc.constantFrom(...SHAPED_FORMULAS);
 
 const dtypeSpec = fc.oneof(
   fc.record({ dtype: fc.constant('u16' as const), scale: fc.constantFrom(1, 0.0001, 2.75e-5), offset: fc.constantFrom(0, -0.1, -0.2), nodata: fc.constantFrom(undefined, 65535, 1) }),
