@@ -16,6 +16,9 @@ import { canDecode, decodeBlock, type BlockLayout } from './block-decoder.js';
 import { recordDecode } from './metrics.js';
 import type { RasterImage } from './raster.js';
 
+/** Compressed bytes read at once (a batch of blocks: the next batch is read while one decodes). */
+const BATCH_BYTES = 2 * 1_048_576;
+
 export type SampleArray = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array;
 
 function arrayFor(format: number, bytes: number, buffer: ArrayBuffer | number, byteOffset = 0, length?: number): SampleArray | null {
@@ -115,33 +118,54 @@ export async function readWindowRaw(raster: RasterImage, window: [number, number
     for (let y = r.cy0; y < r.cy1; y++) out.fill(fill, (y - y0) * ww + (r.cx0 - x0), (y - y0) * ww + (r.cx1 - x0));
   }
   const present = blocks.filter((b) => b.length > 0);
-  const data = await source.read(present, signal);
+  // Read in batches of about BATCH_BYTES, the next batch read while this one decodes: memory stays
+  // bounded and the compressed bytes are still in the CPU cache when they are decoded.
+  const batches: Array<typeof present> = [];
+  for (let i = 0, bytes = Infinity; i < present.length; i++) {
+    if (bytes >= BATCH_BYTES) {
+      batches.push([]);
+      bytes = 0;
+    }
+    batches.at(-1)!.push(present[i]!);
+    bytes += present[i]!.length;
+  }
   const inner = planar === 2 ? 0 : sample;
   let decodeMs = 0;
-  present.forEach((b, k) => {
-    // Strips: the last one holds only the rows left; tiles are always full size.
-    const rows = tiled ? th : Math.min(th, height - b.by * th);
-    const compressed = data[k]!;
-    if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
-    const t0 = performance.now();
-    const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows }, { declaredRows: th });
-    decodeMs += performance.now() - t0;
-    // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned
-    // (a copy: a Buffer's slice() is a view).
-    const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : new Uint8Array(bytes);
-    const block = arrayFor(layout.format, layout.bytesPerSample, aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / layout.bytesPerSample)!;
-    const { bx0, by0, cx0, cx1, cy0, cy1 } = clip(b.bx, b.by, rows);
-    const spp = layout.samples;
-    for (let y = cy0; y < cy1; y++) {
-      const src = ((y - by0) * tw + (cx0 - bx0)) * spp + inner;
-      const dst = (y - y0) * ww + (cx0 - x0);
-      if (spp === 1) {
-        out.set(block.subarray(src, src + (cx1 - cx0)), dst);
-      } else {
-        for (let x = 0, s = src; x < cx1 - cx0; x++, s += spp) out[dst + x] = block[s]!;
+  const decodeBatch = (batch: typeof present, data: Uint8Array[]): void => {
+    batch.forEach((b, k) => {
+      // Strips: the last one holds only the rows left; tiles are always full size.
+      const rows = tiled ? th : Math.min(th, height - b.by * th);
+      const compressed = data[k]!;
+      if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
+      const t0 = performance.now();
+      const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows }, { declaredRows: th });
+      decodeMs += performance.now() - t0;
+      // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned
+      // (a copy: a Buffer's slice() is a view).
+      const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : new Uint8Array(bytes);
+      const block = arrayFor(layout.format, layout.bytesPerSample, aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / layout.bytesPerSample)!;
+      const { bx0, by0, cx0, cx1, cy0, cy1 } = clip(b.bx, b.by, rows);
+      const spp = layout.samples;
+      for (let y = cy0; y < cy1; y++) {
+        const src = ((y - by0) * tw + (cx0 - bx0)) * spp + inner;
+        const dst = (y - y0) * ww + (cx0 - x0);
+        if (spp === 1) {
+          out.set(block.subarray(src, src + (cx1 - cx0)), dst);
+        } else {
+          for (let x = 0, s = src; x < cx1 - cx0; x++, s += spp) out[dst + x] = block[s]!;
+        }
       }
-    }
-  });
+    });
+  };
+  let next = batches.length ? source.read(batches[0]!, signal) : undefined;
+  for (let n = 0; n < batches.length; n++) {
+    const batch = batches[n]!;
+    const data = await next!;
+    next = n + 1 < batches.length ? source.read(batches[n + 1]!, signal) : undefined;
+    // An unread batch must not reject unobserved when this one fails.
+    next?.catch(() => {});
+    decodeBatch(batch, data);
+  }
   recordDecode(layout.compression, decodeMs / 1000);
   return out;
 }

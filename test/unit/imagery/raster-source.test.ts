@@ -159,6 +159,8 @@ beforeAll(async () => {
     res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': end - start + 1 });
     res.end(body.subarray(start, end + 1));
   });
+  // Longer than any test: a kept-alive socket the server closes while a request goes out resets it.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
 });
