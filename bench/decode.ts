@@ -15,6 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fromFile } from 'geotiff';
 import { packageRoot } from '../src/platform/paths.js';
+import { LocalFileSource } from '../src/imagery/local-source.js';
+import { firstImage, openRaster } from '../src/imagery/raster.js';
 import { readWindowRaw } from '../src/imagery/raw-window.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
 import { writeGeoTiff } from '../src/imagery/tiff-writer.js';
@@ -62,17 +64,17 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 /** Seconds per full decode, [wall, CPU] medians. CPU time counts every thread of the process (file reads included). */
 async function timeOurs(file: string): Promise<[number, number]> {
-  const image = await (await fromFile(file)).getImage();
-  const win: [number, number, number, number] = [0, 0, image.getWidth(), image.getHeight()];
+  const raster = await firstImage(await openRaster(await LocalFileSource.open(file)));
+  const win: [number, number, number, number] = [0, 0, raster.image.getWidth(), raster.image.getHeight()];
   // Like GDAL's side, decoding into one reused output array: the decode is measured, not page faults.
   const into = new Uint16Array(SIZE * SIZE);
-  await readWindowRaw(image, win, 0, { into }); // warm-up: WebAssembly tiers up, the file is in the page cache
+  await readWindowRaw(raster, win, 0, { into }); // warm-up: WebAssembly tiers up, the file is in the page cache
   const wall: number[] = [];
   const cpu: number[] = [];
   for (let r = 0; r < RUNS; r++) {
     const c = process.cpuUsage();
     const t = performance.now();
-    const out = await readWindowRaw(image, win, 0, { into });
+    const out = await readWindowRaw(raster, win, 0, { into });
     wall.push((performance.now() - t) / 1000);
     const u = process.cpuUsage(c);
     cpu.push((u.user + u.system) / 1e6);

@@ -1,5 +1,5 @@
 /**
- * The HTTP client geotiff.js uses for COGs: range requests through node:http/https with
+ * The HTTP client of COG reads (http-source.ts): range requests through node:http/https with
  * - a deadline on every request (IMAGERY_TIMEOUT_MS, headers and body: a server that stalls
  *   mid-body fails the read instead of holding a compute thread);
  * - the SSRF defence the webhooks have: the host's addresses are checked and the connection goes

@@ -4,10 +4,10 @@
  * catches corrupt and truncated files); all bands share the CRS and their resolutions divide
  * each other. Runs in a worker thread (it decodes pixels).
  */
-import type { GeoTIFFImage } from 'geotiff';
 import { CrsError, crsLabel, type CrsRef } from './crs.js';
 import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
 import { crsFromGeoKeys } from './geokeys.js';
+import { firstImage, type RasterImage } from './raster.js';
 import { readWindow } from './raw-window.js';
 import { ImageryError, openTiff, undecodable, type CaptureSource } from './window-reader.js';
 import type { InspectResult } from '../compute/tasks.js';
@@ -21,13 +21,13 @@ async function inspectIn(capture: CaptureSource, roots: string[]): Promise<Inspe
   const out: InspectResult['bands'] = {};
   const entries: Array<[string, { href: string; index?: number }]> = [...Object.entries(capture.bands), ...(capture.mask ? [['mask', capture.mask] as [string, { href: string; index?: number }]] : [])];
   for (const [band, src] of entries) {
-    let image: GeoTIFFImage;
+    let raster: RasterImage;
     try {
-      const tiff = await openTiff(src.href, roots);
-      image = await tiff.getImage(0);
+      raster = await firstImage(await openTiff(src.href, roots));
     } catch (err) {
       throw new ImageryError(band, describeOpenError(err as Error));
     }
+    const { image } = raster;
     let epsg: CrsRef;
     try {
       epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
@@ -52,8 +52,8 @@ async function inspectIn(capture: CaptureSource, roots: string[]): Promise<Inspe
     const h = image.getHeight();
     try {
       // The last rows: a truncated file fails there, a corrupt one anywhere it is read.
-      await readWindow(image, [0, Math.max(0, h - 1), Math.min(w, 64), h], index - 1);
-      await readWindow(image, [0, 0, Math.min(w, 64), Math.min(h, 1)], index - 1);
+      await readWindow(raster, [0, Math.max(0, h - 1), Math.min(w, 64), h], index - 1);
+      await readWindow(raster, [0, 0, Math.min(w, 64), Math.min(h, 1)], index - 1);
     } catch (err) {
       throw new ImageryError(band, undecodable(err as Error));
     }

@@ -89,20 +89,3 @@ export function collectImageryMetrics(): () => void {
   listener.onmessage = (e) => apply((e as { data: Batch }).data);
   return () => listener.close();
 }
-
-interface SourceLike {
-  fetch(slices: Array<{ offset: number; length: number }>, signal?: AbortSignal): Promise<ArrayBuffer[]>;
-}
-
-/** Counts what geotiff.js reads from a local file through its source (tags, fallback decoding). */
-export function countLocalReads<T extends object>(tiff: T): T {
-  const source = (tiff as unknown as { source?: SourceLike }).source;
-  if (!source) return tiff;
-  const fetch = source.fetch.bind(source);
-  source.fetch = async (slices, signal) => {
-    const data = await fetch(slices, signal);
-    recordRead('local', data.reduce((n, d) => n + d.byteLength, 0));
-    return data;
-  };
-  return tiff;
-}

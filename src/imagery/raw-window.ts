@@ -1,34 +1,25 @@
 /**
- * Reads a window of one sample of a GeoTIFF image by fetching the raw bytes of the blocks it
- * touches (one fetch for all of them: range requests are merged for COGs), decoding each block
- * (block-decoder.ts) and copying its rows straight into the output typed array. geotiff.js's
- * readRasters instead reads every sample through a DataView call, which caps it near 80 Mpx/s
- * even on uncompressed files (PERFORMANCE.md).
+ * Reads a window of one sample of a GeoTIFF image by reading the raw bytes of the blocks it
+ * touches through the image's RasterSource (one read for all of them: the source merges
+ * neighbouring ranges), decoding each block (block-decoder.ts) and copying its rows straight into
+ * the output typed array. geotiff.js's readRasters instead reads every sample through a DataView
+ * call, which capped it at 82 Mpx/s on an uncompressed 4096² uint16 file where this path does
+ * several times that (docs/compute-engine.md, "Reading rasters").
  *
- * Files this path does not handle (big-endian, other compressions such as JPEG or ZSTD, the
- * floating-point predictor, sub-byte samples) return null and the caller uses readRasters.
+ * The image's size, tile size and sample types come from geotiff.js's public getters; the byte
+ * order, compression, predictor and the block offsets and byte counts from the structure check
+ * (tiff-structure.ts), which has read them already. Files this
+ * path does not handle (big-endian, other compressions such as JPEG or ZSTD, the floating-point
+ * predictor, sub-byte samples) return null and the caller uses readRasters.
  */
-import type { GeoTIFFImage } from 'geotiff';
-import { readSync } from 'node:fs';
 import { canDecode, decodeBlock, type BlockLayout } from './block-decoder.js';
-import { recordDecode, recordRead } from './metrics.js';
+import { recordDecode } from './metrics.js';
+import type { RasterImage } from './raster.js';
+
+/** Compressed bytes read at once (a batch of blocks: the next batch is read while one decodes). */
+const BATCH_BYTES = 2 * 1_048_576;
 
 export type SampleArray = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array;
-
-interface ImageInternals {
-  littleEndian: boolean;
-  isTiled: boolean;
-  planarConfiguration: 1 | 2;
-  source: {
-    fetch(slices: Array<{ offset: number; length: number }>, signal?: AbortSignal): Promise<ArrayBuffer[]>;
-    /** geotiff.js's FileSource: the open file descriptor. */
-    openRequest?: Promise<number>;
-  };
-  fileDirectory: {
-    getValue(tag: string): unknown;
-    loadValue(tag: string): Promise<ArrayLike<number | bigint> | undefined>;
-  };
-}
 
 function arrayFor(format: number, bytes: number, buffer: ArrayBuffer | number, byteOffset = 0, length?: number): SampleArray | null {
   const b = buffer as ArrayBuffer;
@@ -43,36 +34,11 @@ function arrayFor(format: number, bytes: number, buffer: ArrayBuffer | number, b
   return null;
 }
 
-// Read buffer for local blocks, reused (per thread): a fresh allocation per block costs page faults.
-let scratch = new Uint8Array(1 << 20);
-
-/**
- * A function giving the compressed bytes of block k (valid until the next call). A local file is
- * read with one synchronous pread per block on the file descriptor geotiff.js opened: from the
- * page cache that is a memcpy, while the asynchronous path queues every block on libuv's thread
- * pool and back. URLs go through geotiff.js's source, which merges neighbouring ranges into one
- * request.
- */
-async function blockReader(source: ImageInternals['source'], blocks: Array<{ offset: number; length: number }>, signal?: AbortSignal): Promise<(k: number) => Uint8Array> {
-  if (source.openRequest) {
-    const fd = await source.openRequest;
-    signal?.throwIfAborted();
-    return (k) => {
-      const b = blocks[k]!;
-      if (scratch.length < b.length) scratch = new Uint8Array(b.length * 2);
-      const n = readSync(fd, scratch, 0, b.length, b.offset);
-      recordRead('local', n);
-      return scratch.subarray(0, n);
-    };
-  }
-  const data = await source.fetch(blocks.map((b) => ({ offset: b.offset, length: b.length })), signal);
-  return (k) => new Uint8Array(data[k]!);
-}
-
 /** The block layout of an image when the fast path can read it, else null. */
-export function rawLayout(image: GeoTIFFImage): (Omit<BlockLayout, 'rows'> & { format: number; tileHeight: number }) | null {
-  const im = image as unknown as ImageInternals;
-  if (!im.littleEndian) return null;
+export function rawLayout(raster: RasterImage): (Omit<BlockLayout, 'rows'> & { format: number; tileHeight: number; tiled: boolean; planar: 1 | 2 }) | null {
+  const { image, structure } = raster;
+  if (!structure.littleEndian || !structure.blocks) return null;
+  const blocks = structure.blocks;
   const samples = image.getSamplesPerPixel();
   const bits = image.getBitsPerSample(0);
   const format = image.getSampleFormat(0);
@@ -82,17 +48,19 @@ export function rawLayout(image: GeoTIFFImage): (Omit<BlockLayout, 'rows'> & { f
   if (bits !== 8 && bits !== 16 && bits !== 32) return null;
   const bytesPerSample = (bits / 8) as 1 | 2 | 4;
   if (!arrayFor(format, bytesPerSample, 0)) return null;
-  const compression = Number(im.fileDirectory.getValue('Compression') ?? 1);
-  const predictor = Number(im.fileDirectory.getValue('Predictor') ?? 1);
+  const { compression, predictor, planar } = blocks;
+  if (planar !== 1 && planar !== 2) return null;
   if (!canDecode({ compression, predictor, bytesPerSample })) return null;
   return {
     compression,
     predictor,
     width: image.getTileWidth(),
     tileHeight: image.getTileHeight(),
-    samples: im.planarConfiguration === 2 ? 1 : samples,
+    samples: planar === 2 ? 1 : samples,
     bytesPerSample,
     format,
+    tiled: blocks.tiled,
+    planar,
   };
 }
 
@@ -108,10 +76,13 @@ export interface RawReadOptions {
  * The pixels of sample `sample` (0-based) in [x0, x1) × [y0, y1), row-major, or null when the
  * file needs geotiff.js's general reader.
  */
-export async function readWindowRaw(image: GeoTIFFImage, window: [number, number, number, number], sample: number, opts: RawReadOptions = {}): Promise<SampleArray | null> {
-  const layout = rawLayout(image);
+export async function readWindowRaw(raster: RasterImage, window: [number, number, number, number], sample: number, opts: RawReadOptions = {}): Promise<SampleArray | null> {
+  const layout = rawLayout(raster);
   if (!layout) return null;
-  const im = image as unknown as ImageInternals;
+  const { image, source } = raster;
+  const { offsets, counts } = raster.structure.blocks!;
+  const tiled = layout.tiled;
+  const planar = layout.planar;
   const [x0, y0, x1, y1] = window;
   const ww = x1 - x0;
   const wh = y1 - y0;
@@ -127,11 +98,6 @@ export async function readWindowRaw(image: GeoTIFFImage, window: [number, number
   const width = image.getWidth();
   const across = Math.ceil(width / tw);
   const down = Math.ceil(height / th);
-  const [offsets, counts] = await Promise.all([
-    im.fileDirectory.loadValue(im.isTiled ? 'TileOffsets' : 'StripOffsets'),
-    im.fileDirectory.loadValue(im.isTiled ? 'TileByteCounts' : 'StripByteCounts'),
-  ]);
-  if (!offsets || !counts) throw new Error('the file has no tile or strip offsets');
   /** The part of block (bx, by) inside the window. */
   const clip = (bx: number, by: number, rows: number) => {
     const bx0 = bx * tw;
@@ -141,54 +107,77 @@ export async function readWindowRaw(image: GeoTIFFImage, window: [number, number
   const blocks: Array<{ bx: number; by: number; index: number; offset: number; length: number }> = [];
   for (let by = Math.floor(y0 / th); by <= Math.floor((y1 - 1) / th); by++) {
     for (let bx = Math.floor(x0 / tw); bx <= Math.floor((x1 - 1) / tw); bx++) {
-      const index = (im.planarConfiguration === 2 ? sample * across * down : 0) + by * across + bx;
+      const index = (planar === 2 ? sample * across * down : 0) + by * across + bx;
       if (index >= offsets.length || index >= counts.length) throw new Error(`block ${index} is missing from the offsets table`);
       blocks.push({ bx, by, index, offset: Number(offsets[index]), length: Number(counts[index]) });
     }
   }
   for (const b of blocks) {
     if (b.length > 0) continue;
-    const r = clip(b.bx, b.by, im.isTiled ? th : Math.min(th, height - b.by * th));
+    const r = clip(b.bx, b.by, tiled ? th : Math.min(th, height - b.by * th));
     for (let y = r.cy0; y < r.cy1; y++) out.fill(fill, (y - y0) * ww + (r.cx0 - x0), (y - y0) * ww + (r.cx1 - x0));
   }
   const present = blocks.filter((b) => b.length > 0);
-  const read = await blockReader(im.source, present, signal);
-  const inner = im.planarConfiguration === 2 ? 0 : sample;
-  let decodeMs = 0;
-  present.forEach((b, k) => {
-    // Strips: the last one holds only the rows left; tiles are always full size.
-    const rows = im.isTiled ? th : Math.min(th, height - b.by * th);
-    const compressed = read(k);
-    if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
-    const t0 = performance.now();
-    const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows }, { declaredRows: th });
-    decodeMs += performance.now() - t0;
-    // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned.
-    const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : bytes.slice();
-    const block = arrayFor(layout.format, layout.bytesPerSample, aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / layout.bytesPerSample)!;
-    const { bx0, by0, cx0, cx1, cy0, cy1 } = clip(b.bx, b.by, rows);
-    const spp = layout.samples;
-    for (let y = cy0; y < cy1; y++) {
-      const src = ((y - by0) * tw + (cx0 - bx0)) * spp + inner;
-      const dst = (y - y0) * ww + (cx0 - x0);
-      if (spp === 1) {
-        out.set(block.subarray(src, src + (cx1 - cx0)), dst);
-      } else {
-        for (let x = 0, s = src; x < cx1 - cx0; x++, s += spp) out[dst + x] = block[s]!;
-      }
+  // Read in batches of about BATCH_BYTES, the next batch read while this one decodes: memory stays
+  // bounded and the compressed bytes are still in the CPU cache when they are decoded.
+  const batches: Array<typeof present> = [];
+  for (let i = 0, bytes = Infinity; i < present.length; i++) {
+    if (bytes >= BATCH_BYTES) {
+      batches.push([]);
+      bytes = 0;
     }
-  });
+    batches.at(-1)!.push(present[i]!);
+    bytes += present[i]!.length;
+  }
+  const inner = planar === 2 ? 0 : sample;
+  let decodeMs = 0;
+  const decodeBatch = (batch: typeof present, data: Uint8Array[]): void => {
+    batch.forEach((b, k) => {
+      // Strips: the last one holds only the rows left; tiles are always full size.
+      const rows = tiled ? th : Math.min(th, height - b.by * th);
+      const compressed = data[k]!;
+      if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
+      const t0 = performance.now();
+      const bytes = decodeBlock(compressed.subarray(0, b.length), { ...layout, rows }, { declaredRows: th });
+      decodeMs += performance.now() - t0;
+      // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned
+      // (a copy: a Buffer's slice() is a view).
+      const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : new Uint8Array(bytes);
+      const block = arrayFor(layout.format, layout.bytesPerSample, aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / layout.bytesPerSample)!;
+      const { bx0, by0, cx0, cx1, cy0, cy1 } = clip(b.bx, b.by, rows);
+      const spp = layout.samples;
+      for (let y = cy0; y < cy1; y++) {
+        const src = ((y - by0) * tw + (cx0 - bx0)) * spp + inner;
+        const dst = (y - y0) * ww + (cx0 - x0);
+        if (spp === 1) {
+          out.set(block.subarray(src, src + (cx1 - cx0)), dst);
+        } else {
+          for (let x = 0, s = src; x < cx1 - cx0; x++, s += spp) out[dst + x] = block[s]!;
+        }
+      }
+    });
+  };
+  let next = batches.length ? source.read(batches[0]!, signal) : undefined;
+  for (let n = 0; n < batches.length; n++) {
+    const batch = batches[n]!;
+    const data = await next!;
+    next = n + 1 < batches.length ? source.read(batches[n + 1]!, signal) : undefined;
+    // An unread batch must not reject unobserved when this one fails.
+    next?.catch(() => {});
+    decodeBatch(batch, data);
+  }
   recordDecode(layout.compression, decodeMs / 1000);
   return out;
 }
 
 /** readWindowRaw when it can read the file, else geotiff.js's readRasters (with the registered decoders). */
-export async function readWindow(image: GeoTIFFImage, window: [number, number, number, number], sample: number, signal?: AbortSignal): Promise<ArrayLike<number>> {
-  const fast = await readWindowRaw(image, window, sample, { fill: image.getGDALNoData() ?? 0, signal });
+export async function readWindow(raster: RasterImage, window: [number, number, number, number], sample: number, signal?: AbortSignal): Promise<ArrayLike<number>> {
+  const { image } = raster;
+  const fast = await readWindowRaw(raster, window, sample, { fill: image.getGDALNoData() ?? 0, signal });
   if (fast) return fast;
   // geotiff.js reads and decodes together: the whole call is the decode time here.
   const t0 = performance.now();
   const r = (await image.readRasters({ window, samples: [sample], interleave: false, signal })) as unknown as ArrayLike<number>[];
-  recordDecode(Number((image as unknown as ImageInternals).fileDirectory.getValue('Compression') ?? 1), (performance.now() - t0) / 1000);
+  recordDecode(Number(image.getFileDirectory().getValue('Compression') ?? 1), (performance.now() - t0) / 1000);
   return r[0]!;
 }

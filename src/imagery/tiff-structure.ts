@@ -4,22 +4,31 @@
  * looping and within MAX_IFDS, and the first image (the one read) keeps within the limits of
  * decode-limits.ts: width × height, the number of strips or tiles, the decoded size of one and the
  * compressed size each declares, and the size of every other tag's values. Reads the IFDs and the
- * byte-count table only: a few kilobytes for a real file.
+ * byte-count and offset tables only: a few kilobytes for a real file. Reads through a RasterSource,
+ * and answers what the raw-tile reader needs of the first image: its byte order and where its
+ * blocks are.
  */
-import { fstat } from 'node:fs';
-import { promisify } from 'node:util';
-import type { GeoTIFF } from 'geotiff';
 import { checkBlockBytes, decodeLimits, ImageryLimitError } from './decode-limits.js';
+import type { RasterSource } from './raster-source.js';
 
-interface TiffInternals {
+export interface TiffStructure {
   littleEndian: boolean;
   bigTiff: boolean;
-  firstIFDOffset: number;
-  source: {
-    fetch(slices: Array<{ offset: number; length: number }>, signal?: AbortSignal): Promise<ArrayBuffer[]>;
-    /** geotiff.js's FileSource: the open file descriptor. */
-    openRequest?: Promise<number>;
-  };
+  /** How the first image's blocks are stored (absent when it declares no dimensions or no block tables). */
+  blocks?: BlockTable;
+}
+
+export interface BlockTable {
+  /** TIFF Compression and Predictor tags (1 when absent). */
+  compression: number;
+  predictor: number;
+  /** PlanarConfiguration: 1 samples interleaved in each block, 2 one set of blocks per sample. */
+  planar: number;
+  /** Tiles, else strips: as geotiff.js decides, an image without StripOffsets is tiled. */
+  tiled: boolean;
+  /** File offset and byte count of every strip or tile. */
+  offsets: number[];
+  counts: number[];
 }
 
 /** Images (IFDs) one file may chain; only the first is read. */
@@ -40,19 +49,31 @@ interface Entry {
   inline: DataView;
 }
 
-export async function checkTiffStructure(tiff: GeoTIFF, signal?: AbortSignal): Promise<void> {
-  const t = tiff as unknown as TiffInternals;
-  const le = t.littleEndian;
-  const big = t.bigTiff;
-  const read = async (offset: number, length: number) => new DataView((await t.source.fetch([{ offset, length }], signal))[0]!);
+/** The file's structure, once its declarations are found within the limits (else ImageryLimitError, or Error for a corrupt file). */
+export async function checkTiffStructure(source: RasterSource, signal?: AbortSignal): Promise<TiffStructure> {
+  // Zeros past the end of the file, as geotiff.js's sources answer: what is cut short is judged below.
+  const read = async (offset: number, length: number) => {
+    const [bytes] = await source.read([{ offset, length }], signal);
+    const v = new Uint8Array(length);
+    v.set(bytes!);
+    return new DataView(v.buffer);
+  };
+  const header = await read(0, 8);
+  const order = header.getUint16(0, true);
+  if (order !== 0x4949 && order !== 0x4d4d) throw new Error('Invalid byte order value.');
+  const le = order === 0x4949;
+  const magic = header.getUint16(2, le);
+  if (magic !== 42 && magic !== 43) throw new Error('Invalid magic number.');
+  const big = magic === 43;
+  const firstIFDOffset = big ? Number((await read(8, 8)).getBigUint64(0, le)) : header.getUint32(4, le);
   const word = (v: DataView, at: number) => (big ? Number(v.getBigUint64(at, le)) : v.getUint32(at, le));
-  const fileSize = t.source.openRequest ? (await promisify(fstat)(await t.source.openRequest)).size : undefined;
+  const fileSize = source.size;
 
   const entrySize = big ? 20 : 12;
   const head = big ? 8 : 2;
   const seen = new Set<number>();
   let first: Map<number, Entry> | undefined;
-  for (let offset = t.firstIFDOffset, k = 0; offset !== 0; k++) {
+  for (let offset = firstIFDOffset, k = 0; offset !== 0; k++) {
     if (seen.has(offset)) throw new ImageryLimitError('ifd_loop', `the chain of images (IFDs) loops: after ${k} IFD(s) it points back to the one at byte ${offset}`);
     if (k >= MAX_IFDS) throw new ImageryLimitError('too_many_ifds', `the file chains more than ${MAX_IFDS} images (IFDs)`);
     seen.add(offset);
@@ -79,7 +100,7 @@ export async function checkTiffStructure(tiff: GeoTIFF, signal?: AbortSignal): P
     }
     offset = next;
   }
-  if (first) await checkImage(first, { read, big, le, fileSize });
+  return { littleEndian: le, bigTiff: big, blocks: first ? await checkImage(first, { read, big, le, fileSize }) : undefined };
 }
 
 function entriesOf(v: DataView, n: number, entrySize: number, big: boolean, le: boolean): Map<number, Entry> {
@@ -105,7 +126,7 @@ function entriesOf(v: DataView, n: number, entrySize: number, big: boolean, le: 
 async function checkImage(
   entries: Map<number, Entry>,
   io: { read: (offset: number, length: number) => Promise<DataView>; big: boolean; le: boolean; fileSize?: number },
-): Promise<void> {
+): Promise<TiffStructure['blocks']> {
   const limits = decodeLimits();
   for (const [tag, e] of entries) {
     const bytes = (TYPE_BYTES[e.type] ?? 0) * e.count;
@@ -144,11 +165,13 @@ async function checkImage(
   // geotiff.js and the raw reader fetch a block's compressed bytes whole: no codec needs twice the
   // decoded size (LZW's worst case is 1.5 times), plus room for headers and tables.
   const counts = await values(tiled ? 325 : 279);
-  const offsets = io.fileSize === undefined ? undefined : await values(tiled ? 324 : 273);
+  const offsets = await values(tiled ? 324 : 273);
   const maxCompressed = 2 * blockBytes + 1_048_576;
   counts?.forEach((c, i) => {
     if (c > maxCompressed) throw new ImageryLimitError('block_too_large', `${what} (${i}) declares ${c} compressed bytes for ${blockBytes} decoded ones`);
     const end = (offsets?.[i] ?? 0) + c;
     if (c > 0 && io.fileSize !== undefined && end > io.fileSize) throw new Error(`${what} (${i}) ends at byte ${end}, past the end of the file (${io.fileSize} bytes): the file is truncated`);
   });
+  if (!offsets || !counts) return undefined;
+  return { compression: (await one(259)) ?? 1, predictor: (await one(317)) ?? 1, planar, tiled: !entries.has(273), offsets, counts };
 }

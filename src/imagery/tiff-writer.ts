@@ -1,6 +1,7 @@
 /**
- * A small GeoTIFF writer: tiled, DEFLATE, LZW or uncompressed (optionally with the horizontal
- * predictor), one or more interleaved samples per pixel, georeferenced with
+ * A small GeoTIFF writer: tiled (or in strips), DEFLATE, LZW or uncompressed (optionally with the
+ * horizontal predictor), uint8, uint16, int16 or float32, one or more interleaved samples per
+ * pixel, georeferenced with
  * ModelPixelScale/ModelTiepoint and an EPSG code. geotiff.js's own writer can neither tile nor
  * compress; this is what the synthetic scenes, the demo, the decode tests and the benchmarks use.
  */
@@ -12,7 +13,7 @@ export interface GeoTiffSpec {
   width: number;
   height: number;
   /** Row-major pixels; with several samples per pixel, interleaved (s0 s1 … of a pixel together). */
-  data: Uint16Array | Uint8Array;
+  data: Uint16Array | Uint8Array | Int16Array | Float32Array;
   epsg: number;
   /**
    * GeoKeys added to (or replacing) the ones `epsg` implies, by key id: a user-defined CRS is
@@ -27,6 +28,9 @@ export interface GeoTiffSpec {
   tileSize?: number;
   /** Tile height when tiles are not square (default tileSize). Both must be multiples of 16 for GDAL. */
   tileHeight?: number;
+  /** Strips of this many rows (the last one holds only the rows left) instead of tiles. */
+  rowsPerStrip?: number;
+  /** The horizontal predictor (integer samples only). */
   predictor?: boolean;
   /** DEFLATE level, 1 (fastest) to 9 (smallest); default 6. */
   deflateLevel?: number;
@@ -130,10 +134,14 @@ function geoKeyDirectory(spec: Pick<GeoTiffSpec, 'epsg' | 'geoKeys'>): { geoKeys
 
 export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
   const { width, height, data } = spec;
-  const tile = spec.tileSize ?? 256;
-  const tileH = spec.tileHeight ?? tile;
+  const strips = spec.rowsPerStrip !== undefined;
+  const tile = strips ? width : (spec.tileSize ?? 256);
+  const tileH = strips ? Math.min(spec.rowsPerStrip!, height) : (spec.tileHeight ?? tile);
   const spp = spec.samples ?? 1;
-  const bits = data instanceof Uint16Array ? 16 : 8;
+  const bits = data.BYTES_PER_ELEMENT * 8;
+  const format = data instanceof Float32Array ? 3 : data instanceof Int16Array ? 2 : 1;
+  if (spec.predictor && format === 3) throw new Error('the horizontal predictor is for integer samples');
+  const mask = bits === 8 ? 0xff : 0xffff;
   const compression = spec.compression ?? 'deflate';
   const tilesX = Math.ceil(width / tile);
   const tilesY = Math.ceil(height / tileH);
@@ -141,15 +149,17 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
   const tiles: Buffer[] = [];
   for (let ty = 0; ty < tilesY; ty++) {
     for (let tx = 0; tx < tilesX; tx++) {
-      // Edge tiles are full size, padded with zeros (TIFF tiles all have the same shape).
-      const t = bits === 16 ? new Uint16Array(row * tileH) : new Uint8Array(row * tileH);
-      for (let y = 0; y < tileH; y++) {
+      // Edge tiles are full size, padded with zeros (TIFF tiles all have the same shape); the last
+      // strip holds only the rows left.
+      const rows = strips ? Math.min(tileH, height - ty * tileH) : tileH;
+      const t = new (data.constructor as new (n: number) => typeof data)(row * rows);
+      for (let y = 0; y < rows; y++) {
         const sy = ty * tileH + y;
         if (sy >= height) break;
         const x1 = Math.min(tile, width - tx * tile);
         t.set(data.subarray((sy * width + tx * tile) * spp, (sy * width + tx * tile + x1) * spp), y * row);
         if (spec.predictor) {
-          for (let x = row - 1; x >= spp; x--) t[y * row + x] = (t[y * row + x]! - t[y * row + x - spp]!) & (bits === 16 ? 0xffff : 0xff);
+          for (let x = row - 1; x >= spp; x--) t[y * row + x] = (t[y * row + x]! - t[y * row + x - spp]!) & mask;
         }
       }
       const raw = Buffer.from(t.buffer, t.byteOffset, t.byteLength);
@@ -165,12 +175,20 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
     { tag: 277, type: SHORT, values: [spp] },
     { tag: 284, type: SHORT, values: [1] },
     { tag: 317, type: SHORT, values: [spec.predictor ? 2 : 1] },
-    { tag: 322, type: LONG, values: [tile] },
-    { tag: 323, type: LONG, values: [tileH] },
-    { tag: 324, type: LONG, values: tiles.map(() => 0) },
-    { tag: 325, type: LONG, values: tiles.map((t) => t.length) },
+    ...(strips
+      ? [
+          { tag: 273, type: LONG, values: tiles.map(() => 0) },
+          { tag: 278, type: LONG, values: [tileH] },
+          { tag: 279, type: LONG, values: tiles.map((t) => t.length) },
+        ]
+      : [
+          { tag: 322, type: LONG, values: [tile] },
+          { tag: 323, type: LONG, values: [tileH] },
+          { tag: 324, type: LONG, values: tiles.map(() => 0) },
+          { tag: 325, type: LONG, values: tiles.map((t) => t.length) },
+        ]),
     ...(spp > 1 ? [{ tag: 338, type: SHORT, values: new Array<number>(spp - 1).fill(0) }] : []),
-    { tag: 339, type: SHORT, values: new Array<number>(spp).fill(1) },
+    { tag: 339, type: SHORT, values: new Array<number>(spp).fill(format) },
     ...geoTags(spec),
     ...(spec.nodata !== undefined ? [{ tag: 42113, type: ASCII, values: `${spec.nodata}\0` }] : []),
   ];

@@ -6,18 +6,16 @@
  * digital numbers: the kernel turns them into reflectance with each band's scale and offset, and
  * treats DN 0 and the declared no-data value as "no value".
  */
-import { fromCustomClient, fromFile, type GeoTIFF, type GeoTIFFImage } from 'geotiff';
+import type { GeoTIFFImage } from 'geotiff';
 import type { Dtype } from '../compute/kernel-host.js';
 import type { Boundary } from '../fields/index.js';
 import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
 import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { readWindow } from './raw-window.js';
-import { TimedFetchClient } from './http-client.js';
 import { resolveLocal } from './local-path.js';
-import { countLocalReads } from './metrics.js';
 import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
-import { checkTiffStructure } from './tiff-structure.js';
+import { firstImage, isRemote, openRaster, openSource, type Raster, type RasterImage } from './raster.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
 export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
@@ -96,6 +94,7 @@ export interface ReadOptions {
 }
 
 interface Grid {
+  raster: RasterImage;
   image: GeoTIFFImage;
   epsg: CrsRef;
   ox: number;
@@ -111,51 +110,43 @@ interface Grid {
 // Open files (and their parsed headers) per thread, least recently used first out: each holds a
 // file descriptor, so the number kept open is bounded.
 const MAX_OPEN = 256;
-const tiffs = new Map<string, Promise<GeoTIFF>>();
+const rasters = new Map<string, Promise<Raster>>();
 
-export async function openTiff(href: string, roots: string[], signal?: AbortSignal): Promise<GeoTIFF> {
-  const remote = /^https?:\/\//i.test(href);
+export async function openTiff(href: string, roots: string[], signal?: AbortSignal): Promise<Raster> {
+  const remote = isRemote(href);
   const key = remote ? href : await resolveLocal(href, roots);
-  let t = tiffs.get(key);
+  let t = rasters.get(key);
   if (t) {
-    tiffs.delete(key);
-    tiffs.set(key, t);
+    rasters.delete(key);
+    rasters.set(key, t);
     return t;
   }
-  const opened = remote ? fromCustomClient(new TimedFetchClient(href), { allowFullFile: false }, signal) : fromFile(key, signal).then(countLocalReads);
   // What the file declares is checked before geotiff.js parses it (decompression bombs).
-  t = opened.then(async (tiff) => {
-    try {
-      await checkTiffStructure(tiff, signal);
-    } catch (err) {
-      await Promise.resolve(tiff.close()).catch(() => {});
-      throw err;
-    }
-    return tiff;
-  });
-  tiffs.set(key, t);
-  t.catch(() => tiffs.delete(key));
-  while (tiffs.size > MAX_OPEN) {
-    const [oldKey, old] = tiffs.entries().next().value as [string, Promise<GeoTIFF>];
-    tiffs.delete(oldKey);
-    old.then((g) => void g.close()).catch(() => {});
+  t = openSource(key).then((source) => openRaster(source, signal));
+  rasters.set(key, t);
+  t.catch(() => rasters.delete(key));
+  while (rasters.size > MAX_OPEN) {
+    const [oldKey, old] = rasters.entries().next().value as [string, Promise<Raster>];
+    rasters.delete(oldKey);
+    old.then((r) => r.source.close()).catch(() => {});
   }
   return t;
 }
 
 async function gridOf(band: string, href: string, opts: ReadOptions): Promise<Grid> {
-  let tiff: GeoTIFF;
+  let opened: Raster;
   try {
-    tiff = await openTiff(href, opts.roots, opts.signal);
+    opened = await openTiff(href, opts.roots, opts.signal);
   } catch (err) {
     throw new ImageryError(band, (err as Error).message || 'cannot open the file');
   }
-  let image: GeoTIFFImage;
+  let raster: RasterImage;
   try {
-    image = await tiff.getImage(0);
+    raster = await firstImage(opened);
   } catch (err) {
     throw new ImageryError(band, `not a readable GeoTIFF (${(err as Error).message})`);
   }
+  const { image } = raster;
   let epsg: CrsRef;
   try {
     epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
@@ -171,6 +162,7 @@ async function gridOf(band: string, href: string, opts: ReadOptions): Promise<Gr
     throw new ImageryError(band, 'the file has no georeferencing (ModelTiepoint/ModelPixelScale or ModelTransformation)');
   }
   return {
+    raster,
     image,
     epsg,
     ox: origin[0]!,
@@ -215,7 +207,7 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   if (index < 1 || index > grid.samples) throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
   let raster: ArrayLike<number>;
   try {
-    raster = await readWindow(grid.image, [cx0, cy0, cx1, cy1], index - 1, signal);
+    raster = await readWindow(grid.raster, [cx0, cy0, cx1, cy1], index - 1, signal);
   } catch (err) {
     throw new ImageryError(band, undecodable(err as Error));
   }

@@ -17,6 +17,9 @@ import { COMPRESSION, decodeBlock } from '../../../src/imagery/block-decoder.js'
 import { ImageryLimitError, withDecodeBudget } from '../../../src/imagery/decode-limits.js';
 import { registerFastDecoders } from '../../../src/imagery/decoders.js';
 import { hostileTiffs, lzwBomb, sentinelSizedBand, tiled, zlibBomb } from '../../../src/imagery/hostile-tiffs.js';
+import { LocalFileSource } from '../../../src/imagery/local-source.js';
+import { firstImage, openRaster, type RasterImage } from '../../../src/imagery/raster.js';
+import { memorySource } from '../../../src/imagery/raster-source.js';
 import { readWindowRaw } from '../../../src/imagery/raw-window.js';
 import { checkTiffStructure } from '../../../src/imagery/tiff-structure.js';
 import { lzwEncode, writeGeoTiff } from '../../../src/imagery/tiff-writer.js';
@@ -35,6 +38,7 @@ afterEach(() => {
 
 const bufferOf = (b: Buffer) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
 const imageOf = async (b: Buffer): Promise<GeoTIFFImage> => (await fromArrayBuffer(bufferOf(b))).getImage();
+const rasterOf = async (b: Uint8Array): Promise<RasterImage> => firstImage(await openRaster(memorySource(b)));
 
 /** The refusal's code, or 'accepted'. */
 async function refusal(fn: () => unknown): Promise<string> {
@@ -87,19 +91,19 @@ describe('structure check, before geotiff.js parses anything', () => {
   const structural = files.filter((h) => !['decompression_bomb', 'unsupported_compression'].includes(h.code));
 
   it.each(structural.map((h) => [h.name, h.code, h.file] as const))('%s: %s', async (_name, code, file) => {
-    expect(await refusal(async () => checkTiffStructure(await fromArrayBuffer(bufferOf(file))))).toBe(code);
+    expect(await refusal(async () => checkTiffStructure(memorySource(file)))).toBe(code);
   });
 
   it('passes the bombs whose structure is sound (their blocks are refused when decoded), a Sentinel-2-sized band and a normal file', async () => {
     const sound = [...files.filter((h) => !structural.includes(h)).map((h) => h.file), sentinelSizedBand(), writeGeoTiff({ width: 300, height: 200, data: new Uint16Array(60_000).fill(3), epsg: 32631, originX: 0, originY: 0, resolution: 10 })];
-    for (const file of sound) expect(await refusal(async () => checkTiffStructure(await fromArrayBuffer(bufferOf(file))))).toBe('accepted');
+    for (const file of sound) expect(await refusal(async () => checkTiffStructure(memorySource(file)))).toBe('accepted');
   });
 
   it('finds a local file whose blocks end past its end truncated', async () => {
     const ok = writeGeoTiff({ width: 300, height: 200, data: new Uint16Array(60_000).fill(3), epsg: 32631, originX: 0, originY: 0, resolution: 10, compression: 'none' });
     const file = path.join(dir, 'cut.tif');
     writeFileSync(file, ok.subarray(0, ok.length - 100));
-    await expect(checkTiffStructure(await fromFile(file))).rejects.toThrow(/truncated/);
+    await expect(checkTiffStructure(await LocalFileSource.open(file))).rejects.toThrow(/truncated/);
   });
 });
 
@@ -184,7 +188,7 @@ describe('geotiff.js fallback (readRasters with the registered decoders)', () =>
     }
     execFileSync('gdal_translate', ['-q', '-co', 'COMPRESS=NONE', out, back]);
     const ours = ((await (await (await fromFile(out)).getImage()).readRasters()) as unknown as ArrayLike<number>[])[0]!;
-    const gdalPixels = (await readWindowRaw(await (await fromArrayBuffer(bufferOf(readFileSync(back)))).getImage(), [0, 0, w, h], 0))!;
+    const gdalPixels = (await readWindowRaw(await rasterOf(readFileSync(back)), [0, 0, w, h], 0))!;
     let worst = 0;
     for (let i = 0; i < w * h; i++) worst = Math.max(worst, Math.abs(ours[i]! - gdalPixels[i]!));
     expect(worst).toBeLessThanOrEqual(tolerance);
@@ -197,16 +201,17 @@ describe('IMAGERY_MAX_DECODED_BYTES', () => {
 
   it('one budget per withDecodeBudget: a window past it is refused, one within it read, and nothing is counted outside', async () => {
     process.env.IMAGERY_MAX_DECODED_BYTES = String(1_048_576);
-    const image = await imageOf(file);
-    expect(await refusal(() => withDecodeBudget(() => readWindowRaw(image, [0, 0, 1024, 1024], 0)))).toBe('decode_limit');
-    expect(await refusal(() => withDecodeBudget(() => readWindowRaw(image, [0, 0, 1024, 512], 0)))).toBe('accepted');
+    const raster = await rasterOf(file);
+    const image = raster.image;
+    expect(await refusal(() => withDecodeBudget(() => readWindowRaw(raster, [0, 0, 1024, 1024], 0)))).toBe('decode_limit');
+    expect(await refusal(() => withDecodeBudget(() => readWindowRaw(raster, [0, 0, 1024, 512], 0)))).toBe('accepted');
     // Two reads in one budget add up: 8 tiles, then one more.
     expect(await refusal(() => withDecodeBudget(async () => {
-      await readWindowRaw(image, [0, 0, 1024, 512], 0);
-      await readWindowRaw(image, [0, 512, 10, 513], 0);
+      await readWindowRaw(raster, [0, 0, 1024, 512], 0);
+      await readWindowRaw(raster, [0, 512, 10, 513], 0);
     }))).toBe('decode_limit');
     // geotiff.js's readRasters (the registered decoders) is charged as well.
     expect(await refusal(() => withDecodeBudget(() => image.readRasters({ window: [0, 0, 1024, 1024] })))).toBe('decode_limit');
-    expect(await refusal(() => readWindowRaw(image, [0, 0, 1024, 1024], 0))).toBe('accepted');
+    expect(await refusal(() => readWindowRaw(raster, [0, 0, 1024, 1024], 0))).toBe('accepted');
   });
 });

@@ -9,10 +9,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fromArrayBuffer, fromFile, type GeoTIFFImage } from 'geotiff';
+import type { GeoTIFFImage } from 'geotiff';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BlockDecodeError, COMPRESSION, decodeBlock } from '../../../src/imagery/block-decoder.js';
 import { registerFastDecoders } from '../../../src/imagery/decoders.js';
+import { LocalFileSource } from '../../../src/imagery/local-source.js';
+import { firstImage, openRaster, type RasterImage } from '../../../src/imagery/raster.js';
+import { memorySource } from '../../../src/imagery/raster-source.js';
 import { readWindow, readWindowRaw, rawLayout } from '../../../src/imagery/raw-window.js';
 import { lzwEncode, writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
 import { hasGdal } from '../../helpers/tools.js';
@@ -45,12 +48,16 @@ function pixels(n: number, bits: 8 | 16, seed: number): Uint16Array | Uint8Array
   return out;
 }
 
-async function imageOf(buf: Buffer): Promise<GeoTIFFImage> {
-  return (await fromArrayBuffer(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer)).getImage();
+async function imageOf(buf: Buffer): Promise<RasterImage> {
+  return firstImage(await openRaster(memorySource(buf)));
+}
+
+async function fileImage(file: string): Promise<RasterImage> {
+  return firstImage(await openRaster(await LocalFileSource.open(file)));
 }
 
 /** geotiff.js's own decode of one sample of a window. */
-async function independent(image: GeoTIFFImage, window: [number, number, number, number], sample: number): Promise<ArrayLike<number>> {
+async function independent({ image }: { image: GeoTIFFImage }, window: [number, number, number, number], sample: number): Promise<ArrayLike<number>> {
   return ((await image.readRasters({ window, samples: [sample], interleave: false })) as unknown as ArrayLike<number>[])[0]!;
 }
 
@@ -140,7 +147,7 @@ describe.runIf(gdal)('files compressed by GDAL', () => {
     writeFileSync(src, writeGeoTiff({ width: w, height: h, data, epsg: 32632, originX: 500000, originY: 5600000, resolution: 10, tileSize: 64, compression: 'none', samples }));
     const out = path.join(dir, `gdal-${name.length}-${bits}-${samples}.tif`);
     execFileSync('gdal_translate', ['-q', ...opts, src, out]);
-    const image = await (await fromFile(out)).getImage();
+    const image = await fileImage(out);
     expect(rawLayout(image), 'the fast path reads this file').not.toBeNull();
     for (let s = 0; s < samples; s++) {
       const full = await readWindowRaw(image, [0, 0, w, h], s);
@@ -162,7 +169,7 @@ it('reads the real Sentinel-2 files (when present) identically through both path
   }
   const image = await imageOf(bytes);
   expect(rawLayout(image)).not.toBeNull();
-  const win: [number, number, number, number] = [0, 0, image.getWidth(), image.getHeight()];
+  const win: [number, number, number, number] = [0, 0, image.image.getWidth(), image.image.getHeight()];
   expect(firstDifference((await readWindowRaw(image, win, 0))!, await independent(image, win, 0))).toBeNull();
 });
 
@@ -179,7 +186,7 @@ describe('decoders registered with geotiff.js', () => {
     registerFastDecoders();
     for (const [buf, ref] of files) {
       const image = await imageOf(buf);
-      const got = await independent(image, [5, 7, 111, 90], image.getSamplesPerPixel() - 1);
+      const got = await independent(image, [5, 7, 111, 90], image.image.getSamplesPerPixel() - 1);
       expect(firstDifference(got, ref)).toBeNull();
     }
   });
@@ -191,7 +198,7 @@ describe('decoders registered with geotiff.js', () => {
     writeFileSync(src, writeGeoTiff({ width: w, height: h, data, epsg: 32632, originX: 500000, originY: 5600000, resolution: 10, tileSize: 32, compression: 'none' }));
     const out = path.join(dir, 'float-p3.tif');
     execFileSync('gdal_translate', ['-q', '-ot', 'Float32', '-co', 'COMPRESS=LZW', '-co', 'PREDICTOR=3', '-co', 'TILED=YES', '-co', 'BLOCKXSIZE=32', '-co', 'BLOCKYSIZE=32', src, out]);
-    const image = await (await fromFile(out)).getImage();
+    const image = await fileImage(out);
     expect(rawLayout(image)).toBeNull();
     const got = await readWindow(image, [0, 0, w, h], 0);
     expect(firstDifference(got, data)).toBeNull();
