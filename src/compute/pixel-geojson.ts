@@ -11,7 +11,7 @@
  */
 import { toWgs84 } from '../imagery/crs.js';
 import type { FieldWindow } from '../imagery/window-reader.js';
-import { Lru } from '../platform/lru.js';
+import { LRUCache } from 'lru-cache';
 
 export type PixelGrid = Pick<FieldWindow, 'width' | 'height' | 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>;
 
@@ -26,7 +26,7 @@ interface GridNodes {
   longest: number;
 }
 
-const grids = new Lru<GridNodes>(32 * 1_048_576, (g) => g.bytes.byteLength + g.start.byteLength);
+const grids = new LRUCache<string, GridNodes>({ maxSize: 32 * 1_048_576, sizeCalculation: (g) => g.bytes.byteLength + g.start.byteLength });
 
 function gridNodes(grid: PixelGrid): GridNodes {
   const key = `${grid.epsg}|${grid.originX}|${grid.originY}|${grid.resX}|${grid.resY}|${grid.width}|${grid.height}`;
