@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDurations, settingsOf } from '../../src/platform/config.js';
-import { packageRoot } from '../../src/platform/paths.js';
+import { ConfigError, loadConfig, parseDurations, settingsOf } from '../../../src/platform/config.js';
+import { packageRoot } from '../../../src/platform/paths.js';
 
 describe('configuration', () => {
   it('has working defaults', () => {
