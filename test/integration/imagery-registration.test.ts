@@ -70,6 +70,15 @@ async function rangeServer(dir: string, ranges: string[]): Promise<{ server: htt
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
+async function closeAll(t: TestApp, server: http.Server, scratch: string): Promise<void> {
+  await new Promise<void>((r) => server.close(() => r()));
+  await t.close();
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const postImagery = (t: TestApp, payload: unknown) => t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
+const imageryCount = async (t: TestApp) => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
+
 // The test's COG server is on 127.0.0.1: remote imagery may read private addresses here (the
 // compute threads take the environment when the pool starts). The refusal itself is tested in
 // test/unit/imagery/http-client.test.ts.
@@ -94,14 +103,10 @@ describe.runIf(hasRealData)('imagery registration', () => {
     ftwFieldId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Austria test', boundary: polygonOf(ftw) } })).json().id;
     ({ server, base } = await rangeServer(RKH, ranges));
   });
-  afterAll(async () => {
-    await new Promise<void>((r) => server.close(() => r()));
-    await t.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => closeAll(t, server, scratch));
 
-  const post = (payload: unknown) => t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
-  const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
+  const post = (payload: unknown) => postImagery(t, payload);
+  const count = () => imageryCount(t);
   const rkhBands = () => Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [b, path.join(RKH, `${b}.tif`)]));
 
   it('registers local files with an SCL mask: footprint, CRS, resolution, the field\'s own cloud cover, imagery.available', async () => {
@@ -169,14 +174,10 @@ describe('imagery registration: broken input, on a synthetic scene', () => {
     expect(field.statusCode, field.body).toBe(201);
     ({ server, base } = await rangeServer(scratch, []));
   });
-  afterAll(async () => {
-    await new Promise<void>((r) => server.close(() => r()));
-    await t.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => closeAll(t, server, scratch));
 
-  const post = (payload: unknown) => t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
-  const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
+  const post = (payload: unknown) => postImagery(t, payload);
+  const count = () => imageryCount(t);
 
   it('every broken input answers 400 naming the band and the reason, and stores nothing', async () => {
     const corrupt = path.join(scratch, 'corrupt.tif');
