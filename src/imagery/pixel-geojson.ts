@@ -10,7 +10,7 @@
  * - values are written as fixed-point decimals (6 places) digit by digit.
  */
 import type { Room, WindowGrid } from '../compute/tasks.js';
-import { Lru } from '../platform/lru.js';
+import { LRUCache } from 'lru-cache';
 import { toWgs84 } from './crs.js';
 
 export type { Room };
@@ -28,7 +28,7 @@ interface GridNodes {
   longest: number;
 }
 
-const grids = new Lru<GridNodes>(32 * 1_048_576, (g) => g.bytes.byteLength + g.start.byteLength);
+const grids = new LRUCache<string, GridNodes>({ maxSize: 32 * 1_048_576, sizeCalculation: (g) => g.bytes.byteLength + g.start.byteLength });
 
 function gridNodes(grid: PixelGrid): GridNodes {
   const key = `${grid.epsg}|${grid.originX}|${grid.originY}|${grid.resX}|${grid.resY}|${grid.width}|${grid.height}`;

@@ -10,7 +10,7 @@
 import type { Database } from '../platform/database.js';
 import { createHash } from 'node:crypto';
 import type { CachedStats, FieldState } from './types.js';
-import { Lru } from '../platform/lru.js';
+import { LRUCache } from 'lru-cache';
 
 /** A short content hash: the cache keys of boundaries, formulas and bodies. */
 export const hash = (x: unknown) => createHash('sha256').update(typeof x === 'string' ? x : JSON.stringify(x)).digest('base64url').slice(0, 22);
@@ -22,15 +22,23 @@ export interface CachedBody {
 }
 
 const MB = 1_048_576;
-const bodyLimit = () => Math.max(0, Number(process.env.GEOJSON_CACHE_MB ?? 64)) * MB;
+/** In whole bytes, at least 1 (lru-cache wants a positive integer; a 1-byte limit keeps no body). */
+const bodyLimit = () => {
+  const mb = Number(process.env.GEOJSON_CACHE_MB ?? 64);
+  return mb > 0 ? Math.max(1, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(mb * MB))) : 1;
+};
 
 export class IndexCache {
   /** Per `account/field`: boundary, its hash, the captures over it (see field-state.ts). */
-  readonly fields = new Lru<FieldState>(2_000);
-  /** Per `boundary hash|formula hash`: the statistics by capture id; bounded in captures. */
-  readonly stats = new Lru<Map<string, CachedStats>>(200_000, (g) => g.size + 1);
+  readonly fields = new LRUCache<string, FieldState>({ max: 2_000 });
+  /**
+   * Per `boundary hash|formula hash`: the statistics by capture id; bounded in captures. A group
+   * that grew is re-measured by deleting and setting it again (lru-cache measures a value that is
+   * set again as the same object only once).
+   */
+  readonly stats = new LRUCache<string, Map<string, CachedStats>>({ maxSize: 200_000, sizeCalculation: (g) => g.size + 1 });
   /** Whole GET indices bodies with GeoJSON, bounded in bytes (GEOJSON_CACHE_MB, default 64). */
-  readonly bodies = new Lru<CachedBody>(bodyLimit(), (b) => (b.raw?.byteLength ?? 0) + (b.gzip?.byteLength ?? 0));
+  readonly bodies = new LRUCache<string, CachedBody>({ maxSize: bodyLimit(), sizeCalculation: (b) => (b.raw?.byteLength ?? 0) + (b.gzip?.byteLength ?? 0) });
   /** Work under way, so that a burst of identical misses computes once. */
   private readonly running = new Map<string, Promise<unknown>>();
 

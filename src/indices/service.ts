@@ -234,12 +234,14 @@ export async function computeFieldIndex(deps: IndexDeps, accountId: string, fiel
   if (opts.gzip) {
     if (!body.gzip) {
       body.gzip = await cache.once(`gzip|${key}`, () => heavily(deps, () => gzip(body.raw!)));
-      cache.bodies.set(key, body); // re-measured with its other encoding
+      cache.bodies.delete(key); // re-measured with its other encoding
+      cache.bodies.set(key, body);
     }
     return { payload: body.gzip, encoding: 'gzip' };
   }
   if (!body.raw) {
     body.raw = await cache.once(`raw|${key}`, () => heavily(deps, () => gunzip(body.gzip!)));
+    cache.bodies.delete(key);
     cache.bodies.set(key, body);
   }
   return { payload: body.raw };

@@ -52,7 +52,10 @@ function group(deps: IndexDeps, state: FieldState, fHash: string, create: boolea
 function keep(deps: IndexDeps, state: FieldState, fHash: string, imageryId: string, s: CachedStats): void {
   const g = group(deps, state, fHash, true);
   g.set(imageryId, s);
-  cacheFor(deps.db).stats.set(`${state.boundaryHash}|${fHash}`, g); // re-measured
+  const lru = cacheFor(deps.db).stats;
+  const key = `${state.boundaryHash}|${fHash}`;
+  lru.delete(key); // re-measured: lru-cache sizes the same object once
+  lru.set(key, g);
 }
 
 const enough = (s: CachedStats | undefined, order: boolean): s is CachedStats => !!s && (!order || s.order !== undefined);

@@ -1,111 +1,148 @@
 /**
  * Configuration from environment variables, validated once at start-up. A bad value stops the
- * process with one line naming the variable (ConfigError). Every variable is documented in the
- * README's "Configuration" table; keep the two in step.
+ * process with one line naming the variable (ConfigError).
+ *
+ * Every setting is declared once, in ConfigSchema: its environment variable (`env`), type, bounds,
+ * default and description; the Config type is derived from it. The README's "Configuration" table
+ * lists every variable of the schema with its default (test/unit/platform/config.test.ts checks it).
  */
 import os from 'node:os';
 import path from 'node:path';
+import { Type, type Static, type TSchema } from 'typebox';
 
-export type Role = 'api' | 'worker' | 'all';
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const MB = 1_048_576;
 
-export interface Config {
-  port: number;
-  host: string;
-  dataDir: string;
-  databaseUrl?: string;
-  redisUrl?: string;
-  role: Role;
-  logLevel: LogLevel;
-  publicBaseUrl: string;
-  /** HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set. */
-  signingKey?: string;
-  /**
-   * Key that encrypts webhook secrets at rest. Not set: DATA_DIR/secrets.key (created, mode 0600,
-   * with the embedded database; read if present with DATABASE_URL), else SIGNING_KEY with a warning.
-   */
-  secretsKey?: string;
-  /** Earlier secrets keys (SECRETS_KEY_PREVIOUS, comma-separated): secrets sealed under them are re-sealed at start. */
-  secretsKeyPrevious: string[];
-  bodyLimitBytes: number;
-  maxFieldAreaHa: number;
-  computeThreads: number;
-  /** Compute tasks handed to a pool thread at once. */
-  computeTasksPerThread: number;
-  /**
-   * Port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process
-   * serves nothing else, so it listens there always (default: PORT); api/all processes only when set.
-   */
-  metricsPort?: number;
-  /** Requests per minute per API key on /v1 (0, the default: no limit); counted in Redis when REDIS_URL is set. */
-  rateLimitPerMinute: number;
+/*
+ * Keywords the reader below understands, beside JSON Schema's own (type, minimum, maximum,
+ * minLength, pattern, anyOf of consts, default):
+ * - env: the variable; a setting without one is derived from others in loadConfig;
+ * - protocols: a URL and the schemes it may use;
+ * - format 'durations' (a list like `1m,5m`) or 'duration' (one, at least 1 s), in milliseconds;
+ * - message: what a value that breaks minLength or pattern is told;
+ * - defaultText: the default when it depends on other settings or the machine.
+ * An array of strings is read from a comma-separated list.
+ */
+export const ConfigSchema = Type.Object({
+  port: Type.Integer({ env: 'PORT', default: 3000, minimum: 0, maximum: 65535, description: 'HTTP port' }),
+  host: Type.String({ env: 'HOST', default: '127.0.0.1', description: 'listen address' }),
+  publicBaseUrl: Type.String({ env: 'PUBLIC_BASE_URL', protocols: ['http:', 'https:'], defaultText: 'http://HOST:PORT', description: 'base of the links the service hands out' }),
+  signingKey: Type.Optional(Type.String({ env: 'SIGNING_KEY', minLength: 32, description: 'HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set' })),
+  secretsKey: Type.Optional(
+    Type.String({
+      env: 'SECRETS_KEY',
+      minLength: 32,
+      description: 'key that encrypts webhook secrets at rest. Not set: DATA_DIR/secrets.key (created, mode 0600, with the embedded database; read if present with DATABASE_URL), else SIGNING_KEY with a warning',
+    }),
+  ),
+  secretsKeyPrevious: Type.Array(Type.String({ minLength: 32 }), {
+    env: 'SECRETS_KEY_PREVIOUS',
+    default: [],
+    message: 'must list keys of at least 32 characters each, separated by commas',
+    description: 'earlier secrets keys: secrets sealed under them are re-sealed at start',
+  }),
+  databaseUrl: Type.Optional(Type.String({ env: 'DATABASE_URL', protocols: ['postgres:', 'postgresql:'], description: 'PostgreSQL instead of the embedded PGlite' })),
+  role: Type.Union([Type.Literal('api'), Type.Literal('worker'), Type.Literal('all')], { env: 'ROLE', default: 'all', description: 'what this process runs' }),
+  metricsPort: Type.Optional(
+    Type.Integer({
+      env: 'METRICS_PORT',
+      minimum: 0,
+      maximum: 65535,
+      defaultText: 'unset (PORT for ROLE=worker)',
+      description: 'port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process serves nothing else, so it listens there always; api/all processes only when set',
+    }),
+  ),
+  computeThreads: Type.Integer({ env: 'COMPUTE_THREADS', minimum: 1, maximum: 256, defaultText: 'number of cores', description: 'size of the compute worker pool' }),
+  dataDir: Type.String({ env: 'DATA_DIR', default: './data', description: 'embedded database and local files (resolved to an absolute path)' }),
+  redisUrl: Type.Optional(Type.String({ env: 'REDIS_URL', protocols: ['redis:', 'rediss:'], description: 'queues on BullMQ/Redis instead of the database queue' })),
+  logLevel: Type.Union(
+    [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
+    { env: 'LOG_LEVEL', default: 'info', description: 'log level' },
+  ),
+  bodyLimitBytes: Type.Integer({ env: 'BODY_LIMIT_BYTES', default: MB, minimum: 1024, maximum: 512 * MB, description: 'largest accepted request body' }),
+  maxFieldAreaHa: Type.Number({ env: 'MAX_FIELD_AREA_HA', default: 10_000, minimum: 0.01, maximum: 1_000_000, description: 'largest accepted field' }),
+  computeTasksPerThread: Type.Integer({ env: 'COMPUTE_TASKS_PER_THREAD', default: 2, minimum: 1, maximum: 16, description: 'compute tasks handed to a pool thread at once' }),
+  rateLimitPerMinute: Type.Integer({
+    env: 'RATE_LIMIT_PER_MINUTE',
+    default: 0,
+    minimum: 0,
+    maximum: 1_000_000,
+    description: 'requests per minute per API key on /v1 (0: no limit); counted in Redis when REDIS_URL is set',
+  }),
   /** Load shedding: /v1 requests get 503 + Retry-After while any threshold is exceeded (0: not checked). */
-  shed: {
-    maxEventLoopDelayMs: number;
-    maxHeapUsedBytes: number;
-    /** Compute tasks waiting for a thread. */
-    maxPoolQueue: number;
-    retryAfterSeconds: number;
-  };
+  shed: Type.Object({
+    maxEventLoopDelayMs: Type.Integer({ env: 'SHED_EVENT_LOOP_DELAY_MS', default: 0, minimum: 0, maximum: 60_000, description: 'mean event-loop delay' }),
+    maxHeapUsedBytes: Type.Integer({ env: 'SHED_HEAP_USED_BYTES', default: 0, minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'V8 heap in use' }),
+    maxPoolQueue: Type.Integer({ env: 'SHED_POOL_QUEUE', minimum: 0, maximum: 1_000_000, defaultText: '50 × COMPUTE_THREADS', description: 'compute tasks waiting for a thread' }),
+    retryAfterSeconds: Type.Integer({ env: 'SHED_RETRY_AFTER_S', default: 5, minimum: 1, maximum: 3600, description: 'Retry-After of a shed request' }),
+  }),
   /**
    * Heavy requests (per-pixel GeoJSON not cached): prepared at once, each in a compute thread of
    * their own (background priority unless turned off), and waiting beyond that (more: 503).
    */
-  heavy: {
-    concurrency: number;
-    queue: number;
-    background: boolean;
-  };
-  /** Every HTTP(S) range read of remote imagery must finish within this (IMAGERY_TIMEOUT_MS). */
-  imageryTimeoutMs: number;
-  /** Remote imagery may be read from loopback/private addresses (IMAGERY_ALLOW_PRIVATE_NETWORKS). */
-  imageryAllowPrivateNetworks: boolean;
-  /** What one GeoTIFF may declare and one request may decode (IMAGERY_MAX_*). */
-  imageryLimits: ImageryLimits;
-  /** Create a development account (and print its key) on the first start of an empty database. */
-  devBootstrap: boolean;
-  /** With the development account, also create a demo field and a season of synthetic captures. */
-  demo: boolean;
-  shutdownGraceMs: number;
-  /** Directories local imagery paths must lie in (always including imageryUploadDir). */
-  imageryRoots: string[];
-  /** Where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads. */
-  imageryUploadDir: string;
-  /** Largest file accepted by POST /v1/imagery/upload (UPLOAD_MAX_BYTES; larger: 413). */
-  uploadMaxBytes: number;
-  webhooks: {
-    /** Delays before the 1st..5th retry (WEBHOOK_RETRY_DELAYS, default 1m,5m,30m,2h,24h). */
-    retryDelaysMs: number[];
-    timeoutMs: number;
-    allowPrivateNetworks: boolean;
-    maxPerAccount: number;
-    /** Pending deliveries overdue by more than this are queued again (their job was lost). */
-    sweepGraceMs: number;
-    /** HTTP requests in flight per worker process (WEBHOOK_CONCURRENCY). */
-    concurrency: number;
-    /** First attempts fanned out into one queue job (WEBHOOK_BATCH_SIZE). */
-    batchSize: number;
-    /**
-     * A worker's dispatcher hands first attempts to the same process's sending slots instead of
-     * queueing them (WEBHOOK_DIRECT, default true; false: every first attempt through the queue).
-     */
-    direct: boolean;
-  };
-  /** How long a claimed job stays owned without a heartbeat before another worker may take it. */
-  queueLeaseMs: number;
-  /** Namespace of the queues (Redis key prefix `fa:<prefix>`), so that deployments can share a Redis. */
-  queuePrefix?: string;
-  reports: {
-    /** Lifetime of a signed download link (REPORT_URL_TTL, default 7d). */
-    urlTtlMs: number;
-    /** A pending/processing report without a heartbeat for this long and no live job is taken again or failed. */
-    stallMs: number;
-    /** Times a worker may take a report before it is failed (a worker that dies counts). */
-    maxAttempts: number;
-    /** Reports generated at once per worker process. */
-    concurrency: number;
-  };
-}
+  heavy: Type.Object({
+    concurrency: Type.Integer({ env: 'HEAVY_CONCURRENCY', minimum: 1, maximum: 1024, defaultText: 'COMPUTE_THREADS / 2 (at least 1)', description: 'heavy requests prepared at once' }),
+    queue: Type.Integer({ env: 'HEAVY_QUEUE', default: 32, minimum: 0, maximum: 100_000, description: 'heavy requests waiting beyond those' }),
+    background: Type.Boolean({ env: 'HEAVY_BACKGROUND', default: true, description: 'heavy threads at background priority' }),
+  }),
+  imageryTimeoutMs: Type.Integer({ env: 'IMAGERY_TIMEOUT_MS', default: 30_000, minimum: 100, maximum: 600_000, description: 'every HTTP(S) range read of remote imagery must finish within this' }),
+  imageryAllowPrivateNetworks: Type.Boolean({ env: 'IMAGERY_ALLOW_PRIVATE_NETWORKS', default: false, description: 'remote imagery may be read from loopback/private addresses' }),
+  /**
+   * What one GeoTIFF may declare and one request may decode. Defaults take a 10980² Sentinel-2 band
+   * even as one uncompressed strip.
+   */
+  imageryLimits: Type.Object({
+    maxPixels: Type.Integer({ env: 'IMAGERY_MAX_PIXELS', default: 2 ** 32, minimum: 1, maximum: 2 ** 48, description: 'width × height of an image' }),
+    maxBlocks: Type.Integer({ env: 'IMAGERY_MAX_BLOCKS', default: 2 ** 20, minimum: 1, maximum: 2 ** 26, description: 'strips or tiles of an image' }),
+    maxBlockBytes: Type.Integer({ env: 'IMAGERY_MAX_BLOCK_BYTES', default: 256 * MB, minimum: 65_536, maximum: 1024 * MB, description: 'decoded size of one strip or tile' }),
+    maxDecodedBytes: Type.Integer({
+      env: 'IMAGERY_MAX_DECODED_BYTES',
+      default: 2048 * MB,
+      minimum: MB,
+      maximum: 2 ** 40,
+      description: 'bytes decoded by one compute task: a registration’s file checks, one field window',
+    }),
+  }),
+  devBootstrap: Type.Boolean({ env: 'DEV_BOOTSTRAP', defaultText: 'true on the embedded database', description: 'create a development account (and print its key) on the first start of an empty database' }),
+  demo: Type.Boolean({ env: 'DEMO', default: true, description: 'with the development account, also create a demo field and a season of synthetic captures' }),
+  shutdownGraceMs: Type.Integer({ env: 'SHUTDOWN_GRACE_MS', default: 10_000, minimum: 0, maximum: 600_000, description: 'how long a graceful shutdown may take' }),
+  imageryRoots: Type.Array(Type.String(), { env: 'IMAGERY_ROOTS', defaultText: 'DATA_DIR/imagery', description: 'directories local imagery paths must lie in (always including imageryUploadDir)' }),
+  imageryUploadDir: Type.String({ description: 'where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads' }),
+  uploadMaxBytes: Type.Integer({ env: 'UPLOAD_MAX_BYTES', default: 1024 * MB, minimum: 1024, maximum: 64 * 1024 * MB, description: 'largest file accepted by POST /v1/imagery/upload (larger: 413)' }),
+  webhooks: Type.Object({
+    retryDelaysMs: Type.Array(Type.Integer(), { env: 'WEBHOOK_RETRY_DELAYS', format: 'durations', default: [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000], defaultText: '1m,5m,30m,2h,24h', description: 'delays before the 1st..5th retry' }),
+    timeoutMs: Type.Integer({ env: 'WEBHOOK_TIMEOUT_MS', default: 5000, minimum: 100, maximum: 60_000, description: 'a delivery must be answered within this' }),
+    allowPrivateNetworks: Type.Boolean({ env: 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', default: false, description: 'webhook URLs may point at loopback/private addresses' }),
+    maxPerAccount: Type.Integer({ env: 'WEBHOOK_MAX_PER_ACCOUNT', default: 50, minimum: 1, maximum: 10_000, description: 'webhooks an account may register' }),
+    sweepGraceMs: Type.Integer({ env: 'WEBHOOK_SWEEP_GRACE_MS', default: 30_000, minimum: 1000, maximum: 3_600_000, description: 'pending deliveries overdue by more than this are queued again (their job was lost)' }),
+    concurrency: Type.Integer({ env: 'WEBHOOK_CONCURRENCY', default: 128, minimum: 1, maximum: 4096, description: 'HTTP requests in flight per worker process' }),
+    batchSize: Type.Integer({ env: 'WEBHOOK_BATCH_SIZE', default: 50, minimum: 1, maximum: 1000, description: 'first attempts fanned out into one queue job' }),
+    direct: Type.Boolean({
+      env: 'WEBHOOK_DIRECT',
+      default: true,
+      description: "a worker's dispatcher hands first attempts to the same process's sending slots instead of queueing them (false: every first attempt through the queue)",
+    }),
+  }),
+  queueLeaseMs: Type.Integer({ env: 'QUEUE_LEASE_MS', default: 30_000, minimum: 1000, maximum: 3_600_000, description: 'how long a claimed job stays owned without a heartbeat before another worker may take it' }),
+  reports: Type.Object({
+    urlTtlMs: Type.Integer({ env: 'REPORT_URL_TTL', format: 'duration', default: 7 * 86_400_000, defaultText: '7d', description: 'lifetime of a signed download link' }),
+    stallMs: Type.Integer({ env: 'REPORT_STALL_MS', default: 120_000, minimum: 1000, maximum: 86_400_000, description: 'a pending/processing report without a heartbeat for this long and no live job is taken again or failed' }),
+    maxAttempts: Type.Integer({ env: 'REPORT_MAX_ATTEMPTS', default: 3, minimum: 1, maximum: 20, description: 'times a worker may take a report before it is failed (a worker that dies counts)' }),
+    concurrency: Type.Integer({ env: 'REPORT_CONCURRENCY', default: 2, minimum: 1, maximum: 64, description: 'reports generated at once per worker process' }),
+  }),
+  queuePrefix: Type.Optional(
+    Type.String({
+      env: 'QUEUE_PREFIX',
+      pattern: '^[A-Za-z0-9_-]{1,64}$',
+      message: 'must be 1–64 letters, digits, _ or -',
+      description: 'namespace of the queues (Redis key prefix `fa:<prefix>`), so that deployments can share a Redis',
+    }),
+  ),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+export type Role = Config['role'];
+export type LogLevel = Config['logLevel'];
+export type ImageryLimits = Config['imageryLimits'];
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
@@ -116,47 +153,53 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/** A setting as the reader sees it: JSON Schema keywords and ours (see ConfigSchema). */
+interface Setting {
+  env?: string;
+  defaultText?: string;
+  type?: string;
+  anyOf?: { const: string }[];
+  items?: Setting;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  pattern?: string;
+  format?: string;
+  protocols?: string[];
+  message?: string;
+  default?: unknown;
+  properties?: Record<string, Setting>;
+}
+
 function str(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
-function int(env: Env, name: string, def: number, min: number, max: number): number {
-  const v = str(env, name);
-  if (v === undefined) return def;
+function whole(name: string, v: string, s: Setting): number {
   if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be a whole number, got "${v}"`);
-  const n = Number(v);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
-  return n;
+  return within(name, Number(v), s);
 }
 
-function num(env: Env, name: string, def: number, min: number, max: number): number {
-  const v = str(env, name);
-  if (v === undefined) return def;
+function number(name: string, v: string, s: Setting): number {
   const n = Number(v);
   if (!Number.isFinite(n)) throw new ConfigError(name, `must be a number, got "${v}"`);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return within(name, n, s);
+}
+
+function within(name: string, n: number, s: Setting): number {
+  if (n < s.minimum! || n > s.maximum!) throw new ConfigError(name, `must be between ${s.minimum} and ${s.maximum}, got ${n}`);
   return n;
 }
 
-function bool(env: Env, name: string, def: boolean): boolean {
-  const v = str(env, name)?.toLowerCase();
-  if (v === undefined) return def;
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  throw new ConfigError(name, `must be true or false, got "${v}"`);
+function bool(name: string, v: string): boolean {
+  const w = v.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(w)) return true;
+  if (['0', 'false', 'no', 'off'].includes(w)) return false;
+  throw new ConfigError(name, `must be true or false, got "${w}"`);
 }
 
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], def: T): T {
-  const v = str(env, name);
-  if (v === undefined) return def;
-  if (!(allowed as readonly string[]).includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${v}"`);
-  return v as T;
-}
-
-function url(env: Env, name: string, protocols: string[]): string | undefined {
-  const v = str(env, name);
-  if (v === undefined) return undefined;
+function url(name: string, v: string, protocols: string[]): string {
   let u: URL;
   try {
     u = new URL(v);
@@ -164,6 +207,13 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
     throw new ConfigError(name, 'is not a valid URL');
   }
   if (!protocols.includes(u.protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${u.protocol}"`);
+  return v;
+}
+
+function text(name: string, v: string, s: Setting): string {
+  if (s.protocols) return url(name, v, s.protocols);
+  if (s.minLength !== undefined && v.length < s.minLength) throw new ConfigError(name, s.message ?? `must be at least ${s.minLength} characters`);
+  if (s.pattern !== undefined && !new RegExp(s.pattern).test(v)) throw new ConfigError(name, s.message ?? `must match ${s.pattern}`);
   return v;
 }
 
@@ -180,15 +230,56 @@ export function parseDurations(name: string, text: string): number[] {
   });
 }
 
-function duration(env: Env, name: string, def: string): number {
-  const list = parseDurations(name, str(env, name) ?? def);
+function duration(name: string, v: string): number {
+  const list = parseDurations(name, v);
   if (list.length !== 1 || list[0]! < 1000) throw new ConfigError(name, 'must be one duration of at least 1s, e.g. 7d, 12h or 90s');
   return list[0]!;
 }
 
+/** One variable's value by its setting; `fallback` when it is not set (unset or blank). */
+function read(env: Env, s: Setting, fallback: unknown = s.default): unknown {
+  const name = s.env!;
+  const v = str(env, name);
+  if (v === undefined) return Array.isArray(fallback) ? [...fallback] : fallback;
+  if (s.format === 'durations') return parseDurations(name, v);
+  if (s.format === 'duration') return duration(name, v);
+  if (s.anyOf) {
+    const allowed = s.anyOf.map((a) => a.const);
+    if (!allowed.includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${v}"`);
+    return v;
+  }
+  switch (s.type) {
+    case 'integer':
+      return whole(name, v, s);
+    case 'number':
+      return number(name, v, s);
+    case 'boolean':
+      return bool(name, v);
+    case 'array': {
+      const list = v.split(',').map((p) => p.trim()).filter(Boolean);
+      for (const p of list) text(name, p, { ...s.items, message: s.message });
+      return list;
+    }
+    default:
+      return text(name, v, s);
+  }
+}
+
+/** Every setting declared in a schema, with its variable, in declaration order. */
+export function settingsOf(schema: TSchema = ConfigSchema): { path: string[]; setting: Setting }[] {
+  const out: { path: string[]; setting: Setting }[] = [];
+  const walk = (s: Setting, at: string[]) => {
+    if (s.type === 'object' && s.properties && !s.env) {
+      for (const [k, p] of Object.entries(s.properties)) walk(p, [...at, k]);
+    } else out.push({ path: at, setting: s });
+  };
+  walk(schema as Setting, []);
+  return out;
+}
+
 /** IMAGERY_TIMEOUT_MS, also read by the compute threads (they inherit the environment, not the Config). */
 export function imageryTimeoutMs(env: Env = process.env): number {
-  return int(env, 'IMAGERY_TIMEOUT_MS', 30_000, 100, 600_000);
+  return read(env, ConfigSchema.properties.imageryTimeoutMs) as number;
 }
 
 /**
@@ -196,116 +287,43 @@ export function imageryTimeoutMs(env: Env = process.env): number {
  * (development, tests). Read by the compute threads, like IMAGERY_TIMEOUT_MS.
  */
 export function imageryAllowPrivateNetworks(env: Env = process.env): boolean {
-  return bool(env, 'IMAGERY_ALLOW_PRIVATE_NETWORKS', false);
+  return read(env, ConfigSchema.properties.imageryAllowPrivateNetworks) as boolean;
 }
 
-export interface ImageryLimits {
-  /** Width × height of an image (IMAGERY_MAX_PIXELS). */
-  maxPixels: number;
-  /** Strips or tiles of an image (IMAGERY_MAX_BLOCKS). */
-  maxBlocks: number;
-  /** Decoded size of one strip or tile (IMAGERY_MAX_BLOCK_BYTES). */
-  maxBlockBytes: number;
-  /** Bytes decoded by one compute task: a registration's file checks, one field window (IMAGERY_MAX_DECODED_BYTES). */
-  maxDecodedBytes: number;
-}
-
-/**
- * The decompression-bomb limits, also read by the compute threads (they inherit the environment,
- * not the Config). Defaults take a 10980² Sentinel-2 band even as one uncompressed strip.
- */
+/** The decompression-bomb limits, also read by the compute threads (they inherit the environment, not the Config). */
 export function imageryLimits(env: Env = process.env): ImageryLimits {
-  return {
-    maxPixels: int(env, 'IMAGERY_MAX_PIXELS', 2 ** 32, 1, 2 ** 48),
-    maxBlocks: int(env, 'IMAGERY_MAX_BLOCKS', 2 ** 20, 1, 2 ** 26),
-    maxBlockBytes: int(env, 'IMAGERY_MAX_BLOCK_BYTES', 256 * 1_048_576, 65_536, 1024 * 1_048_576),
-    maxDecodedBytes: int(env, 'IMAGERY_MAX_DECODED_BYTES', 2048 * 1_048_576, 1_048_576, 2 ** 40),
-  };
+  const limits = ConfigSchema.properties.imageryLimits.properties;
+  return Object.fromEntries(Object.entries(limits).map(([k, s]) => [k, read(env, s as Setting)])) as ImageryLimits;
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const port = int(env, 'PORT', 3000, 0, 65535);
-  const host = str(env, 'HOST') ?? '127.0.0.1';
-  const publicBaseUrl = (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
-  const signingKey = str(env, 'SIGNING_KEY');
-  if (signingKey !== undefined && signingKey.length < 32) throw new ConfigError('SIGNING_KEY', 'must be at least 32 characters');
-  const secretsKey = str(env, 'SECRETS_KEY');
-  if (secretsKey !== undefined && secretsKey.length < 32) throw new ConfigError('SECRETS_KEY', 'must be at least 32 characters');
-  const secretsKeyPrevious = (str(env, 'SECRETS_KEY_PREVIOUS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
-  if (secretsKeyPrevious.some((k) => k.length < 32)) throw new ConfigError('SECRETS_KEY_PREVIOUS', 'must list keys of at least 32 characters each, separated by commas');
-  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
-  const role = oneOf(env, 'ROLE', ['api', 'worker', 'all'] as const, 'all');
-  // A worker serves its operations routes on PORT unless METRICS_PORT says otherwise.
-  const metricsPort = str(env, 'METRICS_PORT') === undefined ? (role === 'worker' ? port : undefined) : int(env, 'METRICS_PORT', 0, 0, 65535);
-  const computeThreads = int(env, 'COMPUTE_THREADS', Math.max(1, os.availableParallelism()), 1, 256);
-  return {
-    port,
-    host,
-    dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
-    databaseUrl,
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    role,
-    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
-    publicBaseUrl,
-    signingKey,
-    secretsKey,
-    secretsKeyPrevious,
-    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 512 * 1_048_576),
-    maxFieldAreaHa: num(env, 'MAX_FIELD_AREA_HA', 10_000, 0.01, 1_000_000),
-    computeThreads,
-    computeTasksPerThread: int(env, 'COMPUTE_TASKS_PER_THREAD', 2, 1, 16),
-    metricsPort,
-    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000),
-    shed: {
-      maxEventLoopDelayMs: int(env, 'SHED_EVENT_LOOP_DELAY_MS', 0, 0, 60_000),
-      maxHeapUsedBytes: int(env, 'SHED_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
-      maxPoolQueue: int(env, 'SHED_POOL_QUEUE', computeThreads * 50, 0, 1_000_000),
-      retryAfterSeconds: int(env, 'SHED_RETRY_AFTER_S', 5, 1, 3600),
-    },
-    heavy: {
-      concurrency: int(env, 'HEAVY_CONCURRENCY', Math.max(1, Math.floor(computeThreads / 2)), 1, 1024),
-      queue: int(env, 'HEAVY_QUEUE', 32, 0, 100_000),
-      background: bool(env, 'HEAVY_BACKGROUND', true),
-    },
-    imageryTimeoutMs: imageryTimeoutMs(env),
-    imageryAllowPrivateNetworks: imageryAllowPrivateNetworks(env),
-    imageryLimits: imageryLimits(env),
-    devBootstrap: bool(env, 'DEV_BOOTSTRAP', databaseUrl === undefined),
-    demo: bool(env, 'DEMO', true),
-    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    ...(() => {
-      const upload = path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery', 'uploads');
-      const roots = (str(env, 'IMAGERY_ROOTS') ?? path.join(path.resolve(str(env, 'DATA_DIR') ?? './data'), 'imagery'))
-        .split(',')
-        .map((p) => p.trim())
-        .filter(Boolean)
-        .map((p) => path.resolve(p));
-      // Uploaded files are read like any local file: their directory is always allowed.
-      const covered = roots.some((r) => upload === r || upload.startsWith(r + path.sep));
-      return { imageryRoots: covered ? roots : [...roots, upload], imageryUploadDir: upload };
-    })(),
-    uploadMaxBytes: int(env, 'UPLOAD_MAX_BYTES', 1024 * 1_048_576, 1024, 64 * 1024 * 1_048_576),
-    webhooks: {
-      retryDelaysMs: parseDurations('WEBHOOK_RETRY_DELAYS', str(env, 'WEBHOOK_RETRY_DELAYS') ?? '1m,5m,30m,2h,24h'),
-      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),
-      allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
-      maxPerAccount: int(env, 'WEBHOOK_MAX_PER_ACCOUNT', 50, 1, 10_000),
-      sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 30_000, 1000, 3_600_000),
-      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 128, 1, 4096),
-      batchSize: int(env, 'WEBHOOK_BATCH_SIZE', 50, 1, 1000),
-      direct: bool(env, 'WEBHOOK_DIRECT', true),
-    },
-    queueLeaseMs: int(env, 'QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
-    reports: {
-      urlTtlMs: duration(env, 'REPORT_URL_TTL', '7d'),
-      stallMs: int(env, 'REPORT_STALL_MS', 120_000, 1000, 86_400_000),
-      maxAttempts: int(env, 'REPORT_MAX_ATTEMPTS', 3, 1, 20),
-      concurrency: int(env, 'REPORT_CONCURRENCY', 2, 1, 64),
-    },
-    queuePrefix: (() => {
-      const v = str(env, 'QUEUE_PREFIX');
-      if (v !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(v)) throw new ConfigError('QUEUE_PREFIX', 'must be 1–64 letters, digits, _ or -');
-      return v;
-    })(),
+  const c: Record<string, any> = {};
+  // Defaults that depend on settings declared (so read) before them, or on the machine.
+  const derived: Record<string, () => unknown> = {
+    PUBLIC_BASE_URL: () => `http://${c.host === '0.0.0.0' ? '127.0.0.1' : c.host}:${c.port}`,
+    // A worker serves its operations routes on PORT unless METRICS_PORT says otherwise.
+    METRICS_PORT: () => (c.role === 'worker' ? c.port : undefined),
+    COMPUTE_THREADS: () => Math.max(1, os.availableParallelism()),
+    SHED_POOL_QUEUE: () => c.computeThreads * 50,
+    HEAVY_CONCURRENCY: () => Math.max(1, Math.floor(c.computeThreads / 2)),
+    DEV_BOOTSTRAP: () => c.databaseUrl === undefined,
+    IMAGERY_ROOTS: () => [path.join(c.dataDir, 'imagery')],
   };
+  for (const { path: at, setting } of settingsOf()) {
+    if (!setting.env) continue;
+    const fallback = derived[setting.env];
+    const value = read(env, setting, fallback ? fallback() : setting.default);
+    let o = c;
+    for (const k of at.slice(0, -1)) o = o[k] ??= {};
+    o[at.at(-1)!] = value;
+    if (setting.env === 'DATA_DIR') c.dataDir = path.resolve(value as string);
+  }
+  c.publicBaseUrl = c.publicBaseUrl.replace(/\/+$/, '');
+  // Uploaded files are read like any local file: their directory is always allowed.
+  const upload = path.join(c.dataDir, 'imagery', 'uploads');
+  const roots = (c.imageryRoots as string[]).map((p) => path.resolve(p));
+  const covered = roots.some((r) => upload === r || upload.startsWith(r + path.sep));
+  c.imageryRoots = covered ? roots : [...roots, upload];
+  c.imageryUploadDir = upload;
+  return c as Config;
 }

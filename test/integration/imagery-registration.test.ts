@@ -1,15 +1,17 @@
 /**
  * POST /v1/imagery with real Sentinel-2 files: local paths, multi-band files, a STAC Item, an
- * HTTP server with range requests; and every kind of broken input answering 400 with nothing
- * stored.
+ * HTTP server with range requests; and, on a synthetic scene, every kind of broken input answering
+ * 400 with nothing stored.
  */
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, createReadStream } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, createReadStream } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
+import { sceneField, writeSyntheticSeason } from '../../src/imagery/synthetic.js';
+import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { hasRealData, polygonOf, realDataDir, referenceResults } from '../helpers/real-data.js';
 
@@ -41,6 +43,42 @@ function plainTiff(w: number, h: number): Buffer {
   return buf;
 }
 
+/** A static file server over `dir` with Range support, as COG hosts have; Range headers go to `ranges`. */
+async function rangeServer(dir: string, ranges: string[]): Promise<{ server: http.Server; base: string }> {
+  const server = http.createServer((req, res) => {
+    const file = path.join(dir, path.basename(req.url ?? ''));
+    let size: number;
+    try {
+      size = statSync(file).size;
+    } catch {
+      res.writeHead(404).end();
+      return;
+    }
+    const m = /bytes=(\d+)-(\d*)/.exec(req.headers.range ?? '');
+    if (m) {
+      ranges.push(req.headers.range!);
+      const start = Number(m[1]);
+      const end = m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
+      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': end - start + 1, 'accept-ranges': 'bytes' });
+      createReadStream(file, { start, end }).pipe(res);
+    } else {
+      res.writeHead(200, { 'content-length': size });
+      createReadStream(file).pipe(res);
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+async function closeAll(t: TestApp, server: http.Server, scratch: string): Promise<void> {
+  await new Promise<void>((r) => server.close(() => r()));
+  await t.close();
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const postImagery = (t: TestApp, payload: unknown) => t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
+const imageryCount = async (t: TestApp) => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
+
 // The test's COG server is on 127.0.0.1: remote imagery may read private addresses here (the
 // compute threads take the environment when the pool starts). The refusal itself is tested in
 // test/unit/imagery/http-client.test.ts.
@@ -63,39 +101,12 @@ describe.runIf(hasRealData)('imagery registration', () => {
     const ftw = refs.find((r) => r.scene.startsWith('AT_T33UUP'))!;
     fieldId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Sahara test', boundary: polygonOf(rkh) } })).json().id;
     ftwFieldId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Austria test', boundary: polygonOf(ftw) } })).json().id;
-    // A static file server with Range support, as COG hosts have.
-    server = http.createServer((req, res) => {
-      const file = path.join(RKH, path.basename(req.url ?? ''));
-      let size: number;
-      try {
-        size = statSync(file).size;
-      } catch {
-        res.writeHead(404).end();
-        return;
-      }
-      const m = /bytes=(\d+)-(\d*)/.exec(req.headers.range ?? '');
-      if (m) {
-        ranges.push(req.headers.range!);
-        const start = Number(m[1]);
-        const end = m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
-        res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': end - start + 1, 'accept-ranges': 'bytes' });
-        createReadStream(file, { start, end }).pipe(res);
-      } else {
-        res.writeHead(200, { 'content-length': size });
-        createReadStream(file).pipe(res);
-      }
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, base } = await rangeServer(RKH, ranges));
   });
-  afterAll(async () => {
-    await new Promise<void>((r) => server.close(() => r()));
-    await t.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => closeAll(t, server, scratch));
 
-  const post = (payload: unknown) => t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
-  const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
+  const post = (payload: unknown) => postImagery(t, payload);
+  const count = () => imageryCount(t);
   const rkhBands = () => Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [b, path.join(RKH, `${b}.tif`)]));
 
   it('registers local files with an SCL mask: footprint, CRS, resolution, the field\'s own cloud cover, imagery.available', async () => {
@@ -122,10 +133,6 @@ describe.runIf(hasRealData)('imagery registration', () => {
     const res = await post({ source: 'sentinel-2-l2a', capture_date: '2021-09-25', bands: { B04: { href: FTW, index: 5 }, B03: { href: FTW, index: 6 }, B02: { href: FTW, index: 7 }, B08: { href: FTW, index: 8 } } });
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json().fields).toEqual([{ field_id: ftwFieldId, field_pixels: 2365, valid_pixels: 2365, cloud_cover: 0 }]);
-    const bad = await post({ source: 'x', capture_date: '2021-09-25', bands: { B04: { href: FTW, index: 9 } } });
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().errors[0]).toMatchObject({ path: '/body/bands/B04', code: 'unreadable_file' });
-    expect(bad.json().detail).toMatch(/index 9 does not exist/);
   });
 
   it('registers a STAC Item (assets by common name, SCL mask, date and cloud cover from the item)', async () => {
@@ -148,23 +155,48 @@ describe.runIf(hasRealData)('imagery registration', () => {
     expect(res.json().fields[0]).toMatchObject({ field_id: fieldId, valid_pixels: 943 });
     expect(ranges.length).toBeGreaterThan(0);
   });
+});
+
+describe('imagery registration: broken input, on a synthetic scene', () => {
+  let t: TestApp;
+  let scratch: string;
+  let server: http.Server;
+  let base: string;
+  let scene: Record<string, string>;
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(path.join(os.tmpdir(), 'imagery-broken-'));
+    t = await buildTestApp({ name: 'pglite' }, { env: { IMAGERY_ROOTS: scratch } });
+    const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100, seed: 3 };
+    scene = writeSyntheticSeason(path.join(scratch, 'scene'), spec, ['2020-02-19'], '2020-01-01', '2020-06-30')[0]!.files;
+    // A field over the scene, so that registering reads its pixels.
+    const field = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'synthetic', boundary: sceneField(spec) } });
+    expect(field.statusCode, field.body).toBe(201);
+    ({ server, base } = await rangeServer(scratch, []));
+  });
+  afterAll(() => closeAll(t, server, scratch));
+
+  const post = (payload: unknown) => postImagery(t, payload);
+  const count = () => imageryCount(t);
 
   it('every broken input answers 400 naming the band and the reason, and stores nothing', async () => {
     const corrupt = path.join(scratch, 'corrupt.tif');
     writeFileSync(corrupt, Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)));
     const truncated = path.join(scratch, 'truncated.tif');
-    const full = readFileSync(path.join(RKH, 'B04.tif'));
+    const full = readFileSync(scene.B04!);
     writeFileSync(truncated, full.subarray(0, Math.floor(full.length * 0.6)));
     const plain = path.join(scratch, 'plain.tif');
     writeFileSync(plain, plainTiff(8, 8));
-    copyFileSync(path.join(RKH, 'B08.tif'), path.join(scratch, 'B08.tif'));
+    // Four bands in UTM zone 33N; the scene is in zone 31N.
+    const zone33 = path.join(scratch, 'zone33.tif');
+    writeFileSync(zone33, writeGeoTiff({ width: 32, height: 32, samples: 4, data: new Uint16Array(32 * 32 * 4).fill(1200), epsg: 32633, originX: 500_000, originY: 5_300_000, resolution: 10, tileSize: 32 }));
     const before = await count();
     const eventsBefore = (await listOutbox(t.db, t.accountId)).length;
     const cases: Array<[string, Record<string, unknown>, string, RegExp]> = [
       ['corrupt bytes', { B04: corrupt }, '/body/bands/B04', /not a readable GeoTIFF|cannot be decoded/],
-      ['truncated file', { B04: truncated, B08: path.join(scratch, 'B08.tif') }, '/body/bands/B04', /corrupt or truncated|not a readable/],
+      ['truncated file', { B04: truncated, B08: scene.B08 }, '/body/bands/B04', /corrupt or truncated|not a readable/],
       ['missing georeference', { B04: plain }, '/body/bands/B04', /GeoKeys|georeferenced/],
-      ['CRS mismatch', { B04: path.join(RKH, 'B04.tif'), B08: { href: FTW, index: 4 } }, '/body/bands/B08', /CRS EPSG:32633 differs/],
+      ['CRS mismatch', { B04: scene.B04, B08: { href: zone33, index: 4 } }, '/body/bands/B08', /CRS EPSG:32633 differs/],
       ['path outside IMAGERY_ROOTS', { B04: '/etc/passwd' }, '/body/bands/B04', /outside the allowed/],
       ['missing file', { B04: path.join(scratch, 'nope.tif') }, '/body/bands/B04', /not found/],
       ['unreachable URL', { B04: 'http://127.0.0.1:1/B04.tif' }, '/body/bands/B04', /cannot be read|not a readable/],
@@ -179,8 +211,8 @@ describe.runIf(hasRealData)('imagery registration', () => {
       expect(body.detail, why).toMatch(msg);
     }
     for (const [why, payload, p] of [
-      ['unknown band', { source: 's', capture_date: '2020-02-19', bands: { B13: path.join(RKH, 'B04.tif') } }, '/body/bands/B13'],
-      ['bad date', { source: 's', capture_date: '2020-02-30', bands: { B04: path.join(RKH, 'B04.tif') } }, '/body/capture_date'],
+      ['unknown band', { source: 's', capture_date: '2020-02-19', bands: { B13: scene.B04! } }, '/body/bands/B13'],
+      ['bad date', { source: 's', capture_date: '2020-02-30', bands: { B04: scene.B04! } }, '/body/capture_date'],
       ['no bands', { source: 's', capture_date: '2020-02-19', bands: {} }, '/body/bands'],
       ['s3 href', { source: 's', capture_date: '2020-02-19', bands: { B04: 's3://bucket/B04.tif' } }, '/body/bands/B04'],
     ] as const) {
@@ -188,6 +220,10 @@ describe.runIf(hasRealData)('imagery registration', () => {
       expect(res.statusCode, why).toBe(400);
       expect(res.json().errors[0].path, why).toBe(p);
     }
+    const bad = await post({ source: 'x', capture_date: '2021-09-25', bands: { B04: { href: zone33, index: 9 } } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().errors[0]).toMatchObject({ path: '/body/bands/B04', code: 'unreadable_file' });
+    expect(bad.json().detail).toMatch(/index 9 does not exist/);
     expect(await count()).toBe(before);
     expect((await listOutbox(t.db, t.accountId)).length).toBe(eventsBefore);
   });

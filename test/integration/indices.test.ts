@@ -1,13 +1,17 @@
 /**
  * GET /v1/fields/{id}/indices through HTTP on the real Sentinel-2 scenes: every index whose bands
  * exist matches the independent reference statistics (counts exact, values within 1e-4); capture
- * selection; per-pixel GeoJSON; custom formulas; bad input.
+ * selection; per-pixel GeoJSON; custom formulas. Bad input, which needs no real data, on a
+ * synthetic scene.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBestCapture } from '../../src/indices/selection.js';
 import { buildTestApp, square, type TestApp } from '../helpers/app.js';
 import { hasRealData, polygonOf, realDataDir, referenceResults, REF_INDEX, scenes } from '../helpers/real-data.js';
+import { seedSeason } from '../helpers/reports.js';
 
 describe('selectBestCapture', () => {
   const c = (id: string, capture_date: string, invalid: number, bands = ['B04', 'B08']) => ({ id, capture_date, field_pixels: 100, valid_pixels: 100 - invalid, bands });
@@ -122,49 +126,7 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
     expect(ndre.statusCode).toBe(422);
     expect(ndre.json().code).toBe('missing_bands');
   });
-
-  it('custom formulas: division by zero gives nulls, not an error; a bad formula is a 400 with the position', async () => {
-    const ftwField = fieldOf['polygons/poly_T33UUP_ftw_center.geojson']!;
-    const q = (formula: string) => t.app.inject({ method: 'GET', url: `/v1/fields/${ftwField}/indices?index=custom&date=2021-06-17&zonal_stats=true&formula=${encodeURIComponent(formula)}`, headers: t.auth() });
-    const zero = await q('B08 / (B04 - B04)');
-    expect(zero.statusCode).toBe(200);
-    const body = zero.json();
-    expect(body.zonal_stats).toMatchObject({ count: 0, mean: null, min: null });
-    expect(body.geojson.features.every((f: { properties: { value: unknown } }) => f.properties.value === null)).toBe(true);
-    expect(body.formula).toBe('B08 / (B04 - B04)');
-    const ok = await q('(B08 - B04) / (B08 + B04)');
-    const ndvi = await t.app.inject({ method: 'GET', url: `/v1/fields/${ftwField}/indices?index=NDVI&date=2021-06-17&zonal_stats=true&geojson=false`, headers: t.auth() });
-    expect(ok.json().zonal_stats.mean).toBeCloseTo(ndvi.json().zonal_stats.mean, 9);
-    const bad = await q('B08 +* B04');
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json()).toMatchObject({ code: 'invalid_formula', position: 5 });
-  });
-
-  it('bad input answers 4xx', async () => {
-    const f = fieldOf['polygons/poly_T33UUP_ftw_center.geojson']!;
-    const cases: Array<[string, number, string]> = [
-      [`/v1/fields/${f}/indices?date=2021-06-17`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=NDVI`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=NDVI&date=2021-02-30`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=NDVI&date=17/06/2021`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=XYZ&date=2021-06-17`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=custom&date=2021-06-17`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=NDVI&date=2021-06-17&zonal_stats=perhaps`, 400, 'validation_failed'],
-      [`/v1/fields/${f}/indices?index=NDVI&date=2021-06-17&imagery_id=img_nope`, 404, 'not_found'],
-      [`/v1/fields/fld_nope/indices?index=NDVI&date=2021-06-17`, 404, 'not_found'],
-    ];
-    for (const [url, status, code] of cases) {
-      const res = await t.app.inject({ method: 'GET', url, headers: t.auth() });
-      expect(res.statusCode, url).toBe(status);
-      expect(res.json().code, url).toBe(code);
-    }
-    const lonely = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'no imagery', boundary: square(100, 10) } })).json();
-    const none = await t.app.inject({ method: 'GET', url: `/v1/fields/${lonely.id}/indices?index=NDVI&date=2021-06-17`, headers: t.auth() });
-    expect(none.statusCode).toBe(404);
-    expect(none.json().code).toBe('no_imagery');
-  });
 });
-void path;
 
 describe.runIf(hasRealData)('time series and stored custom indices on real data', () => {
   let t: TestApp;
@@ -216,22 +178,6 @@ describe.runIf(hasRealData)('time series and stored custom indices on real data'
     await t.db.query('UPDATE imagery_fields SET valid_pixels = field_pixels, cloud_cover = 0 WHERE imagery_id = $1', [sept]);
   });
 
-  it('series bad input: range limit, order, interval, dates', async () => {
-    for (const [q, status] of [
-      ['index=NDVI&start_date=2000-01-01&end_date=2011-01-01&interval=daily', 400],
-      ['index=NDVI&start_date=2021-06-10&end_date=2021-06-01', 400],
-      ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&interval=monthly', 400],
-      ['index=NDVI&start_date=2021-06-31&end_date=2021-07-10', 400],
-      ['index=NDVI&start_date=2021-06-01', 400],
-      ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&max_cloud_cover=101', 400],
-    ] as const) {
-      const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?${q}`, headers: t.auth() });
-      expect(res.statusCode, q).toBe(status);
-    }
-    const ok = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2000-01-01&end_date=2010-01-06&interval=daily`, headers: t.auth() });
-    expect(ok.statusCode).toBe(200); // 3,659 intervals: within the limit
-  });
-
   it('POST custom stores the result (201 with cix_ id), GET reads it back; division by zero gives nulls', async () => {
     const res = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'green ratio', formula: 'B08 / B03 - 1', date: '2021-06-17' } });
     expect(res.statusCode, res.body).toBe(201);
@@ -253,5 +199,79 @@ describe.runIf(hasRealData)('time series and stored custom indices on real data'
     expect(bad.json()).toMatchObject({ code: 'invalid_formula', errors: [{ path: '/body/formula', code: 'unbalanced_parenthesis' }] });
     const other = await t.otherAccount();
     expect((await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom/${c.id}`, headers: t.auth(other.key) })).statusCode).toBe(404);
+  });
+});
+
+describe('field indices: bad input, on a synthetic scene', () => {
+  let t: TestApp;
+  let dir: string;
+  let field: string;
+  let date: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'indices-bad-'));
+    t = await buildTestApp({ name: 'pglite' }, { env: { IMAGERY_ROOTS: dir } });
+    // One clear capture, before planting.
+    const seeded = await seedSeason(t, dir, { step: 400 });
+    [field, date] = [seeded.fieldId, seeded.dates[0]!];
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('custom formulas: division by zero gives nulls, not an error; a bad formula is a 400 with the position', async () => {
+    const q = (formula: string) => t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices?index=custom&date=${date}&zonal_stats=true&formula=${encodeURIComponent(formula)}`, headers: t.auth() });
+    const zero = await q('B08 / (B04 - B04)');
+    expect(zero.statusCode).toBe(200);
+    const body = zero.json();
+    expect(body.zonal_stats).toMatchObject({ count: 0, mean: null, min: null });
+    expect(body.geojson.features.every((f: { properties: { value: unknown } }) => f.properties.value === null)).toBe(true);
+    expect(body.formula).toBe('B08 / (B04 - B04)');
+    const ok = await q('(B08 - B04) / (B08 + B04)');
+    const ndvi = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&zonal_stats=true&geojson=false`, headers: t.auth() });
+    expect(ok.json().zonal_stats.mean).toBeCloseTo(ndvi.json().zonal_stats.mean, 9);
+    const bad = await q('B08 +* B04');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ code: 'invalid_formula', position: 5 });
+  });
+
+  it('bad input answers 4xx', async () => {
+    const f = field;
+    const cases: Array<[string, number, string]> = [
+      [`/v1/fields/${f}/indices?date=2021-06-17`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=NDVI`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=NDVI&date=2021-02-30`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=NDVI&date=17/06/2021`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=XYZ&date=2021-06-17`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=custom&date=2021-06-17`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=NDVI&date=2021-06-17&zonal_stats=perhaps`, 400, 'validation_failed'],
+      [`/v1/fields/${f}/indices?index=NDVI&date=2021-06-17&imagery_id=img_nope`, 404, 'not_found'],
+      [`/v1/fields/fld_nope/indices?index=NDVI&date=2021-06-17`, 404, 'not_found'],
+    ];
+    for (const [url, status, code] of cases) {
+      const res = await t.app.inject({ method: 'GET', url, headers: t.auth() });
+      expect(res.statusCode, url).toBe(status);
+      expect(res.json().code, url).toBe(code);
+    }
+    const lonely = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'no imagery', boundary: square(100, 10) } })).json();
+    const none = await t.app.inject({ method: 'GET', url: `/v1/fields/${lonely.id}/indices?index=NDVI&date=2021-06-17`, headers: t.auth() });
+    expect(none.statusCode).toBe(404);
+    expect(none.json().code).toBe('no_imagery');
+  });
+
+  it('series bad input: range limit, order, interval, dates', async () => {
+    for (const [q, status] of [
+      ['index=NDVI&start_date=2000-01-01&end_date=2011-01-01&interval=daily', 400],
+      ['index=NDVI&start_date=2021-06-10&end_date=2021-06-01', 400],
+      ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&interval=monthly', 400],
+      ['index=NDVI&start_date=2021-06-31&end_date=2021-07-10', 400],
+      ['index=NDVI&start_date=2021-06-01', 400],
+      ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&max_cloud_cover=101', 400],
+    ] as const) {
+      const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?${q}`, headers: t.auth() });
+      expect(res.statusCode, q).toBe(status);
+    }
+    const ok = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2000-01-01&end_date=2010-01-06&interval=daily`, headers: t.auth() });
+    expect(ok.statusCode).toBe(200); // 3,659 intervals: within the limit
   });
 });

@@ -208,4 +208,15 @@ describe('field windows', () => {
     expect(win.validPixels).toBe(expected);
     expect(win.invalidShare).toBeCloseTo(1 - expected / 1600, 12);
   });
+
+  it('refuses a path outside the allowed roots and names the band', async () => {
+    const small = { ...grid, width: 64, height: 64 };
+    const b04 = raster(small, pos(64));
+    const b08 = raster(small, pos(64));
+    await expect(readFieldWindow(capture({ B04: b04.file, B08: b08.file }), { type: 'Polygon', coordinates: [rect(b04, 10, 10, 30, 30)] }, ['B04', 'B08'], { roots: [path.join(dir, 'reference')] })).rejects.toMatchObject({
+      name: 'ImageryError',
+      band: 'B04',
+      reason: expect.stringMatching(/outside the allowed/),
+    });
+  });
 });

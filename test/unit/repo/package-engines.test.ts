@@ -14,7 +14,7 @@ import path from 'node:path';
 import Fastify from 'fastify';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/platform/paths.js';
+import { packageRoot } from '../../../src/platform/paths.js';
 
 const json = (p: string) => JSON.parse(readFileSync(path.join(packageRoot, p), 'utf8'));
 const own = json('package.json').engines.node as string;

@@ -4,8 +4,8 @@
  * on when work ends, whether it resolved or threw.
  */
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../src/platform/errors.js';
-import { HeavyWork } from '../../src/platform/http/protection.js';
+import { AppError } from '../../../../src/platform/errors.js';
+import { HeavyWork } from '../../../../src/platform/http/protection.js';
 
 function gate() {
   let open!: () => void;

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPublicAddress } from '../../src/platform/net/address.js';
-import { RESOLVE_TTL_MS, clearResolveCache, postJson, resolveTarget, resolveTargetCached } from '../../src/webhooks/outbound.js';
-import { SecretBox, generateSecret, signDelivery, standardSignature, verifyServiceSignature } from '../../src/webhooks/signing.js';
+import { isPublicAddress } from '../../../src/platform/net/address.js';
+import { RESOLVE_TTL_MS, clearResolveCache, postJson, resolveTarget, resolveTargetCached } from '../../../src/webhooks/outbound.js';
+import { SecretBox, generateSecret, signDelivery, standardSignature, verifyServiceSignature } from '../../../src/webhooks/signing.js';
 import { createHmac } from 'node:crypto';
-import { makePki, startReceiver, type Receiver, type TestPki } from '../helpers/tls.js';
-import { EMBEDDED_PRIVATE, answering } from '../helpers/addresses.js';
+import { makePki, startReceiver, type Receiver, type TestPki } from '../../helpers/tls.js';
+import { EMBEDDED_PRIVATE, answering } from '../../helpers/addresses.js';
 
 describe('address checks', () => {
   it.each([

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/platform/paths.js';
+import { packageRoot } from '../../../src/platform/paths.js';
 
 const FIRST = '0adf680';
 /** Written under the rule but 1–3 characters over, on branches merged before the test ran on them. */

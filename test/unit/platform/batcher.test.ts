@@ -5,7 +5,7 @@
  * hold up the batches after it.
  */
 import { describe, expect, it } from 'vitest';
-import { BatchWriteTimeout, Batcher } from '../../src/platform/batcher.js';
+import { BatchWriteTimeout, Batcher } from '../../../src/platform/batcher.js';
 
 describe('Batcher', () => {
   it('writes the first item at once and the ones arriving meanwhile together, in order', async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BoundaryError, geodesicAreaHa, validateBoundary } from '../../src/fields/boundary.js';
+import { BoundaryError, geodesicAreaHa, validateBoundary } from '../../../src/fields/boundary.js';
 
 const sq = (lon: number, lat: number, d = 0.01) => [[lon, lat], [lon + d, lat], [lon + d, lat + d], [lon, lat + d], [lon, lat]];
 const poly = (...rings: number[][][]) => ({ type: 'Polygon', coordinates: rings });

@@ -7,13 +7,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { geodesicAreaHa } from '../../../src/fields/boundary.js';
-import { toWgs84 } from '../../../src/imagery/crs.js';
-import { resolveOptions } from '../../../src/reports/options.js';
-import { buildPrescription, roundRate } from '../../../src/reports/content/prescription.js';
-import { connectedRegions, pixelAreaHa, quantile, tracePixels, validValues, type GridPolygon, type IndexRaster } from '../../../src/reports/content/raster.js';
-import { classBreaks, classifyZones, kmeans1d, zoneRates } from '../../../src/reports/content/zoning.js';
-import type { Meta } from '../../../src/reports/content/schema.js';
+import { geodesicAreaHa } from '../../../../src/fields/boundary.js';
+import { toWgs84 } from '../../../../src/imagery/crs.js';
+import { resolveOptions } from '../../../../src/reports/options.js';
+import { buildPrescription, roundRate } from '../../../../src/reports/content/prescription.js';
+import { connectedRegions, pixelAreaHa, quantile, tracePixels, validValues, type GridPolygon, type IndexRaster } from '../../../../src/reports/content/raster.js';
+import { classBreaks, classifyZones, kmeans1d, zoneRates } from '../../../../src/reports/content/zoning.js';
+import type { Meta } from '../../../../src/reports/content/schema.js';
 
 const ringArea = (ring: Array<[number, number]>) => {
   let s = 0;

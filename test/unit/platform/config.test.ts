@@ -1,5 +1,8 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDurations } from '../../src/platform/config.js';
+import { ConfigError, loadConfig, parseDurations, settingsOf } from '../../../src/platform/config.js';
+import { packageRoot } from '../../../src/platform/paths.js';
 
 describe('configuration', () => {
   it('has working defaults', () => {
@@ -74,5 +77,47 @@ describe('configuration', () => {
 
   it('parses delay lists', () => {
     expect(parseDurations('X', '250ms, 10s,1.5m,2h,1d')).toEqual([250, 10_000, 90_000, 7_200_000, 86_400_000]);
+  });
+});
+
+describe("the README's configuration table", () => {
+  /** Variables read outside the schema: by the compute threads or by Node itself. */
+  const readElsewhere = ['KERNEL_JIT', 'WINDOW_CACHE_MB', 'GEOJSON_CACHE_MB', 'NODE_EXTRA_CA_CERTS'];
+  const rows = new Map<string, string>();
+  for (const line of readFileSync(path.join(packageRoot, 'README.md'), 'utf8').split('\n')) {
+    const m = /^\| `([A-Z0-9_]+)` \| ([^|]*) \|/.exec(line);
+    if (m) rows.set(m[1]!, m[2]!.replaceAll('`', '').trim());
+  }
+  const settings = settingsOf().filter((s) => s.setting.env !== undefined);
+
+  it('lists every setting of the schema, and nothing else the schema does not read but those read elsewhere', () => {
+    expect(settings.length).toBeGreaterThan(40);
+    expect(settings.map((s) => s.setting.env).filter((name) => !rows.has(name!))).toEqual([]);
+    const known = new Set([...settings.map((s) => s.setting.env), ...readElsewhere]);
+    expect([...rows.keys()].filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  it('gives the default the schema declares', () => {
+    for (const { setting } of settings) {
+      const d = setting.defaultText ?? (Array.isArray(setting.default) ? undefined : setting.default);
+      if (d === undefined) continue;
+      const cell = rows.get(setting.env!)!;
+      expect(cell === String(d) || cell.startsWith(`${String(d)} `), `${setting.env}: README says "${cell}", the schema ${String(d)}`).toBe(true);
+    }
+  });
+
+  it('names variables read outside the schema only where src/ reads them', () => {
+    const src: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(path.join(dir, e.name));
+        else if (e.name.endsWith('.ts')) src.push(readFileSync(path.join(dir, e.name), 'utf8'));
+      }
+    };
+    walk(path.join(packageRoot, 'src'));
+    for (const name of readElsewhere) {
+      expect(rows.has(name), name).toBe(true);
+      expect(src.some((text) => new RegExp(`env\\.${name}\\b`).test(text)), name).toBe(true);
+    }
   });
 });

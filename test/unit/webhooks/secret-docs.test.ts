@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/platform/paths.js';
-import { WebhookCreate } from '../../src/webhooks/schemas.js';
+import { packageRoot } from '../../../src/platform/paths.js';
+import { WebhookCreate } from '../../../src/webhooks/schemas.js';
 
 describe('webhook secret rules in the README and docs/api.md', () => {
   const { minLength, maxLength } = WebhookCreate.properties.secret as unknown as { minLength: number; maxLength: number };

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { packageRoot } from '../../src/platform/paths.js';
+import { packageRoot } from '../../../src/platform/paths.js';
 
 const file = (p: string) => readFileSync(path.join(packageRoot, 'docker', p), 'utf8');
 const compose = parse(file('compose.yaml'), { merge: true }) as { services: Record<string, any> };

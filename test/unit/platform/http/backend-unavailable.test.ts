@@ -6,8 +6,8 @@
 import net from 'node:net';
 import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/platform/database.js';
-import { backendUnavailable, registerProblemHandlers } from '../../src/platform/http/problems.js';
+import { openDatabase, type Database } from '../../../../src/platform/database.js';
+import { backendUnavailable, registerProblemHandlers } from '../../../../src/platform/http/problems.js';
 
 async function closedPort(): Promise<number> {
   const s = net.createServer();

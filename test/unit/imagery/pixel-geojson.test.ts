@@ -1,14 +1,10 @@
 /**
- * The pieces of the index endpoints that are plain functions: the byte-level GeoJSON writer
- * (against a JSON.stringify reference of the same rings), calendar dates of the time series,
- * Accept-Encoding negotiation and the bounded LRU.
+ * The byte-level GeoJSON writer of index results, against a JSON.stringify reference of the same
+ * rings.
  */
 import { describe, expect, it } from 'vitest';
 import { toWgs84 } from '../../../src/imagery/crs.js';
 import { pixelGeoJson, type PixelGrid } from '../../../src/imagery/pixel-geojson.js';
-import { Lru } from '../../../src/platform/lru.js';
-import { iso } from '../../../src/indices/timeseries.js';
-import { acceptsEncoding } from '../../../src/platform/http/accept-encoding.js';
 
 function reference(grid: PixelGrid, values: Float32Array, inside: Uint8Array) {
   const inv = toWgs84(grid.epsg);
@@ -55,52 +51,5 @@ describe('pixelGeoJson', () => {
     expect(parsed.features).toHaveLength(1);
     expect(parsed.features[0].properties.value).toBe(0.3);
     expect(JSON.parse(pixelGeoJson(grid, new Float32Array(4), new Uint8Array(4)).toString())).toEqual({ type: 'FeatureCollection', features: [] });
-  });
-});
-
-describe('iso', () => {
-  it('equals Date#toISOString for every day from 0001 to 9999 sampled, and around leap days', () => {
-    const DAY = 86_400_000;
-    const from = Date.parse('0001-01-01T00:00:00Z');
-    const to = Date.UTC(9999, 11, 31);
-    for (let t = from; t <= to; t += DAY * 97) expect(iso(t)).toBe(new Date(t).toISOString().slice(0, 10));
-    for (const d of ['1900-02-28', '1900-03-01', '2000-02-29', '2000-03-01', '2024-02-29', '2025-12-31', '2026-01-01', '0400-02-29']) expect(iso(Date.parse(`${d}T00:00:00Z`))).toBe(d);
-  });
-});
-
-describe('acceptsEncoding', () => {
-  it.each([
-    ['gzip', true],
-    ['gzip, deflate, br', true],
-    ['br;q=1.0, gzip;q=0.8, *;q=0.1', true],
-    ['GZIP', true],
-    ['*', true],
-    ['gzip;q=0', false],
-    ['gzip; q=0.000', false],
-    ['br, *;q=0', false],
-    ['identity', false],
-    ['', false],
-    [undefined, false],
-    ['x-gzipped', false],
-  ] as const)('%s → %s', (header, ok) => {
-    expect(acceptsEncoding(header, 'gzip')).toBe(ok);
-  });
-});
-
-describe('Lru', () => {
-  it('keeps the most recently used entries within the size limit', () => {
-    const lru = new Lru<string>(10, (s) => s.length);
-    lru.set('a', 'aaaa');
-    lru.set('b', 'bbbb');
-    expect(lru.get('a')).toBe('aaaa'); // a is now the most recent
-    lru.set('c', 'cccc'); // 12 > 10: b goes
-    expect(lru.get('b')).toBeUndefined();
-    expect(lru.get('a')).toBe('aaaa');
-    expect(lru.weight).toBe(8);
-    lru.set('big', 'x'.repeat(11)); // larger than the limit: not kept, nothing evicted
-    expect(lru.size).toBe(2);
-    lru.set('a', 'aaaaaaa'); // re-measured: 7 + 4 > 10, c goes
-    expect(lru.get('c')).toBeUndefined();
-    expect(lru.weight).toBe(7);
   });
 });
