@@ -51,7 +51,7 @@ export class HttpRangeSource implements RasterSource {
       const far = rest.map((i) => ranges[i]!);
       const runs = coalesce(far, MAX_GAP);
       const data = await Promise.all(runs.map((run) => this.fetchRange(run.offset, run.end, signal)));
-      splitRuns(far, runs, data).forEach((d, k) => (out[rest[k]!] = d));
+      for (const [k, d] of splitRuns(far, runs, data).entries()) out[rest[k]!] = d;
     }
     return out;
   }

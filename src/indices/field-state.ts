@@ -13,7 +13,6 @@ import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
 import { notFound } from '../platform/errors.js';
 import { cacheFor, hash } from './cache.js';
-import type { Candidate } from './selection.js';
 import type { FieldState } from './types.js';
 
 export type { FieldState } from './types.js';

@@ -51,7 +51,7 @@ export class Batcher<I, R> {
             timer = setTimeout(() => reject(new BatchWriteTimeout(this.timeoutMs)), this.timeoutMs);
           }),
         ]);
-        batch.forEach((b, i) => b.resolve(results[i]!));
+        for (const [i, b] of batch.entries()) b.resolve(results[i]!);
       } catch (err) {
         for (const b of batch) b.reject(err);
       } finally {

@@ -297,6 +297,7 @@ export function imageryLimits(env: Env = process.env): ImageryLimits {
 }
 
 export function loadConfig(env: Env = process.env): Config {
+  // biome-ignore lint/suspicious/noExplicitAny: filled setting by setting along the schema's paths; the return is the schema's type
   const c: Record<string, any> = {};
   // Defaults that depend on settings declared (so read) before them, or on the machine.
   const derived: Record<string, () => unknown> = {

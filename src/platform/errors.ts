@@ -114,6 +114,7 @@ export class RefusedInput extends Error {
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a constructor of any parameters (unknown[] would refuse most classes)
 type ErrorClass<E extends Error> = abstract new (...args: any[]) => E;
 
 /** One row of the domain table: errors of `error` (or a subclass) become `problem(err, path)`. */

@@ -29,7 +29,10 @@ export function keyedLimit(n: number): KeyedLimit {
   const limits = new Map<string, Limit>();
   return async (key, fn) => {
     let l = limits.get(key);
-    if (!l) limits.set(key, (l = limit(n)));
+    if (!l) {
+      l = limit(n);
+      limits.set(key, l);
+    }
     try {
       return await l(fn);
     } finally {

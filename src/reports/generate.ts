@@ -157,7 +157,13 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
           start = field.planting_date ?? `${(end ?? dates.at(-1)!).slice(0, 4)}-01-01`;
           basis = field.planting_date ? 'planting/harvest dates' : 'captures';
         }
-        if (!end) end = field.harvest_date && field.harvest_date >= start ? field.harvest_date : dates.at(-1)! >= start ? dates.at(-1)! : start;
+        if (!end) {
+          // ISO dates compare as strings: the harvest date, else the last capture, never before start
+          const last = dates.at(-1)!;
+          if (field.harvest_date && field.harvest_date >= start) end = field.harvest_date;
+          // biome-ignore lint/complexity/useMathMinMax: strings (YYYY-MM-DD), which Math.max would turn into NaN
+          else end = last >= start ? last : start;
+        }
       }
       const { points, skipped } = await seriesOf(deps, row, o.index, start, end);
       try {

@@ -109,7 +109,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     const wb = win.bands[b as CaptureBand]!;
     return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
   }), { mask: true });
-  t.program.bands.forEach((b, j) => prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never));
+  for (const [j, b] of t.program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
   const stats = kernel.run(t.program);
   const result: FieldIndexResult = {

@@ -3,7 +3,7 @@
  * body for this attempt), call (the HTTP request), handle (record the outcome; for a failure,
  * schedule the retry or stop: the webhook was disabled, or no retry is left).
  */
-import { type AttemptRow, type Claimed } from './delivery-store.js';
+import type { AttemptRow, Claimed } from './delivery-store.js';
 import type { Worker } from './delivery-worker.js';
 import { webhookAttemptDuration, webhookDeliveryLag } from './metrics.js';
 import { postJson, type PostResult } from './outbound.js';

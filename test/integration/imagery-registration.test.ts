@@ -106,7 +106,6 @@ describe.runIf(hasRealData)('imagery registration', () => {
   afterAll(() => closeAll(t, server, scratch));
 
   const post = (payload: unknown) => postImagery(t, payload);
-  const count = () => imageryCount(t);
   const rkhBands = () => Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [b, path.join(RKH, `${b}.tif`)]));
 
   it('registers local files with an SCL mask: footprint, CRS, resolution, the field\'s own cloud cover, imagery.available', async () => {

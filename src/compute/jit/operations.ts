@@ -39,17 +39,17 @@ function vBin(e: Emitter, op: number, x: () => void, y: () => void): void {
   const { f, vtmp, vtmp2, zero } = e;
   const plain = PLAIN[op];
   if (plain) {
-    x(), y(), f.simd(plain[0]);
+    x(); y(); f.simd(plain[0]);
     return;
   }
   switch (op) {
     case OP.DIV:
-      y(), f.set(vtmp2);
-      x(), f.get(vtmp2).simd(V.f32x4_div).get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
+      y(); f.set(vtmp2);
+      x(); f.get(vtmp2).simd(V.f32x4_div).get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
       return;
     case OP.ND:
-      x(), f.set(vtmp);
-      y(), f.set(vtmp2);
+      x(); f.set(vtmp);
+      y(); f.set(vtmp2);
       f.get(vtmp).get(vtmp2).simd(V.f32x4_sub);
       f.get(vtmp).get(vtmp2).simd(V.f32x4_add).tee(vtmp2).simd(V.f32x4_div);
       f.get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
@@ -62,9 +62,15 @@ function vBin(e: Emitter, op: number, x: () => void, y: () => void): void {
 export function vInstr(e: Emitter, k: number): void {
   const f = e.f;
   const [op, d, a, bField] = instruction(e, k);
-  if (op === OP.LOAD) return vLoad(e, a, [e.vreg(0, d), e.vreg(1, d)]);
+  if (op === OP.LOAD) {
+    vLoad(e, a, [e.vreg(0, d), e.vreg(1, d)]);
+    return;
+  }
   if (op === OP.NDB) {
-    if (e.fusedNdb) return vFusedNdb(e, a, bField, d);
+    if (e.fusedNdb) {
+      vFusedNdb(e, a, bField, d);
+      return;
+    }
     // reflectance math: LOAD, LOAD, ND (what the interpreter's other paths amount to)
     const ta = [f.local(T.v128), f.local(T.v128)] as [number, number];
     const tb = [f.local(T.v128), f.local(T.v128)] as [number, number];
@@ -84,7 +90,11 @@ export function vInstr(e: Emitter, k: number): void {
       if (op === OP.DIVC) {
         // or(x / c, c == 0): all ones when c is 0, else the quotient
         if (c === 0) f.i32x4(-1);
-        else x(), cv(), f.simd(V.f32x4_div);
+        else {
+          x();
+          cv();
+          f.simd(V.f32x4_div);
+        }
       } else {
         const [bop, constFirst] = CONST_FORM[op]!;
         if (constFirst) vBin(e, bop, cv, x);
@@ -106,15 +116,15 @@ function sBin(e: Emitter, op: number, x: () => void, y: () => void): void {
   const f = e.f;
   const plain = PLAIN[op];
   if (plain) {
-    x(), y(), f.op(plain[1]);
+    x(); y(); f.op(plain[1]);
     return;
   }
   switch (op) {
     case OP.DIV: {
       const t = f.local(T.f32);
-      y(), f.set(t);
+      y(); f.set(t);
       f.f32(NaN);
-      x(), f.get(t).op(O.f32_div);
+      x(); f.get(t).op(O.f32_div);
       f.get(t).f32(0).op(O.f32_eq, O.select);
       return;
     }
@@ -122,8 +132,8 @@ function sBin(e: Emitter, op: number, x: () => void, y: () => void): void {
       const tx = f.local(T.f32);
       const ty = f.local(T.f32);
       const ts = f.local(T.f32);
-      x(), f.set(tx);
-      y(), f.set(ty);
+      x(); f.set(tx);
+      y(); f.set(ty);
       f.f32(NaN);
       f.get(tx).get(ty).op(O.f32_sub);
       f.get(tx).get(ty).op(O.f32_add).tee(ts).op(O.f32_div);
@@ -138,7 +148,10 @@ function sBin(e: Emitter, op: number, x: () => void, y: () => void): void {
 export function sInstr(e: Emitter, k: number): void {
   const f = e.f;
   const [op, d, a, bField] = instruction(e, k);
-  if (op === OP.LOAD) return sLoad(e, a, e.sreg(d));
+  if (op === OP.LOAD) {
+    sLoad(e, a, e.sreg(d));
+    return;
+  }
   if (op === OP.NDB) {
     // the interpreter's last len % 8 pixels: LOAD + ND
     const ta = f.local(T.f32);

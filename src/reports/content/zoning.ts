@@ -248,7 +248,7 @@ export function classifyZones(r: IndexRaster, k: number, method: ZoningMethod, m
     .filter((c) => cnt[c]! > 0)
     .sort((a, b) => sum[a]! / cnt[a]! - sum[b]! / cnt[b]!);
   const renum = new Int32Array(k).fill(-1);
-  order.forEach((c, z) => (renum[c] = z));
+  for (const [z, c] of order.entries()) renum[c] = z;
   for (let p = 0; p < n; p++) if (labels[p]! >= 0) labels[p] = renum[labels[p]!]!;
   return {
     labels,

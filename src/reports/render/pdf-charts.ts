@@ -92,7 +92,10 @@ export function lineChart(
   }
   if (o.points.length) {
     doc.save();
-    o.points.forEach((p, k) => (k ? doc.lineTo(X(ms(p.date)), Y(p.value)) : doc.moveTo(X(ms(p.date)), Y(p.value))));
+    for (const [k, p] of o.points.entries()) {
+      if (k) doc.lineTo(X(ms(p.date)), Y(p.value));
+      else doc.moveTo(X(ms(p.date)), Y(p.value));
+    }
     doc.lineWidth(1.6).strokeColor(ACCENT).stroke().restore();
     for (const p of o.points) doc.save().circle(X(ms(p.date)), Y(p.value), 2.2).fill(ACCENT).restore();
   }

@@ -47,7 +47,7 @@ export function mapWithLegend(
   if (o.legend.kind === 'ramp') {
     const gh = 140;
     const grad = doc.linearGradient(lx, ly + gh, lx, ly);
-    o.legend.stops.forEach((c, k) => grad.stop(k / (o.legend.kind === 'ramp' ? o.legend.stops.length - 1 : 1), c));
+    for (const [k, c] of o.legend.stops.entries()) grad.stop(k / (o.legend.kind === 'ramp' ? o.legend.stops.length - 1 : 1), c);
     doc.save().rect(lx, ly, 16, gh).fill(grad).restore();
     doc.save().rect(lx, ly, 16, gh).lineWidth(0.5).strokeColor(INK).stroke().restore();
     doc.font('Helvetica').fontSize(8).fillColor(INK);

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-// @ts-ignore: a plain JavaScript build script, without types
+// @ts-expect-error: a plain JavaScript build script, without types
 import { OPCODES_OUTPUT, opcodesAssembly, readOpcodes } from '../../../scripts/opcodes.mjs';
 import { OP as FORMULA_OP } from '../../../src/compute/formula.js';
 import { OP } from '../../../src/compute/opcodes.js';
