@@ -41,7 +41,15 @@ interface Row {
 async function child(index: number): Promise<void> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'bombs-'));
   const db = await openDatabase({});
-  const config = loadConfig({ DATA_DIR: path.join(scratch, 'data'), PUBLIC_BASE_URL: 'http://localhost:3000', LOG_LEVEL: 'silent', DEMO: 'false', COMPUTE_THREADS: '1', RATE_LIMIT_PER_MINUTE: '0', SHED_EVENT_LOOP_DELAY_MS: '0' });
+  const config = loadConfig({
+    DATA_DIR: path.join(scratch, 'data'),
+    PUBLIC_BASE_URL: 'http://localhost:3000',
+    LOG_LEVEL: 'silent',
+    DEMO: 'false',
+    COMPUTE_THREADS: '1',
+    RATE_LIMIT_PER_MINUTE: '0',
+    SHED_EVENT_LOOP_DELAY_MS: '0',
+  });
   const runtime = await openRuntime(config, { db, pollMs: 50, log: () => {} });
   const app = await buildApp(runtime);
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -49,17 +57,44 @@ async function child(index: number): Promise<void> {
     const account = await findOrCreateAccount(db, 'bench');
     const auth = { authorization: `Bearer ${(await createApiKey(db, account.id)).key}` };
     // A field over the files' footprint (UTM 31N, 600 000 / 5 700 000): a registration computes its coverage.
-    const boundary = { type: 'Polygon', coordinates: [[[4.45, 51.41], [4.46, 51.41], [4.46, 51.42], [4.45, 51.42], [4.45, 51.41]]] };
-    const f = await app.inject({ method: 'POST', url: '/v1/fields', headers: auth, payload: { name: 'bench', boundary } });
+    const boundary = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [4.45, 51.41],
+          [4.46, 51.41],
+          [4.46, 51.42],
+          [4.45, 51.42],
+          [4.45, 51.41],
+        ],
+      ],
+    };
+    const f = await app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: auth,
+      payload: { name: 'bench', boundary },
+    });
     if (f.statusCode !== 201) throw new Error(f.body);
     const upload = async (file: Buffer) => {
       const form = new FormData();
-      form.append('metadata', JSON.stringify({ source: 'sentinel-2-l2a', capture_date: '2025-06-01', bands: { B04: 'red' } }));
+      form.append(
+        'metadata',
+        JSON.stringify({ source: 'sentinel-2-l2a', capture_date: '2025-06-01', bands: { B04: 'red' } }),
+      );
       form.append('red', new Blob([file]), 'red.tif');
       const res = await fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: auth, body: form });
       return { status: res.status, body: (await res.json()) as { errors?: Array<{ code?: string }>; detail?: string } };
     };
-    const normal = writeGeoTiff({ width: 512, height: 512, data: Uint16Array.from({ length: 512 * 512 }, (_, i) => 500 + (i % 3000)), epsg: 32631, originX: 600_000, originY: 5_700_000, resolution: 10 });
+    const normal = writeGeoTiff({
+      width: 512,
+      height: 512,
+      data: Uint16Array.from({ length: 512 * 512 }, (_, i) => 500 + (i % 3000)),
+      epsg: 32631,
+      originX: 600_000,
+      originY: 5_700_000,
+      resolution: 10,
+    });
     const warm = await upload(normal);
     if (warm.status !== 201) throw new Error(JSON.stringify(warm.body));
     const file = cases()[index]!.file;
@@ -76,7 +111,13 @@ async function child(index: number): Promise<void> {
     clearInterval(sampler);
     const maxAfter = process.resourceUsage().maxRSS * 1024;
     const peak = Math.max(sampled, maxAfter > maxBefore ? maxAfter : 0);
-    const row: Row = { status, code: body.errors?.[0]?.code ?? (status === 201 ? 'registered' : (body.detail ?? '').slice(0, 60)), ms, rssBefore, peak };
+    const row: Row = {
+      status,
+      code: body.errors?.[0]?.code ?? (status === 201 ? 'registered' : (body.detail ?? '').slice(0, 60)),
+      ms,
+      rssBefore,
+      peak,
+    };
     console.log(JSON.stringify(row));
   } finally {
     await app.close();
@@ -89,18 +130,26 @@ async function child(index: number): Promise<void> {
 export default async function bombsBench(): Promise<void> {
   const all = cases();
   const self = fileURLToPath(import.meta.url);
-  console.log(`${all.length} files, each uploaded by a fresh service process (1 compute thread); bomb blocks decode to ${(INFLATE / MB).toFixed(0)} MiB`);
+  console.log(
+    `${all.length} files, each uploaded by a fresh service process (1 compute thread); bomb blocks decode to ${(INFLATE / MB).toFixed(0)} MiB`,
+  );
   const rows: Array<Record<string, string>> = [];
   all.forEach((c, k) => {
     if (ONLY && !ONLY.includes(k)) return;
     let row: Row | undefined;
     let failure = '';
     try {
-      const out = execFileSync(process.execPath, ['--expose-gc', self, '--child', String(k)], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, stdio: ['ignore', 'pipe', 'pipe'] });
+      const out = execFileSync(process.execPath, ['--expose-gc', self, '--child', String(k)], {
+        encoding: 'utf8',
+        timeout: TIMEOUT_S * 1000,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       row = JSON.parse(out.trim().split('\n').pop()!) as Row;
     } catch (err) {
       const e = err as { signal?: string; status?: number; stderr?: string };
-      failure = e.signal ? `no answer within ${TIMEOUT_S} s (process included)` : `process died (exit ${e.status}): ${(e.stderr ?? '').trim().split('\n').pop()?.slice(0, 80)}`;
+      failure = e.signal
+        ? `no answer within ${TIMEOUT_S} s (process included)`
+        : `process died (exit ${e.status}): ${(e.stderr ?? '').trim().split('\n').pop()?.slice(0, 80)}`;
     }
     rows.push({
       file: c.name,

@@ -118,12 +118,20 @@ export class Cluster {
 
   constructor(private readonly o: ClusterOptions) {
     const u = new URL(o.redisUrl);
-    this.probe = new Queue('reports', { connection: { host: u.hostname, port: Number(u.port || 6379), maxRetriesPerRequest: null }, prefix: `fa:${o.queuePrefix}` });
+    this.probe = new Queue('reports', {
+      connection: { host: u.hostname, port: Number(u.port || 6379), maxRetriesPerRequest: null },
+      prefix: `fa:${o.queuePrefix}`,
+    });
     this.probe.on('error', () => {});
   }
 
   private env(): Record<string, string> {
-    return { ...this.o.env, DATABASE_URL: this.o.databaseUrl, REDIS_URL: this.o.redisUrl, QUEUE_PREFIX: this.o.queuePrefix };
+    return {
+      ...this.o.env,
+      DATABASE_URL: this.o.databaseUrl,
+      REDIS_URL: this.o.redisUrl,
+      QUEUE_PREFIX: this.o.queuePrefix,
+    };
   }
 
   async start(apis = 2, workers = 2): Promise<void> {
@@ -145,9 +153,18 @@ export class Cluster {
   async startWorker(): Promise<ServiceProcess> {
     const before = await this.probe.getWorkersCount().catch(() => 0);
     const metricsPort = await freePort();
-    const p = spawnService(`worker-${this.workers.length + this.retired.filter((r) => r.role === 'worker').length + 1}`, 'worker', { ...this.env(), METRICS_PORT: String(metricsPort) }, 0);
+    const p = spawnService(
+      `worker-${this.workers.length + this.retired.filter((r) => r.role === 'worker').length + 1}`,
+      'worker',
+      { ...this.env(), METRICS_PORT: String(metricsPort) },
+      0,
+    );
     this.workers.push(p);
-    const ok = await until(async () => p.child.exitCode !== null || (await this.probe.getWorkersCount()) > before, 120_000, 100);
+    const ok = await until(
+      async () => p.child.exitCode !== null || (await this.probe.getWorkersCount()) > before,
+      120_000,
+      100,
+    );
     if (!ok || p.child.exitCode !== null) throw new Error(`${p.name} did not start consuming:\n${p.output()}`);
     return p;
   }
@@ -185,7 +202,11 @@ export class Cluster {
       process: p.name,
       role: p.role,
       'peak RSS MiB': p.peakMiB.toFixed(0),
-      state: this.retired.includes(p) ? 'killed' : p.child.exitCode !== null || p.child.signalCode !== null ? `DIED (${p.child.exitCode ?? p.child.signalCode})` : 'running',
+      state: this.retired.includes(p)
+        ? 'killed'
+        : p.child.exitCode !== null || p.child.signalCode !== null
+          ? `DIED (${p.child.exitCode ?? p.child.signalCode})`
+          : 'running',
     }));
   }
 
@@ -193,7 +214,10 @@ export class Cluster {
   casualties(): string[] {
     return [...this.apis, ...this.workers]
       .filter((p) => p.child.exitCode !== null || p.child.signalCode !== null)
-      .map((p) => `${p.name} exited (${p.child.exitCode ?? p.child.signalCode}); its last output:\n${p.output().slice(-3000)}`);
+      .map(
+        (p) =>
+          `${p.name} exited (${p.child.exitCode ?? p.child.signalCode}); its last output:\n${p.output().slice(-3000)}`,
+      );
   }
 
   /** SIGTERM to everything (SIGKILL after `graceMs`), then the probe connection. */
@@ -214,7 +238,10 @@ export class Cluster {
 }
 
 /** A database of its own on a PostgreSQL server (CREATE DATABASE), dropped by drop(). */
-export async function scratchDatabase(serverUrl: string, name: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function scratchDatabase(
+  serverUrl: string,
+  name: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`bad database name ${name}`);
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);
@@ -223,7 +250,9 @@ export async function scratchDatabase(serverUrl: string, name: string): Promise<
   return {
     url: u.toString(),
     async drop() {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err) => console.error(`could not drop database ${name}: ${(err as Error).message}`));
+      await admin
+        .unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+        .catch((err) => console.error(`could not drop database ${name}: ${(err as Error).message}`));
       await admin.end({ timeout: 5 });
     },
   };
@@ -264,14 +293,36 @@ export class PrivateRedis {
   }
 
   async up(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
-    const ok = await until(() => new Promise<boolean>((resolve) => {
-      const s = net.connect(this.port, '127.0.0.1', () => {
-        s.end();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    }), 10_000, 50);
+    this.child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--loglevel',
+        'warning',
+      ],
+      { stdio: 'ignore' },
+    );
+    const ok = await until(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const s = net.connect(this.port, '127.0.0.1', () => {
+            s.end();
+            resolve(true);
+          });
+          s.on('error', () => resolve(false));
+        }),
+      10_000,
+      50,
+    );
     if (!ok) throw new Error(`redis-server on port ${this.port} did not start`);
   }
 
@@ -290,11 +341,23 @@ export class PrivateRedis {
 
 /** A throw-away PostgreSQL cluster (initdb into a temp dir, trust auth, loopback only). */
 export class PrivatePostgres {
-  private constructor(readonly dir: string, readonly port: number, private readonly bin: string, private readonly asPostgres: boolean) {}
+  private constructor(
+    readonly dir: string,
+    readonly port: number,
+    private readonly bin: string,
+    private readonly asPostgres: boolean,
+  ) {}
 
   static async start(): Promise<PrivatePostgres> {
-    const versions = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-    const bin = versions.sort((a, b) => Number(/\/(\d+)\/bin$/.exec(b)?.[1] ?? 0) - Number(/\/(\d+)\/bin$/.exec(a)?.[1] ?? 0))[0];
+    const versions = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true'], {
+      encoding: 'utf8',
+    })
+      .trim()
+      .split('\n')
+      .filter(Boolean);
+    const bin = versions.sort(
+      (a, b) => Number(/\/(\d+)\/bin$/.exec(b)?.[1] ?? 0) - Number(/\/(\d+)\/bin$/.exec(a)?.[1] ?? 0),
+    )[0];
     if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql/*/bin');
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fa-faults-pg-'));
     const asPostgres = process.getuid?.() === 0; // initdb refuses to run as root
@@ -326,8 +389,16 @@ export class PrivatePostgres {
 
   async up(): Promise<void> {
     this.run('pg_ctl', [
-      '-D', path.join(this.dir, 'data'), '-l', path.join(this.dir, 'log'), '-w', '-t', '60',
-      '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, 'start',
+      '-D',
+      path.join(this.dir, 'data'),
+      '-l',
+      path.join(this.dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+      'start',
     ]);
   }
 

@@ -38,7 +38,8 @@ function scene(n: number): Uint16Array {
     s ^= s << 5;
     return (s >>> 0) / 4294967296;
   };
-  const parcel = (cx: number, cy: number) => (Math.imul(cx * 73856093 ^ cy * 19349663, 0x9e3779b1) >>> 0) / 4294967296;
+  const parcel = (cx: number, cy: number) =>
+    (Math.imul((cx * 73856093) ^ (cy * 19349663), 0x9e3779b1) >>> 0) / 4294967296;
   for (let y = 0; y < n; y++) {
     for (let x = 0; x < n; x++) {
       const base = 800 + 3000 * parcel(Math.floor(x / 97), Math.floor(y / 131));
@@ -92,9 +93,20 @@ async function timeGeotiffJs(file: string): Promise<number> {
 
 async function fieldWindow(dir: string): Promise<void> {
   const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 1024, seed: 5 };
-  const [cap] = writeSyntheticSeason(path.join(dir, 'scene'), spec, datesEvery('2025-06-15', '2025-06-15', 1), '2025-04-01', '2025-09-30');
+  const [cap] = writeSyntheticSeason(
+    path.join(dir, 'scene'),
+    spec,
+    datesEvery('2025-06-15', '2025-06-15', 1),
+    '2025-04-01',
+    '2025-09-30',
+  );
   const field = sceneField(spec, 100 / 1024);
-  const capture: CaptureSource = { bands: { B04: { href: cap!.files.B04! }, B08: { href: cap!.files.B08! } }, mask: { href: cap!.scl, kind: 'scl' }, scale: 0.0001, offset: -0.1 };
+  const capture: CaptureSource = {
+    bands: { B04: { href: cap!.files.B04! }, B08: { href: cap!.files.B08! } },
+    mask: { href: cap!.scl, kind: 'scl' },
+    scale: 0.0001,
+    offset: -0.1,
+  };
   const bands: CaptureBand[] = ['B04', 'B08'];
   const roots = [dir];
   // Cold: a fresh process reading the capture for the first time (module load excluded, file open and header parse included).
@@ -104,7 +116,8 @@ async function fieldWindow(dir: string): Promise<void> {
     const w = await readFieldWindow(${JSON.stringify(capture)}, ${JSON.stringify(field)}, ${JSON.stringify(bands)}, { roots: ${JSON.stringify(roots)} });
     console.log(JSON.stringify({ ms: performance.now() - t, px: w.width * w.height, field: w.fieldPixels }));`;
   const colds: Array<{ ms: number; px: number; field: number }> = [];
-  for (let k = 0; k < 5; k++) colds.push(JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })));
+  for (let k = 0; k < 5; k++)
+    colds.push(JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })));
   const cold = median(colds.map((c) => c.ms));
   // Files open, window decoded again each time (what a request for another field of the same capture costs).
   await readFieldWindow(capture, field, bands, { roots });
@@ -122,7 +135,9 @@ async function fieldWindow(dir: string): Promise<void> {
     if (!getWindow(windowKey(capture, field, bands))) throw new Error('window cache miss');
     cached.push(performance.now() - t);
   }
-  console.log(`\nfield window, 100 ha (${colds[0]!.field} field pixels, window ${colds[0]!.px} px on the 10 m grid; B04, B08 at 10 m, SCL at 20 m; DEFLATE + predictor, 256² tiles):`);
+  console.log(
+    `\nfield window, 100 ha (${colds[0]!.field} field pixels, window ${colds[0]!.px} px on the 10 m grid; B04, B08 at 10 m, SCL at 20 m; DEFLATE + predictor, 256² tiles):`,
+  );
   console.table([
     { read: 'cold: fresh process, first read of the files', 'median ms': cold.toFixed(2) },
     { read: 'files open, decoded again (no window cache)', 'median ms': median(open).toFixed(2) },
@@ -136,18 +151,48 @@ export default async function decodeBench(): Promise<void> {
     const py = gdalPython();
     const data = scene(SIZE);
     const cases: Array<{ codec: 'DEFLATE' | 'LZW'; predictor: 1 | 2; file: string }> = [];
-    for (const codec of ['DEFLATE', 'LZW'] as const) for (const predictor of [1, 2] as const) cases.push({ codec, predictor, file: path.join(dir, `${codec}-p${predictor}.tif`) });
+    for (const codec of ['DEFLATE', 'LZW'] as const)
+      for (const predictor of [1, 2] as const)
+        cases.push({ codec, predictor, file: path.join(dir, `${codec}-p${predictor}.tif`) });
     if (py) {
       const raw = path.join(dir, 'scene.u16');
       writeFileSync(raw, data);
       for (const c of cases) {
-        execFileSync(py, [path.join(packageRoot, 'bench', 'gdal_decode.py'), 'write', raw, String(SIZE), String(SIZE), c.file, `COMPRESS=${c.codec}`, `PREDICTOR=${c.predictor}`, 'TILED=YES', `BLOCKXSIZE=${TILE}`, `BLOCKYSIZE=${TILE}`]);
+        execFileSync(py, [
+          path.join(packageRoot, 'bench', 'gdal_decode.py'),
+          'write',
+          raw,
+          String(SIZE),
+          String(SIZE),
+          c.file,
+          `COMPRESS=${c.codec}`,
+          `PREDICTOR=${c.predictor}`,
+          'TILED=YES',
+          `BLOCKXSIZE=${TILE}`,
+          `BLOCKYSIZE=${TILE}`,
+        ]);
       }
     } else {
       console.log('GDAL NOT FOUND: no python3 with osgeo (python3-gdal), so there is no GDAL column and no ratio.');
-      console.log('  Install it with: apt-get install gdal-bin python3-gdal   (the files below are written by our own writer)');
+      console.log(
+        '  Install it with: apt-get install gdal-bin python3-gdal   (the files below are written by our own writer)',
+      );
       for (const c of cases) {
-        writeFileSync(c.file, writeGeoTiff({ width: SIZE, height: SIZE, data, epsg: 32632, originX: 500000, originY: 5600000, resolution: 10, tileSize: TILE, predictor: c.predictor === 2, compression: c.codec === 'LZW' ? 'lzw' : 'deflate' }));
+        writeFileSync(
+          c.file,
+          writeGeoTiff({
+            width: SIZE,
+            height: SIZE,
+            data,
+            epsg: 32632,
+            originX: 500000,
+            originY: 5600000,
+            resolution: 10,
+            tileSize: TILE,
+            predictor: c.predictor === 2,
+            compression: c.codec === 'LZW' ? 'lzw' : 'deflate',
+          }),
+        );
       }
     }
     const mpx = (s: number) => (SIZE * SIZE) / s / 1e6;
@@ -158,7 +203,14 @@ export default async function decodeBench(): Promise<void> {
       const g: Array<[number, number]> = [];
       const o: Array<[number, number]> = [];
       for (let round = 0; round < 3; round++) {
-        if (py) g.push(JSON.parse(execFileSync(py, [path.join(packageRoot, 'bench', 'gdal_decode.py'), 'time', String(RUNS), c.file], { encoding: 'utf8' }))[c.file]);
+        if (py)
+          g.push(
+            JSON.parse(
+              execFileSync(py, [path.join(packageRoot, 'bench', 'gdal_decode.py'), 'time', String(RUNS), c.file], {
+                encoding: 'utf8',
+              }),
+            )[c.file],
+          );
         o.push(await timeOurs(c.file));
       }
       const oursWall = mpx(median(o.map((x) => x[0])));
@@ -175,11 +227,17 @@ export default async function decodeBench(): Promise<void> {
         'ours ÷ GDAL wall': fmt(oursWall / gWall, 2),
         'ours ÷ GDAL CPU': fmt(ratio, 2),
         target: `≥ ${TARGET[c.codec]}`,
-        met: Number.isNaN(ratio) ? 'n/a' : ratio >= TARGET[c.codec]! && oursWall / gWall >= TARGET[c.codec]! ? 'yes' : 'NO',
+        met: Number.isNaN(ratio)
+          ? 'n/a'
+          : ratio >= TARGET[c.codec]! && oursWall / gWall >= TARGET[c.codec]!
+            ? 'yes'
+            : 'NO',
         'geotiff.js default Mpx/s (wall)': Number.isNaN(js) ? 'skipped' : js.toFixed(1),
       });
     }
-    console.log(`full-image decode, ${SIZE}×${SIZE} uint16, ${TILE}² tiles, files written by ${py ? 'GDAL' : 'our writer'}; one thread; GDAL and ours alternating, 3 rounds of ${RUNS} runs, medians (geotiff.js: one run); Mpx/s per second of wall-clock and per CPU-second; met = both ratios reach the target`);
+    console.log(
+      `full-image decode, ${SIZE}×${SIZE} uint16, ${TILE}² tiles, files written by ${py ? 'GDAL' : 'our writer'}; one thread; GDAL and ours alternating, 3 rounds of ${RUNS} runs, medians (geotiff.js: one run); Mpx/s per second of wall-clock and per CPU-second; met = both ratios reach the target`,
+    );
     console.table(rows);
     await fieldWindow(dir);
   } finally {

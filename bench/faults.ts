@@ -49,7 +49,12 @@ class Driver {
   private rr = 0;
   skipped = 0;
 
-  constructor(private readonly urls: string[], private readonly key: string, private readonly mix: Mix, private readonly rate: number) {}
+  constructor(
+    private readonly urls: string[],
+    private readonly key: string,
+    private readonly mix: Mix,
+    private readonly rate: number,
+  ) {}
 
   start(): void {
     this.started = Date.now();
@@ -131,7 +136,9 @@ export default async function faultsBench(): Promise<void> {
       redis = await PrivateRedis.start();
       pg = await PrivatePostgres.start();
     } catch (err) {
-      console.log(`faults bench skipped: cannot start a private redis-server and PostgreSQL (${(err as Error).message.split('\n')[0]})`);
+      console.log(
+        `faults bench skipped: cannot start a private redis-server and PostgreSQL (${(err as Error).message.split('\n')[0]})`,
+      );
       return;
     }
     const t0 = Date.now();
@@ -150,22 +157,58 @@ export default async function faultsBench(): Promise<void> {
     const { cluster, seeds } = top;
     const r = redis;
     const p = pg;
-    console.log(`private Redis :${r.port}, private PostgreSQL :${p.port} (${p.dir}); 2 api + 2 worker processes up and seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
-      `steady load ${RATE} req/s, outages of ${DOWN_MS / 1000} s, ${OBSERVE_MS / 1000} s observed after each fault`);
+    console.log(
+      `private Redis :${r.port}, private PostgreSQL :${p.port} (${p.dir}); 2 api + 2 worker processes up and seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
+        `steady load ${RATE} req/s, outages of ${DOWN_MS / 1000} s, ${OBSERVE_MS / 1000} s observed after each fault`,
+    );
 
     const drills: Drill[] = [
       { name: 'baseline (no fault)', run: async () => undefined },
-      { name: 'restart Redis (data lost)', run: () => outage(() => r.down(), () => r.up()) },
-      { name: PG_DRILL, run: () => outage(() => p.down(), () => p.up()) },
-      { name: 'kill -9 a worker, start another', run: () => outage(() => cluster.kill9Worker(0), () => cluster.startWorker()) },
+      {
+        name: 'restart Redis (data lost)',
+        run: () =>
+          outage(
+            () => r.down(),
+            () => r.up(),
+          ),
+      },
+      {
+        name: PG_DRILL,
+        run: () =>
+          outage(
+            () => p.down(),
+            () => p.up(),
+          ),
+      },
+      {
+        name: 'kill -9 a worker, start another',
+        run: () =>
+          outage(
+            () => cluster.kill9Worker(0),
+            () => cluster.startWorker(),
+          ),
+      },
     ];
 
     const only = process.env.BENCH_FAULTS_DRILLS?.split(',').map(Number); // e.g. 0,2: baseline and PostgreSQL
     if (only) drills.splice(0, drills.length, ...drills.filter((_, i) => only.includes(i)));
     const mix = new Mix(seeds, 1);
-    const driver = new Driver(cluster.apis.map((a) => a.base!), seeds.key, mix, RATE);
+    const driver = new Driver(
+      cluster.apis.map((a) => a.base!),
+      seeds.key,
+      mix,
+      RATE,
+    );
     const sampler = setInterval(() => cluster.sample(), 1000);
-    const windows: Array<{ name: string; from: number; to: number; faultMs: number; settleMs: number; settled: boolean; outage?: Outage }> = [];
+    const windows: Array<{
+      name: string;
+      from: number;
+      to: number;
+      faultMs: number;
+      settleMs: number;
+      settled: boolean;
+      outage?: Outage;
+    }> = [];
     driver.start();
     try {
       await sleep(5000); // warm-up
@@ -176,8 +219,18 @@ export default async function faultsBench(): Promise<void> {
         await sleep(Math.max(0, from + OBSERVE_MS - Date.now()));
         const s0 = Date.now();
         const ok = await until(() => settled(seeds, mix), SETTLE_MS, 500);
-        windows.push({ name: d.name, from, to: Infinity, faultMs, settleMs: Date.now() - s0, settled: ok, outage: out });
-        console.log(`  ${d.name}: fault took ${(faultMs / 1000).toFixed(1)} s, ${ok ? 'settled' : 'NOT settled'} ${((Date.now() - s0) / 1000).toFixed(1)} s after the observation`);
+        windows.push({
+          name: d.name,
+          from,
+          to: Infinity,
+          faultMs,
+          settleMs: Date.now() - s0,
+          settled: ok,
+          outage: out,
+        });
+        console.log(
+          `  ${d.name}: fault took ${(faultMs / 1000).toFixed(1)} s, ${ok ? 'settled' : 'NOT settled'} ${((Date.now() - s0) / 1000).toFixed(1)} s after the observation`,
+        );
       }
     } finally {
       await driver.stop();
@@ -192,9 +245,19 @@ export default async function faultsBench(): Promise<void> {
       const sent = driver.log.filter((x) => x.sent >= w.from && x.sent < w.from + OBSERVE_MS);
       const failed = sent.filter((x) => !x.ok);
       const lastFail = failed.reduce((m, x) => Math.max(m, x.done), 0);
-      const firstOkAfter = sent.filter((x) => x.ok && x.done > lastFail).reduce((m, x) => Math.min(m, x.done), Infinity);
-      const statuses = [...failed.reduce((m, x) => m.set(`${x.kind}:${x.status}`, (m.get(`${x.kind}:${x.status}`) ?? 0) + 1), new Map<string, number>())]
-        .sort((x, y) => y[1] - x[1]).slice(0, 4).map(([k, n]) => `${k}×${n}`).join(' ');
+      const firstOkAfter = sent
+        .filter((x) => x.ok && x.done > lastFail)
+        .reduce((m, x) => Math.min(m, x.done), Infinity);
+      const statuses = [
+        ...failed.reduce(
+          (m, x) => m.set(`${x.kind}:${x.status}`, (m.get(`${x.kind}:${x.status}`) ?? 0) + 1),
+          new Map<string, number>(),
+        ),
+      ]
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 4)
+        .map(([k, n]) => `${k}×${n}`)
+        .join(' ');
       const secs = (ms: number | null) => (ms === null || !Number.isFinite(ms) ? '-' : (ms / 1000).toFixed(1));
       return {
         drill: w.name,
@@ -225,27 +288,39 @@ export default async function faultsBench(): Promise<void> {
       const firstOk = sent.filter((x) => x.ok && x.done > lastFail).reduce((m, x) => Math.min(m, x.done), Infinity);
       const recovery = firstOk - back;
       const goals = w.name === PG_DRILL;
-      console.log(`${w.name}: down ${((back - down) / 1000).toFixed(1)} s; failed requests while down / outside the outage: ${during} / ${outside}` +
-        `${goals ? ` (goal: 0 outside) → ${outside === 0 ? 'PASS' : 'MISS'}` : ''}; ` +
-        `recovery after it was back: ${Number.isFinite(recovery) ? `${(recovery / 1000).toFixed(2)} s` : 'no success seen'}` +
-        `${goals ? ` (goal ≤ ${GOAL_RECOVERY_MS / 1000} s) → ${recovery <= GOAL_RECOVERY_MS ? 'PASS' : 'MISS'}` : ''}`);
+      console.log(
+        `${w.name}: down ${((back - down) / 1000).toFixed(1)} s; failed requests while down / outside the outage: ${during} / ${outside}` +
+          `${goals ? ` (goal: 0 outside) → ${outside === 0 ? 'PASS' : 'MISS'}` : ''}; ` +
+          `recovery after it was back: ${Number.isFinite(recovery) ? `${(recovery / 1000).toFixed(2)} s` : 'no success seen'}` +
+          `${goals ? ` (goal ≤ ${GOAL_RECOVERY_MS / 1000} s) → ${recovery <= GOAL_RECOVERY_MS ? 'PASS' : 'MISS'}` : ''}`,
+      );
     }
     if (process.env.BENCH_DEBUG) {
       // What the api processes logged for their failed requests: error code and message, counted.
       for (const a of cluster.apis) {
         const seen = new Map<string, number>();
-        for (const m of a.output().matchAll(/"err":\{"type":"[^"]*","message":"([^"]{0,120})[^}]*?"code":"([^"]+)"/g)) seen.set(`${m[2]} ${m[1]}`, (seen.get(`${m[2]} ${m[1]}`) ?? 0) + 1);
+        for (const m of a.output().matchAll(/"err":\{"type":"[^"]*","message":"([^"]{0,120})[^}]*?"code":"([^"]+)"/g))
+          seen.set(`${m[2]} ${m[1]}`, (seen.get(`${m[2]} ${m[1]}`) ?? 0) + 1);
         console.log(`${a.name} logged:`, [...seen].map(([k, n]) => `${k} ×${n}`).join('; ') || 'nothing');
       }
       for (const w of windows) {
         for (const x of driver.log.filter((y) => !y.ok && y.sent >= w.from && y.sent < w.from + OBSERVE_MS)) {
-          console.log(`${w.name}: ${x.kind} ${x.status} sent +${x.sent - w.from} ms, answered +${x.done - w.from} ms ${x.detail ?? ''}`);
+          console.log(
+            `${w.name}: ${x.kind} ${x.status} sent +${x.sent - w.from} ms, answered +${x.done - w.from} ms ${x.detail ?? ''}`,
+          );
         }
       }
     }
-    console.log(`requests not sent because ${MAX_IN_FLIGHT} were in flight: ${driver.skipped}; ` +
-      `${finalOk ? 'everything accepted finished and every delivery arrived' : `NOT settled ${SETTLE_MS / 1000} s after the load stopped`}`);
-    console.log(`machine load average (1, 5, 15 min) at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(', ')} on ${os.availableParallelism()} cores`);
+    console.log(
+      `requests not sent because ${MAX_IN_FLIGHT} were in flight: ${driver.skipped}; ` +
+        `${finalOk ? 'everything accepted finished and every delivery arrived' : `NOT settled ${SETTLE_MS / 1000} s after the load stopped`}`,
+    );
+    console.log(
+      `machine load average (1, 5, 15 min) at the end: ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(', ')} on ${os.availableParallelism()} cores`,
+    );
     console.table(cluster.memoryTable());
     for (const c of cluster.casualties()) console.log(c);
   } finally {

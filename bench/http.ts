@@ -32,7 +32,15 @@ interface Service {
 
 async function startService(dataDir: string, port: number): Promise<Service> {
   const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', DEMO: 'false', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      DEMO: 'false',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -57,14 +65,25 @@ async function stop(s: Service): Promise<void> {
 
 async function cannon(url: string, key: string, seconds: number, connections = 4) {
   const r = await autocannon({ url, connections, duration: seconds, headers: { authorization: `Bearer ${key}` } });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx, total: r.requests.total };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx,
+    total: r.requests.total,
+  };
 }
 
 /**
  * A keep-alive load loop on node:http that reads bodies as bytes: autocannon appends each body to
  * a string, which on gzip (random-looking bytes) costs the client more than the server's work.
  */
-async function loop(url: string | ((i: number) => string), headers: Record<string, string>, seconds: number | (() => boolean), connections = 4) {
+async function loop(
+  url: string | ((i: number) => string),
+  headers: Record<string, string>,
+  seconds: number | (() => boolean),
+  connections = 4,
+) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const lat: number[] = [];
   let errors = 0;
@@ -97,9 +116,11 @@ async function loop(url: string | ((i: number) => string), headers: Record<strin
     });
   const t0 = performance.now();
   const going = typeof seconds === 'number' ? () => performance.now() < t0 + seconds * 1000 : seconds;
-  await Promise.all(Array.from({ length: connections }, async () => {
-    while (going()) await one();
-  }));
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (going()) await one();
+    }),
+  );
   const elapsed = (performance.now() - t0) / 1000;
   agent.destroy();
   return { ...summary(lat, elapsed), errors, shed, bytes, lat };
@@ -108,7 +129,12 @@ async function loop(url: string | ((i: number) => string), headers: Record<strin
 /** Rate, median and 99th percentile of latencies (ms) measured over `seconds`. */
 function summary(lat: number[], seconds: number) {
   const s = [...lat].sort((a, b) => a - b);
-  return { rps: s.length / seconds, p50: s[Math.floor(s.length * 0.5)] ?? NaN, p99: s[Math.floor(s.length * 0.99)] ?? NaN, total: s.length };
+  return {
+    rps: s.length / seconds,
+    p50: s[Math.floor(s.length * 0.5)] ?? NaN,
+    p99: s[Math.floor(s.length * 0.99)] ?? NaN,
+    total: s.length,
+  };
 }
 
 type LoopResult = Awaited<ReturnType<typeof loop>>;
@@ -125,12 +151,23 @@ if (!isMainThread && workerData?.role === 'heavy-clients') {
   const w = workerData as { urls: string[]; headers: Record<string, string>; connections: number };
   let stop = false;
   parentPort!.once('message', () => (stop = true));
-  void loop((i) => w.urls[i % w.urls.length]!, w.headers, () => !stop, w.connections).then((r) => parentPort!.postMessage(r));
+  void loop(
+    (i) => w.urls[i % w.urls.length]!,
+    w.headers,
+    () => !stop,
+    w.connections,
+  ).then((r) => parentPort!.postMessage(r));
 }
 
 /** Starts the heavy clients in a worker thread; `stop()` ends them and returns their figures. */
-function heavyClients(urls: string[], headers: Record<string, string>, connections: number): { stop(): Promise<LoopResult> } {
-  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { role: 'heavy-clients', urls, headers, connections } });
+function heavyClients(
+  urls: string[],
+  headers: Record<string, string>,
+  connections: number,
+): { stop(): Promise<LoopResult> } {
+  const worker = new Worker(fileURLToPath(import.meta.url), {
+    workerData: { role: 'heavy-clients', urls, headers, connections },
+  });
   const done = new Promise<LoopResult>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
@@ -163,7 +200,10 @@ function cpuMs(pid: number): number | null {
 }
 
 /** Runs `fn` and adds the service's CPU ms per request. */
-async function measured<T extends { total: number }>(svc: Service, fn: () => Promise<T>): Promise<T & { cpu: number | null }> {
+async function measured<T extends { total: number }>(
+  svc: Service,
+  fn: () => Promise<T>,
+): Promise<T & { cpu: number | null }> {
   const c0 = cpuMs(svc.child.pid!);
   const r = await fn();
   const c1 = cpuMs(svc.child.pid!);
@@ -179,9 +219,15 @@ interface Peer {
 
 function runPeer(job: unknown): Peer | null {
   try {
-    return JSON.parse(execFileSync('/usr/bin/python3', [path.join(packageRoot, 'bench', 'peer_rasterio.py'), JSON.stringify(job)], { encoding: 'utf8' }));
+    return JSON.parse(
+      execFileSync('/usr/bin/python3', [path.join(packageRoot, 'bench', 'peer_rasterio.py'), JSON.stringify(job)], {
+        encoding: 'utf8',
+      }),
+    );
   } catch (err) {
-    console.log(`peer skipped: python3-rasterio is not installed (apt-get install python3-rasterio) — ${(err as Error).message.split('\n')[0]}`);
+    console.log(
+      `peer skipped: python3-rasterio is not installed (apt-get install python3-rasterio) — ${(err as Error).message.split('\n')[0]}`,
+    );
     return null;
   }
 }
@@ -201,16 +247,37 @@ export default async function httpBench(): Promise<void> {
     let svc = await startService(dataDir, port);
     const key = /\b(fak_[A-Za-z0-9_-]{43})\b/.exec(svc.output())![1]!;
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const f = await (await fetch(`${svc.base}/v1/fields`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench 100 ha', boundary: field }) })).json() as { id: string; area_ha: number };
+    const f = (await (
+      await fetch(`${svc.base}/v1/fields`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ name: 'bench 100 ha', boundary: field }),
+      })
+    ).json()) as { id: string; area_ha: number };
     // Fields one pixel smaller each side, for the heavy clients of the starvation row.
     const heavyFields = [f.id];
     for (let k = 1; k < HEAVY_FIELDS; k++) {
-      const r = await fetch(`${svc.base}/v1/fields`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `bench heavy ${k}`, boundary: sceneField(spec, (100 - 2 * k) / 256) }) });
+      const r = await fetch(`${svc.base}/v1/fields`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ name: `bench heavy ${k}`, boundary: sceneField(spec, (100 - 2 * k) / 256) }),
+      });
       heavyFields.push(((await r.json()) as { id: string }).id);
     }
     const ids: string[] = [];
     for (const c of caps) {
-      const r = await fetch(`${svc.base}/v1/imagery`, { method: 'POST', headers: auth, body: JSON.stringify({ source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, scale: 0.0001, offset: -0.1 }) });
+      const r = await fetch(`${svc.base}/v1/imagery`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({
+          source: 'sentinel-2-l2a',
+          capture_date: c.date,
+          bands: c.files,
+          mask: { href: c.scl, kind: 'scl' },
+          scale: 0.0001,
+          offset: -0.1,
+        }),
+      });
       ids.push(((await r.json()) as { id: string }).id);
     }
     await stop(svc);
@@ -224,20 +291,27 @@ export default async function httpBench(): Promise<void> {
     const cold: number[] = [];
     for (let k = 0; k < 10; k++) {
       const t = performance.now();
-      const r = await fetch(`${svc.base}/v1/fields/${f.id}/indices?index=NDVI&date=${dates[20 + k]}&imagery_id=${ids[20 + k]}&zonal_stats=true&geojson=false`, { headers: auth });
+      const r = await fetch(
+        `${svc.base}/v1/fields/${f.id}/indices?index=NDVI&date=${dates[20 + k]}&imagery_id=${ids[20 + k]}&zonal_stats=true&geojson=false`,
+        { headers: auth },
+      );
       await r.text();
       cold.push(performance.now() - t);
     }
     cold.sort((a, b) => a - b);
     const one = `${svc.base}/v1/fields/${f.id}/indices?index=NDVI&date=${dates[26]}&zonal_stats=true&geojson=false`;
-    const sample = (await (await fetch(one, { headers: auth })).json()) as { zonal_stats: { mean: number; count: number } };
+    const sample = (await (await fetch(one, { headers: auth })).json()) as {
+      zonal_stats: { mean: number; count: number };
+    };
     const warm = await measured(svc, () => cannon(one, key, 8));
     const geoUrl = one.replace('&geojson=false', '');
     await (await fetch(geoUrl, { headers: auth })).arrayBuffer();
     await (await fetch(geoUrl, { headers: { ...auth, 'accept-encoding': 'gzip' } })).arrayBuffer();
     const warmGeo = await measured(svc, () => cannon(geoUrl, key, 6));
     const geoPlain = await measured(svc, () => loop(geoUrl, { authorization: `Bearer ${key}` }, 5));
-    const geoGzip = await measured(svc, () => loop(geoUrl, { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip' }, 5));
+    const geoGzip = await measured(svc, () =>
+      loop(geoUrl, { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip' }, 5),
+    );
     const series = `${svc.base}/v1/fields/${f.id}/indices/timeseries?index=NDVI&start_date=2025-01-01&end_date=2025-12-31&interval=weekly&max_cloud_cover=100`;
     await (await fetch(series, { headers: auth })).text(); // fills the statistics cache
     const seriesRun = await measured(svc, () => cannon(series, key, 8));
@@ -245,7 +319,14 @@ export default async function httpBench(): Promise<void> {
     // Starvation: the cheap request alone, then beside clients asking for GeoJSON that no cache
     // holds (every field × index × capture in turn: far more bodies than GEOJSON_CACHE_MB keeps),
     // in alternating rounds; each phase's latencies pooled.
-    const heavyUrls = heavyFields.flatMap((fid) => ['NDVI', 'NDRE', 'EVI', 'SAVI', 'MSAVI2'].flatMap((ix) => ids.map((id, k) => `${svc.base}/v1/fields/${fid}/indices?index=${ix}&date=${dates[k]}&imagery_id=${id}&zonal_stats=true`)));
+    const heavyUrls = heavyFields.flatMap((fid) =>
+      ['NDVI', 'NDRE', 'EVI', 'SAVI', 'MSAVI2'].flatMap((ix) =>
+        ids.map(
+          (id, k) =>
+            `${svc.base}/v1/fields/${fid}/indices?index=${ix}&date=${dates[k]}&imagery_id=${id}&zonal_stats=true`,
+        ),
+      ),
+    );
     const bearer = { authorization: `Bearer ${key}` };
     const aloneLat: number[] = [];
     const mixedLat: number[] = [];
@@ -254,7 +335,11 @@ export default async function httpBench(): Promise<void> {
     const c0 = cpuMs(svc.child.pid!);
     for (let round = 0; round < STARVATION_ROUNDS; round++) {
       aloneLat.push(...(await loop(one, bearer, STARVATION_S)).lat);
-      const heavy = heavyClients([...heavyUrls.slice(heavySent), ...heavyUrls.slice(0, heavySent)], { ...bearer, 'accept-encoding': 'gzip' }, HEAVY_CLIENTS);
+      const heavy = heavyClients(
+        [...heavyUrls.slice(heavySent), ...heavyUrls.slice(0, heavySent)],
+        { ...bearer, 'accept-encoding': 'gzip' },
+        HEAVY_CLIENTS,
+      );
       await new Promise((r) => setTimeout(r, 500));
       mixedLat.push(...(await loop(one, bearer, STARVATION_S)).lat);
       const h = await heavy.stop();
@@ -264,7 +349,10 @@ export default async function httpBench(): Promise<void> {
     const alone = { ...summary(aloneLat, STARVATION_ROUNDS * STARVATION_S), errors: 0, cpu: null };
     const mixed = { ...summary(mixedLat, STARVATION_ROUNDS * STARVATION_S), errors: 0, cpu: null };
     const heavyRun = {
-      ...summary(heavyRuns.flatMap((h) => h.lat), STARVATION_ROUNDS * (STARVATION_S + 0.5)),
+      ...summary(
+        heavyRuns.flatMap((h) => h.lat),
+        STARVATION_ROUNDS * (STARVATION_S + 0.5),
+      ),
       errors: heavyRuns.reduce((n, h) => n + h.errors, 0),
       shed: heavyRuns.reduce((n, h) => n + h.shed, 0),
       cpu: null,
@@ -275,37 +363,91 @@ export default async function httpBench(): Promise<void> {
     const peer = peers.filter((p): p is Peer => !!p).sort((a, b) => b.runs_per_s - a.runs_per_s)[0] ?? null;
 
     const cpu = (r: { cpu: number | null }) => (r.cpu === null ? '' : r.cpu.toFixed(2));
-    const row = (what: string, r: { rps: number; p50: number; p99: number; errors: number; cpu: number | null }) => ({ what, 'req/s': r.rps.toFixed(0), 'p50 ms': r.p50.toFixed(1), 'p99 ms': r.p99.toFixed(1), 'CPU ms/req': cpu(r), errors: r.errors });
-    console.log(`field ${f.area_ha} ha, ${sample.zonal_stats.count} valid pixels; ${caps.length} weekly captures; NDVI mean ours ${sample.zonal_stats.mean.toFixed(6)}${peer ? `, peer ${peer.mean.toFixed(6)} (${peer.count} px)` : ''}; 4 connections; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    const row = (what: string, r: { rps: number; p50: number; p99: number; errors: number; cpu: number | null }) => ({
+      what,
+      'req/s': r.rps.toFixed(0),
+      'p50 ms': r.p50.toFixed(1),
+      'p99 ms': r.p99.toFixed(1),
+      'CPU ms/req': cpu(r),
+      errors: r.errors,
+    });
+    console.log(
+      `field ${f.area_ha} ha, ${sample.zonal_stats.count} valid pixels; ${caps.length} weekly captures; NDVI mean ours ${sample.zonal_stats.mean.toFixed(6)}${peer ? `, peer ${peer.mean.toFixed(6)} (${peer.count} px)` : ''}; 4 connections; load average ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')}`,
+    );
     console.table([
-      { what: 'GET indices, zonal_stats, cold (fresh process, first read of the files; p99 = worst of 10)', 'req/s': '', 'p50 ms': cold[4]!.toFixed(1), 'p99 ms': cold[9]!.toFixed(1), 'CPU ms/req': '', errors: 0 },
+      {
+        what: 'GET indices, zonal_stats, cold (fresh process, first read of the files; p99 = worst of 10)',
+        'req/s': '',
+        'p50 ms': cold[4]!.toFixed(1),
+        'p99 ms': cold[9]!.toFixed(1),
+        'CPU ms/req': '',
+        errors: 0,
+      },
       row('GET indices, zonal_stats, warm (autocannon)', warm),
       row('GET indices, zonal_stats + per-pixel GeoJSON, warm (autocannon)', warmGeo),
       row(`  same, node:http client, identity (${(geoPlain.bytes / 1e6).toFixed(2)} MB)`, geoPlain),
       row(`  same, node:http client, gzip (${(geoGzip.bytes / 1e6).toFixed(2)} MB)`, geoGzip),
       row('GET one-year weekly time series (53 intervals), cached statistics (autocannon)', seriesRun),
       row('  same, 1 connection', seriesOne),
-      row(`GET indices, zonal_stats, warm, alone (node:http client; ${STARVATION_ROUNDS} rounds of ${STARVATION_S} s)`, alone),
-      row(`  same, beside ${HEAVY_CLIENTS} clients asking for uncached per-pixel GeoJSON (gzip), rounds between those`, mixed),
+      row(
+        `GET indices, zonal_stats, warm, alone (node:http client; ${STARVATION_ROUNDS} rounds of ${STARVATION_S} s)`,
+        alone,
+      ),
+      row(
+        `  same, beside ${HEAVY_CLIENTS} clients asking for uncached per-pixel GeoJSON (gzip), rounds between those`,
+        mixed,
+      ),
       row(`  the ${HEAVY_CLIENTS} GeoJSON clients meanwhile (${heavyRun.shed} shed with 503)`, heavyRun),
-      ...peers.map((p, i) => (p ? { what: `peer: rasterio + numpy, one request = open, read, mask, compute (${i ? 'after' : 'before'} ours)`, 'req/s': p.runs_per_s.toFixed(0), 'p50 ms': p.ms_per_run.toFixed(1), 'p99 ms': '', 'CPU ms/req': '', errors: 0 } : null)).filter((x) => x),
+      ...peers
+        .map((p, i) =>
+          p
+            ? {
+                what: `peer: rasterio + numpy, one request = open, read, mask, compute (${i ? 'after' : 'before'} ours)`,
+                'req/s': p.runs_per_s.toFixed(0),
+                'p50 ms': p.ms_per_run.toFixed(1),
+                'p99 ms': '',
+                'CPU ms/req': '',
+                errors: 0,
+              }
+            : null,
+        )
+        .filter((x) => x),
     ]);
     const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
-    console.log(`target: warm single-date p99 < ${TARGET.warmP99} ms: ${warm.p99.toFixed(1)} ms → ${verdict(warm.p99 < TARGET.warmP99)}`);
+    console.log(
+      `target: warm single-date p99 < ${TARGET.warmP99} ms: ${warm.p99.toFixed(1)} ms → ${verdict(warm.p99 < TARGET.warmP99)}`,
+    );
     if (peer) {
       const ratio = warm.rps / peer.runs_per_s;
-      console.log(`target: warm rate ≥ ${TARGET.peerRatio}× the peer's: ours ${warm.rps.toFixed(0)} req/s ÷ peer ${peer.runs_per_s.toFixed(0)} runs/s (faster of its two runs) = ${ratio.toFixed(1)}× → ${verdict(ratio >= TARGET.peerRatio)}`);
-      console.log(`cold p50 vs one peer run: ${(peer.ms_per_run / cold[4]!).toFixed(2)}× (above 1: our cold request is faster)`);
+      console.log(
+        `target: warm rate ≥ ${TARGET.peerRatio}× the peer's: ours ${warm.rps.toFixed(0)} req/s ÷ peer ${peer.runs_per_s.toFixed(0)} runs/s (faster of its two runs) = ${ratio.toFixed(1)}× → ${verdict(ratio >= TARGET.peerRatio)}`,
+      );
+      console.log(
+        `cold p50 vs one peer run: ${(peer.ms_per_run / cold[4]!).toFixed(2)}× (above 1: our cold request is faster)`,
+      );
     } else {
       console.log(`target: warm rate ≥ ${TARGET.peerRatio}× the peer's: not measured (no peer)`);
     }
-    for (const [n, r] of [[4, seriesRun], [1, seriesOne]] as const) {
-      console.log(`target: one-year weekly series under ${TARGET.seriesMs} ms at ${n} connection${n > 1 ? 's' : ''}: p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms → ${verdict(r.p99 < TARGET.seriesMs && r.p50 < TARGET.seriesMs)}`);
+    for (const [n, r] of [
+      [4, seriesRun],
+      [1, seriesOne],
+    ] as const) {
+      console.log(
+        `target: one-year weekly series under ${TARGET.seriesMs} ms at ${n} connection${n > 1 ? 's' : ''}: p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms → ${verdict(r.p99 < TARGET.seriesMs && r.p50 < TARGET.seriesMs)}`,
+      );
     }
     console.log(`GeoJSON gzip: ${(geoPlain.bytes / geoGzip.bytes).toFixed(1)}× fewer bytes`);
     const starved = mixed.p99 / alone.p99;
-    console.log(`target: warm zonal_stats p99 beside ${HEAVY_CLIENTS} uncached GeoJSON clients ≤ ${TARGET.starvation}× alone: ${alone.p99.toFixed(1)} ms alone, ${mixed.p99.toFixed(1)} ms mixed = ${starved.toFixed(2)}× → ${verdict(starved <= TARGET.starvation)}` +
-      ` (service CPU during the starvation rounds ${starvationCpuS === null ? '?' : starvationCpuS.toFixed(1)} s; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+    console.log(
+      `target: warm zonal_stats p99 beside ${HEAVY_CLIENTS} uncached GeoJSON clients ≤ ${TARGET.starvation}× alone: ${alone.p99.toFixed(1)} ms alone, ${mixed.p99.toFixed(1)} ms mixed = ${starved.toFixed(2)}× → ${verdict(starved <= TARGET.starvation)}` +
+        ` (service CPU during the starvation rounds ${starvationCpuS === null ? '?' : starvationCpuS.toFixed(1)} s; load average ${os
+          .loadavg()
+          .map((x) => x.toFixed(1))
+          .join(' ')})`,
+    );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -31,26 +31,38 @@ type Name = keyof typeof FORMULAS;
 const tsLoops: Record<Name, (b: Record<string, Uint16Array>, out: Float32Array) => void> = {
   NDVI: ({ B04, B08 }, out) => {
     for (let i = 0; i < out.length; i++) {
-      const r = B04![i]!, n = B08![i]!;
-      const x = n * 0.0001, y = r * 0.0001, s = x + y;
+      const r = B04![i]!,
+        n = B08![i]!;
+      const x = n * 0.0001,
+        y = r * 0.0001,
+        s = x + y;
       out[i] = r === 0 || n === 0 || s === 0 ? NaN : (x - y) / s;
     }
   },
   EVI: ({ B02, B04, B08 }, out) => {
     for (let i = 0; i < out.length; i++) {
-      const b = B02![i]!, r = B04![i]!, n = B08![i]!;
+      const b = B02![i]!,
+        r = B04![i]!,
+        n = B08![i]!;
       const d = n * 0.0001 + 6 * r * 0.0001 - 7.5 * b * 0.0001 + 1;
       out[i] = b === 0 || r === 0 || n === 0 || d === 0 ? NaN : (2.5 * (n * 0.0001 - r * 0.0001)) / d;
     }
   },
   custom: ({ B02, B03, B04, B08, B11 }, out) => {
     for (let i = 0; i < out.length; i++) {
-      const b2 = B02![i]! * 0.0001, b3 = B03![i]! * 0.0001, b4 = B04![i]! * 0.0001, b8 = B08![i]! * 0.0001, b11 = B11![i]! * 0.0001;
+      const b2 = B02![i]! * 0.0001,
+        b3 = B03![i]! * 0.0001,
+        b4 = B04![i]! * 0.0001,
+        b8 = B08![i]! * 0.0001,
+        b11 = B11![i]! * 0.0001;
       if (b2 === 0 || b3 === 0 || b4 === 0 || b8 === 0 || b11 === 0) {
         out[i] = NaN;
         continue;
       }
-      out[i] = Math.sqrt(Math.abs(((b8 - b4) * (b8 + b3)) / (b11 + 0.5))) - Math.min(b2, b4) * 2 + Math.max(b8 / (b3 + 0.1), b11) * 0.25;
+      out[i] =
+        Math.sqrt(Math.abs(((b8 - b4) * (b8 + b3)) / (b11 + 0.5))) -
+        Math.min(b2, b4) * 2 +
+        Math.max(b8 / (b3 + 0.1), b11) * 0.25;
     }
   },
 };
@@ -81,9 +93,15 @@ function cReference(n: number, build: CBuild): CFigures | null {
   try {
     if (!existsSync(exe) || statSync(exe).mtimeMs < statSync(path.join(packageRoot, 'bench', 'c', 'ndvi.c')).mtimeMs) {
       mkdirSync(path.dirname(exe), { recursive: true });
-      execFileSync('gcc', [...C_BUILDS[build], '-o', exe, path.join(packageRoot, 'bench', 'c', 'ndvi.c'), '-lm'], { stdio: 'ignore' });
+      execFileSync('gcc', [...C_BUILDS[build], '-o', exe, path.join(packageRoot, 'bench', 'c', 'ndvi.c'), '-lm'], {
+        stdio: 'ignore',
+      });
     }
-    const ms = execFileSync(exe, [String(n)], { encoding: 'utf8' }).trim().split(' ').slice(1, 6).map(Number);
+    const ms = execFileSync(exe, [String(n)], { encoding: 'utf8' })
+      .trim()
+      .split(' ')
+      .slice(1, 6)
+      .map(Number);
     const mpxs = (x: number) => (x > 0 ? n / x / 1000 : 0);
     const [checked, plain, fused, simd128, simd256] = ms.map(mpxs) as [number, number, number, number, number];
     return { checked, plain, fused, simd128, simd256 };
@@ -94,19 +112,32 @@ function cReference(n: number, build: CBuild): CFigures | null {
 
 /** Each loop's better figure of two runs. */
 const bestOf = (a: CFigures | null, b: CFigures | null): CFigures | null =>
-  !a || !b ? (a ?? b) : (Object.fromEntries(Object.entries(a).map(([k, v]) => [k, Math.max(v, b[k as keyof CFigures])])) as unknown as CFigures);
+  !a || !b
+    ? (a ?? b)
+    : (Object.fromEntries(
+        Object.entries(a).map(([k, v]) => [k, Math.max(v, b[k as keyof CFigures])]),
+      ) as unknown as CFigures);
 
 /**
  * Mpx/s of each variant: interleaved rounds, the best round's median per variant. `perRound` runs
  * once a round too (the C program, so that it sees the same load as the kernel).
  */
-async function measure(n: number, variants: Record<string, () => void>, perRound?: () => void): Promise<Record<string, number>> {
+async function measure(
+  n: number,
+  variants: Record<string, () => void>,
+  perRound?: () => void,
+): Promise<Record<string, number>> {
   const big = n > 1e6;
   const reps = big ? 1 : Math.max(1, Math.round(200_000 / n)); // calls per sample, so a sample is ≥ ~0.1 ms
   const rounds = big ? 4 : 6;
   const best: Record<string, number> = {};
   for (let r = 0; r < rounds; r++) {
-    const bench = new Bench({ time: big ? 150 : 60, warmupTime: r === 0 ? (big ? 100 : 60) : 0, warmupIterations: r === 0 ? 5 : 0, iterations: big ? 3 : 10 });
+    const bench = new Bench({
+      time: big ? 150 : 60,
+      warmupTime: r === 0 ? (big ? 100 : 60) : 0,
+      warmupIterations: r === 0 ? 5 : 0,
+      iterations: big ? 3 : 10,
+    });
     for (const [label, fn] of Object.entries(variants)) {
       bench.add(label, () => {
         for (let i = 0; i < reps; i++) fn();
@@ -146,7 +177,10 @@ export default async function kernelBench(): Promise<void> {
       const out = new Float32Array(n);
       // Sentinel-2 L2A: DN × 0.0001 (offset 0 before processing baseline 04.00, −0.1 since).
       const prepare = (k: Kernel, offset: number) => {
-        const prep = k.prepare(n, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })));
+        const prep = k.prepare(
+          n,
+          program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })),
+        );
         for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(inputs[b]!);
       };
       // Each kernel holds the inputs of its current row; the scalar build is slow, so it is measured
@@ -186,24 +220,57 @@ export default async function kernelBench(): Promise<void> {
           'C -O3 plain': isNdvi && c.o3 ? f0(c.o3.plain) : '',
           'C native plain': isNdvi && c.native ? f0(c.native.plain) : '',
         });
-        const mark = (ratio: number, goal?: number) => (goal === undefined ? f2(ratio) : `${f2(ratio)} ${ratio >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`);
+        const mark = (ratio: number, goal?: number) =>
+          goal === undefined ? f2(ratio) : `${f2(ratio)} ${ratio >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
         // the service's path (JIT) and, beside it, the interpreter (KERNEL_JIT=0) in the same run
         const t = (target: string, jit: number, vm: number, goal?: number) =>
-          targets.push({ pixels: px, formula: label, target, ratio: mark(jit, goal), 'interpreter (KERNEL_JIT=0)': f2(vm) });
+          targets.push({
+            pixels: px,
+            formula: label,
+            target,
+            ratio: mark(jit, goal),
+            'interpreter (KERNEL_JIT=0)': f2(vm),
+          });
         if (name === 'NDVI') {
           t('compiled path (values+stats) ÷ TS loop', m.simd! / m.ts!, m.vm! / m.ts!, 5);
           // the C loops compute NDVI with offset 0: the −0.1 row (reflectance math) is another computation
-          if (offset === 0) for (const b of Object.keys(C_BUILDS) as CBuild[]) {
-            const cf = c[b];
-            if (!cf) continue;
-            t(`compiled path, values only ÷ C plain (${C_LABEL[b]})`, m.simdValues! / cf.plain, m.vmValues! / cf.plain, 0.6);
-            t(`compiled path, values+stats ÷ C plain (${C_LABEL[b]})`, m.simd! / cf.plain, m.vm! / cf.plain, 0.6);
-            t(`fused with stats (one pass) ÷ C plain (${C_LABEL[b]})`, m.simdStats! / cf.plain, m.vmStats! / cf.plain, 0.5);
-          }
-          if (offset === 0 && c.o3) t('fused with stats (one pass) ÷ C fused (gcc -O3, scalar)', m.simdStats! / c.o3.fused, m.vmStats! / c.o3.fused, 0.5);
+          if (offset === 0)
+            for (const b of Object.keys(C_BUILDS) as CBuild[]) {
+              const cf = c[b];
+              if (!cf) continue;
+              t(
+                `compiled path, values only ÷ C plain (${C_LABEL[b]})`,
+                m.simdValues! / cf.plain,
+                m.vmValues! / cf.plain,
+                0.6,
+              );
+              t(`compiled path, values+stats ÷ C plain (${C_LABEL[b]})`, m.simd! / cf.plain, m.vm! / cf.plain, 0.6);
+              t(
+                `fused with stats (one pass) ÷ C plain (${C_LABEL[b]})`,
+                m.simdStats! / cf.plain,
+                m.vmStats! / cf.plain,
+                0.5,
+              );
+            }
+          if (offset === 0 && c.o3)
+            t(
+              'fused with stats (one pass) ÷ C fused (gcc -O3, scalar)',
+              m.simdStats! / c.o3.fused,
+              m.vmStats! / c.o3.fused,
+              0.5,
+            );
           if (offset === 0 && c.native) {
-            t('fused with stats ÷ C fused vectorised by hand, 128-bit (same width as WASM)', m.simdStats! / c.native.simd128, m.vmStats! / c.native.simd128);
-            if (c.native.simd256) t('fused with stats ÷ C fused vectorised by hand, 256-bit (AVX2)', m.simdStats! / c.native.simd256, m.vmStats! / c.native.simd256);
+            t(
+              'fused with stats ÷ C fused vectorised by hand, 128-bit (same width as WASM)',
+              m.simdStats! / c.native.simd128,
+              m.vmStats! / c.native.simd128,
+            );
+            if (c.native.simd256)
+              t(
+                'fused with stats ÷ C fused vectorised by hand, 256-bit (AVX2)',
+                m.simdStats! / c.native.simd256,
+                m.vmStats! / c.native.simd256,
+              );
           }
         } else if (name === 'custom') {
           t(`${program.ops}-operation formula (values+stats) ÷ TS loop`, m.simd! / m.ts!, m.vm! / m.ts!, 3);
@@ -224,18 +291,37 @@ export default async function kernelBench(): Promise<void> {
         });
       }
     }
-    if (!c.o3 && !c.native) console.log('gcc not found: no C reference (bash scripts/install-bench-tools.sh installs it)');
+    if (!c.o3 && !c.native)
+      console.log('gcc not found: no C reference (bash scripts/install-bench-tools.sh installs it)');
   }
-  console.log('Mpx/s (higher is better). "SIMD" is what the service runs (the per-formula JIT, src/compute/jit/); "interp." the same');
-  console.log('SIMD build with KERNEL_JIT=0 (the bytecode interpreter). "values+stats": every value written and count/min/max/mean/std');
-  console.log('in the same pass; "values only" skips the statistics, "stats only" is NDVI fused with its statistics, nothing stored.');
+  console.log(
+    'Mpx/s (higher is better). "SIMD" is what the service runs (the per-formula JIT, src/compute/jit/); "interp." the same',
+  );
+  console.log(
+    'SIMD build with KERNEL_JIT=0 (the bytecode interpreter). "values+stats": every value written and count/min/max/mean/std',
+  );
+  console.log(
+    'in the same pass; "values only" skips the statistics, "stats only" is NDVI fused with its statistics, nothing stored.',
+  );
   for (const n of sizes) console.table(rows.filter((r) => r.pixels === n.toLocaleString('en')));
-  console.log('C NDVI loops (bench/c/ndvi.c, one thread, Mpx/s), built with gcc -O3 (the x86-64 baseline: SSE2, 4 f32 lanes like');
-  console.log('WebAssembly SIMD) and with -O3 -march=native (AVX2: 8 lanes). "checked" has the service semantics, "plain" none');
-  console.log('(vectorised by gcc), "fused" = checked + statistics in double in one pass (gcc leaves it scalar), "fused SIMD" the');
-  console.log("same vectorised by hand with the JIT's algorithm (128-bit: SSE4.1; 256-bit: AVX2), from the native build.");
+  console.log(
+    'C NDVI loops (bench/c/ndvi.c, one thread, Mpx/s), built with gcc -O3 (the x86-64 baseline: SSE2, 4 f32 lanes like',
+  );
+  console.log(
+    'WebAssembly SIMD) and with -O3 -march=native (AVX2: 8 lanes). "checked" has the service semantics, "plain" none',
+  );
+  console.log(
+    '(vectorised by gcc), "fused" = checked + statistics in double in one pass (gcc leaves it scalar), "fused SIMD" the',
+  );
+  console.log(
+    "same vectorised by hand with the JIT's algorithm (128-bit: SSE4.1; 256-bit: AVX2), from the native build.",
+  );
   if (cRows.length) console.table(cRows);
-  console.log('Targets of issue 3 (its C figure is for 10 M pixels; C ratios on the offset 0 row, the formula the C loops compute;');
-  console.log('the ratios to the hand-vectorised C fused loops have no goal: they show how close the JIT is to the same algorithm in C):');
+  console.log(
+    'Targets of issue 3 (its C figure is for 10 M pixels; C ratios on the offset 0 row, the formula the C loops compute;',
+  );
+  console.log(
+    'the ratios to the hand-vectorised C fused loops have no goal: they show how close the JIT is to the same algorithm in C):',
+  );
   console.table(targets);
 }

@@ -15,7 +15,10 @@ import autocannon from 'autocannon';
 import { deleteQueueKeys, scratchDatabase, sleep, until } from './cluster.js';
 import { auditWindows, bringUp, Mix, settled, type Kind } from './traffic.js';
 
-const RATES = (process.env.BENCH_LOAD_RATES ?? '10,20,40,80,160,320,640').split(',').map(Number).filter((n) => n > 0);
+const RATES = (process.env.BENCH_LOAD_RATES ?? '10,20,40,80,160,320,640')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const STEP_S = Number(process.env.BENCH_LOAD_STEP_S ?? 10);
 const P99_LIMIT_MS = 500;
 const DRAIN_MS = Number(process.env.BENCH_LOAD_DRAIN_S ?? 120) * 1000;
@@ -36,12 +39,20 @@ export default async function loadBench(): Promise<void> {
     const t0 = Date.now();
     top = await bringUp({ databaseUrl: db.url, redisUrl, queuePrefix: name });
     const { cluster, seeds } = top;
-    console.log(`2 api + 2 worker processes on PostgreSQL (database ${name}) and Redis (prefix fa:${name}); seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s: ` +
-      `100 ha field, ${seeds.dates.length} captures, ${seeds.webhooks} webhooks`);
+    console.log(
+      `2 api + 2 worker processes on PostgreSQL (database ${name}) and Redis (prefix fa:${name}); seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s: ` +
+        `100 ha field, ${seeds.dates.length} captures, ${seeds.webhooks} webhooks`,
+    );
     const mix = new Mix(seeds);
     const urls = cluster.apis.map((a) => a.base!);
     // Warm-up: every capture read once per api process (window cache, statistics cache).
-    await autocannon({ url: urls, connections: 4, amount: 200, headers: { authorization: `Bearer ${seeds.key}` }, requests: [requestFor(mix, seeds.key, {})] });
+    await autocannon({
+      url: urls,
+      connections: 4,
+      amount: 200,
+      headers: { authorization: `Bearer ${seeds.key}` },
+      requests: [requestFor(mix, seeds.key, {})],
+    });
 
     const rows: Array<Record<string, string | number>> = [];
     let reached: { rate: number; achieved: number } | null = null;
@@ -74,10 +85,17 @@ export default async function loadBench(): Promise<void> {
           'conn errors': r.errors - r.timeouts,
           timeouts: r.timeouts,
           'error %': (100 * errorRate).toFixed(2),
-          'p99 ms by kind (uncorrected)': Object.entries(latency).map(([k, xs]) => `${k}:${pct(xs, 0.99).toFixed(0)}`).join(' '),
-          'failed by kind': Object.entries(byKind).map(([k, n]) => `${k}:${n}`).join(' ') || '-',
+          'p99 ms by kind (uncorrected)': Object.entries(latency)
+            .map(([k, xs]) => `${k}:${pct(xs, 0.99).toFixed(0)}`)
+            .join(' '),
+          'failed by kind':
+            Object.entries(byKind)
+              .map(([k, n]) => `${k}:${n}`)
+              .join(' ') || '-',
         });
-        console.log(`  step ${rate} req/s: achieved ${achieved.toFixed(1)}, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, errors ${(100 * errorRate).toFixed(2)} %`);
+        console.log(
+          `  step ${rate} req/s: achieved ${achieved.toFixed(1)}, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, errors ${(100 * errorRate).toFixed(2)} %`,
+        );
         if (r.latency.p99 > P99_LIMIT_MS) break;
         if (errorRate < 0.01) reached = { rate, achieved };
         await sleep(2000);
@@ -86,29 +104,48 @@ export default async function loadBench(): Promise<void> {
       clearInterval(sampler);
     }
     console.table(rows);
-    console.log(reached
-      ? `rate reached with p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors: ${reached.rate} req/s offered, ${reached.achieved.toFixed(1)} req/s achieved`
-      : `no step stayed within p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors`);
+    console.log(
+      reached
+        ? `rate reached with p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors: ${reached.rate} req/s offered, ${reached.achieved.toFixed(1)} req/s achieved`
+        : `no step stayed within p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors`,
+    );
 
     const drainStart = Date.now();
     const done = await until(() => settled(seeds, mix), DRAIN_MS, 500);
     const [a] = await auditWindows(seeds, mix, [{ from: 0, to: Infinity }], (id) => cluster.reportJobPending(id));
     console.table([
       {
-        'reports accepted': a!.reportsAccepted, ready: a!.reportsReady, failed: a!.reportsFailed, 'unfinished': a!.reportsLost, 'of which queued': a!.reportsQueued,
-        events: a!.events, 'deliveries expected': a!.deliveriesExpected, received: a!.deliveriesReceived, lost: a!.deliveriesLost, duplicates: a!.duplicates,
+        'reports accepted': a!.reportsAccepted,
+        ready: a!.reportsReady,
+        failed: a!.reportsFailed,
+        unfinished: a!.reportsLost,
+        'of which queued': a!.reportsQueued,
+        events: a!.events,
+        'deliveries expected': a!.deliveriesExpected,
+        received: a!.deliveriesReceived,
+        lost: a!.deliveriesLost,
+        duplicates: a!.duplicates,
         'drain s': ((Date.now() - drainStart) / 1000).toFixed(1),
       },
     ]);
-    console.log(done
-      ? 'every accepted report became ready or failed, and every webhook event was received by every subscribed receiver'
-      : `NOT settled within ${DRAIN_MS / 1000} s after the load: see the row above`);
-    console.log(`machine load average (1, 5, 15 min) at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(', ')} on ${os.availableParallelism()} cores`);
+    console.log(
+      done
+        ? 'every accepted report became ready or failed, and every webhook event was received by every subscribed receiver'
+        : `NOT settled within ${DRAIN_MS / 1000} s after the load: see the row above`,
+    );
+    console.log(
+      `machine load average (1, 5, 15 min) at the end: ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(', ')} on ${os.availableParallelism()} cores`,
+    );
     console.table(cluster.memoryTable());
     for (const c of cluster.casualties()) console.log(c);
   } finally {
     if (top) await top.close();
-    await deleteQueueKeys(redisUrl, name).catch((err) => console.error(`could not delete queue keys: ${(err as Error).message}`));
+    await deleteQueueKeys(redisUrl, name).catch((err) =>
+      console.error(`could not delete queue keys: ${(err as Error).message}`),
+    );
     await db.drop();
   }
 }
@@ -119,7 +156,12 @@ function pct(xs: number[], q: number): number {
 }
 
 /** One autocannon request whose setupRequest draws the next request of the mix. */
-function requestFor(mix: Mix, key: string, failedByKind: Record<string, number>, latency: Partial<Record<Kind, number[]>> = {}) {
+function requestFor(
+  mix: Mix,
+  key: string,
+  failedByKind: Record<string, number>,
+  latency: Partial<Record<Kind, number[]>> = {},
+) {
   return {
     setupRequest: (req: Record<string, unknown>, context: { kind?: Kind; t0?: number }) => {
       const p = mix.next();

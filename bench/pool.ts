@@ -17,7 +17,10 @@ export default async function poolBench(): Promise<void> {
 
   const kernel = new Kernel();
   const inline = () => {
-    const prep = kernel.prepare(N, [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001 }]);
+    const prep = kernel.prepare(N, [
+      { dtype: 'u16', scale: 0.0001 },
+      { dtype: 'u16', scale: 0.0001 },
+    ]);
     prep.bands[0]!.set(red);
     prep.bands[1]!.set(nir);
     return kernel.run(program);
@@ -29,13 +32,29 @@ export default async function poolBench(): Promise<void> {
 
   const concurrent = async (tasksPerThread: number) => {
     const pool = new ComputePool({ size: 2, maxQueue: 20_000, tasksPerThread });
-    await Promise.all(Array.from({ length: 2000 }, () => pool.runIndex({ program, bands: [{ dtype: 'u16', scale: 0.0001, data: red.slice() }, { dtype: 'u16', scale: 0.0001, data: nir.slice() }] })));
+    await Promise.all(
+      Array.from({ length: 2000 }, () =>
+        pool.runIndex({
+          program,
+          bands: [
+            { dtype: 'u16', scale: 0.0001, data: red.slice() },
+            { dtype: 'u16', scale: 0.0001, data: nir.slice() },
+          ],
+        }),
+      ),
+    );
     const inputs = Array.from({ length: TASKS }, () => [red.slice(), nir.slice()] as const);
     const t0 = performance.now();
     let kernelMs = 0;
     await Promise.all(
       inputs.map(async ([r, n]) => {
-        const res = await pool.runIndex({ program, bands: [{ dtype: 'u16', scale: 0.0001, data: r }, { dtype: 'u16', scale: 0.0001, data: n }] });
+        const res = await pool.runIndex({
+          program,
+          bands: [
+            { dtype: 'u16', scale: 0.0001, data: r },
+            { dtype: 'u16', scale: 0.0001, data: n },
+          ],
+        });
         kernelMs += res.kernelMs;
       }),
     );
@@ -62,17 +81,45 @@ export default async function poolBench(): Promise<void> {
   const t = performance.now();
   let seqKernel = 0;
   for (let i = 0; i < seq; i++) {
-    const res = await pool.runIndex({ program, bands: [{ dtype: 'u16', scale: 0.0001, data: red.slice() }, { dtype: 'u16', scale: 0.0001, data: nir.slice() }] });
+    const res = await pool.runIndex({
+      program,
+      bands: [
+        { dtype: 'u16', scale: 0.0001, data: red.slice() },
+        { dtype: 'u16', scale: 0.0001, data: nir.slice() },
+      ],
+    });
     seqKernel += res.kernelMs;
   }
   const seqMs = performance.now() - t;
   await pool.close();
   console.table([
-    { what: `inline on one thread (baseline), ${TASKS} × ${N} px`, 'tasks/s': (TASKS / inlineMs * 1000).toFixed(0), 'Mpx/s': ((TASKS * N) / inlineMs / 1000).toFixed(0) },
-    { what: `pool of 2 workers, ${TASKS} concurrent tasks, 1 task per thread at once`, 'tasks/s': (TASKS / poolMs1 * 1000).toFixed(0), 'Mpx/s': ((TASKS * N) / poolMs1 / 1000).toFixed(0), 'pool ÷ inline': (inlineMs / poolMs1).toFixed(2) },
-    { what: `pool of 2 workers, ${TASKS} concurrent tasks, 2 per thread (the default)`, 'tasks/s': (TASKS / poolMs * 1000).toFixed(0), 'Mpx/s': ((TASKS * N) / poolMs / 1000).toFixed(0), 'pool ÷ inline': (inlineMs / poolMs).toFixed(2) },
-    { what: `pool of 2 workers, ${TASKS} concurrent no-op tasks (ping)`, 'tasks/s': (TASKS / pingMs * 1000).toFixed(0) },
-    { what: 'one task at a time through the pool', 'tasks/s': (seq / seqMs * 1000).toFixed(0), 'µs per task': ((seqMs / seq) * 1000).toFixed(1), 'overhead µs (round trip − kernel)': (((seqMs - seqKernel) / seq) * 1000).toFixed(1) },
+    {
+      what: `inline on one thread (baseline), ${TASKS} × ${N} px`,
+      'tasks/s': ((TASKS / inlineMs) * 1000).toFixed(0),
+      'Mpx/s': ((TASKS * N) / inlineMs / 1000).toFixed(0),
+    },
+    {
+      what: `pool of 2 workers, ${TASKS} concurrent tasks, 1 task per thread at once`,
+      'tasks/s': ((TASKS / poolMs1) * 1000).toFixed(0),
+      'Mpx/s': ((TASKS * N) / poolMs1 / 1000).toFixed(0),
+      'pool ÷ inline': (inlineMs / poolMs1).toFixed(2),
+    },
+    {
+      what: `pool of 2 workers, ${TASKS} concurrent tasks, 2 per thread (the default)`,
+      'tasks/s': ((TASKS / poolMs) * 1000).toFixed(0),
+      'Mpx/s': ((TASKS * N) / poolMs / 1000).toFixed(0),
+      'pool ÷ inline': (inlineMs / poolMs).toFixed(2),
+    },
+    {
+      what: `pool of 2 workers, ${TASKS} concurrent no-op tasks (ping)`,
+      'tasks/s': ((TASKS / pingMs) * 1000).toFixed(0),
+    },
+    {
+      what: 'one task at a time through the pool',
+      'tasks/s': ((seq / seqMs) * 1000).toFixed(0),
+      'µs per task': ((seqMs / seq) * 1000).toFixed(1),
+      'overhead µs (round trip − kernel)': (((seqMs - seqKernel) / seq) * 1000).toFixed(1),
+    },
   ]);
   console.log(`mean kernel time per task inside the workers: ${((kernelMs / TASKS) * 1000).toFixed(1)} µs`);
 }

@@ -32,7 +32,12 @@ const median = (xs: number[]) => {
 export default async function reportsBench(): Promise<void> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'rptbench-'));
   const db = await openDatabase({});
-  const config = loadConfig({ IMAGERY_ROOTS: scratch, PUBLIC_BASE_URL: 'http://localhost:3000', LOG_LEVEL: 'silent', DEMO: 'false' });
+  const config = loadConfig({
+    IMAGERY_ROOTS: scratch,
+    PUBLIC_BASE_URL: 'http://localhost:3000',
+    LOG_LEVEL: 'silent',
+    DEMO: 'false',
+  });
   const runtime = await openRuntime(config, { db, pollMs: 50, log: () => {} });
   const app = await buildApp(runtime);
   try {
@@ -40,41 +45,88 @@ export default async function reportsBench(): Promise<void> {
     const { key } = await createApiKey(db, account.id);
     const auth = { authorization: `Bearer ${key}` };
     const failures: string[] = [];
-    console.log(`compute threads ${runtime.compute.size}, ${RUNS} runs per combination, ms from POST to ready (polling every 5 ms)`);
+    console.log(
+      `compute threads ${runtime.compute.size}, ${RUNS} runs per combination, ms from POST to ready (polling every 5 ms)`,
+    );
     console.log('field     type            format  cold    median  worst   × baseline  target');
-    for (const [label, sceneSize, originX] of [['100 ha', 200, 630_000], ['1,000 ha', 632, 640_000]] as const) {
+    for (const [label, sceneSize, originX] of [
+      ['100 ha', 200, 630_000],
+      ['1,000 ha', 632, 640_000],
+    ] as const) {
       const dir = path.join(scratch, label.replace(/\W/g, ''));
       const spec = { epsg: 32631, originX, originY: 5_602_000, size: sceneSize, seed: 11 };
-      const caps = writeSyntheticSeason(dir, spec, datesEvery('2025-03-26', '2025-10-07', 8), '2025-04-10', '2025-09-20');
-      const f = await app.inject({ method: 'POST', url: '/v1/fields', headers: auth, payload: { name: `bench ${label}`, boundary: sceneField(spec), crop_type: 'maize', planting_date: '2025-04-10', harvest_date: '2025-09-20' } });
+      const caps = writeSyntheticSeason(
+        dir,
+        spec,
+        datesEvery('2025-03-26', '2025-10-07', 8),
+        '2025-04-10',
+        '2025-09-20',
+      );
+      const f = await app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: auth,
+        payload: {
+          name: `bench ${label}`,
+          boundary: sceneField(spec),
+          crop_type: 'maize',
+          planting_date: '2025-04-10',
+          harvest_date: '2025-09-20',
+        },
+      });
       const field = f.json();
       for (const c of caps) {
-        const res = await app.inject({ method: 'POST', url: '/v1/imagery', headers: auth, payload: { source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, offset: -0.1 } });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/v1/imagery',
+          headers: auth,
+          payload: {
+            source: 'sentinel-2-l2a',
+            capture_date: c.date,
+            bands: c.files,
+            mask: { href: c.scl, kind: 'scl' },
+            offset: -0.1,
+          },
+        });
         if (res.statusCode !== 201) throw new Error(res.body);
       }
       // Baseline: one index request on the same field (window read + index + statistics), best of 5 after a warm-up.
       const base: number[] = [];
       for (let k = 0; k < 6; k++) {
         const t0 = performance.now();
-        const r = await app.inject({ method: 'GET', url: `/v1/fields/${field.id}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false`, headers: auth });
+        const r = await app.inject({
+          method: 'GET',
+          url: `/v1/fields/${field.id}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false`,
+          headers: auth,
+        });
         if (r.statusCode !== 200) throw new Error(r.body);
         if (k) base.push(performance.now() - t0);
       }
       const baseline = Math.min(...base);
-      console.log(`${label.padEnd(9)} baseline: GET indices (zonal stats) ${baseline.toFixed(1)} ms; field ${field.area_ha.toFixed(1)} ha, ${caps.length} captures`);
+      console.log(
+        `${label.padEnd(9)} baseline: GET indices (zonal stats) ${baseline.toFixed(1)} ms; field ${field.area_ha.toFixed(1)} ha, ${caps.length} captures`,
+      );
       for (const type of TYPES) {
         for (const format of FORMATS) {
           const times: number[] = [];
           for (let run = 0; run < RUNS; run++) {
             const t0 = performance.now();
-            const res = await app.inject({ method: 'POST', url: `/v1/fields/${field.id}/reports`, headers: auth, payload: { type, format } });
+            const res = await app.inject({
+              method: 'POST',
+              url: `/v1/fields/${field.id}/reports`,
+              headers: auth,
+              payload: { type, format },
+            });
             if (res.statusCode !== 202) throw new Error(res.body);
             const id = res.json().id;
             let status = 'pending';
             let error: string | null = null;
             while (status === 'pending' || status === 'processing') {
               await new Promise((r) => setTimeout(r, 5));
-              [{ status, error }] = (await db.query<{ status: string; error: string | null }>('SELECT status, error FROM reports WHERE id = $1', [id])) as [{ status: string; error: string | null }];
+              [{ status, error }] = (await db.query<{ status: string; error: string | null }>(
+                'SELECT status, error FROM reports WHERE id = $1',
+                [id],
+              )) as [{ status: string; error: string | null }];
             }
             if (status !== 'ready') throw new Error(`${type} ${format}: ${error}`);
             times.push(performance.now() - t0);
@@ -89,7 +141,11 @@ export default async function reportsBench(): Promise<void> {
         }
       }
     }
-    console.log(failures.length ? `target missed (100 ha ready within ${TARGET_MS} ms): ${failures.join('; ')}` : `target met: every 100 ha report ready within ${TARGET_MS} ms of the request, cold runs included`);
+    console.log(
+      failures.length
+        ? `target missed (100 ha ready within ${TARGET_MS} ms): ${failures.join('; ')}`
+        : `target met: every 100 ha report ready within ${TARGET_MS} ms of the request, cold runs included`,
+    );
   } finally {
     await app.close();
     await runtime.close();

@@ -60,7 +60,12 @@ async function call(base: string, key: string, method: string, url: string, body
  * Through the running api: registers the webhooks (each answers the test delivery), then a 100 ha
  * field (100 × 100 pixels of 10 m) with a season of captures every 8 days, and a field for PATCHes.
  */
-export async function seedService(base: string, acct: { db: Database; key: string; accountId: string }, imageryDir: string, receivers: Receiver[]): Promise<Seeds> {
+export async function seedService(
+  base: string,
+  acct: { db: Database; key: string; accountId: string },
+  imageryDir: string,
+  receivers: Receiver[],
+): Promise<Seeds> {
   const { db, key } = acct;
   const [{ now: since }] = await db.query<{ now: Date }>('SELECT now()');
   for (const rx of receivers) await call(base, key, 'POST', '/v1/webhooks', { url: rx.url, events: ['*'] });
@@ -69,10 +74,27 @@ export async function seedService(base: string, acct: { db: Database; key: strin
   const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 200, seed: 7 };
   const dates = datesEvery('2025-03-26', '2025-10-07', 8);
   const caps = writeSyntheticSeason(imageryDir, spec, dates, '2025-04-10', '2025-09-20');
-  const field = await call(base, key, 'POST', '/v1/fields', { name: 'load 100 ha', boundary: sceneField(spec), crop_type: 'maize', planting_date: '2025-04-10', harvest_date: '2025-09-20' });
-  const small = await call(base, key, 'POST', '/v1/fields', { name: 'patched', boundary: sceneField(spec, 0.1), crop_type: 'wheat' });
+  const field = await call(base, key, 'POST', '/v1/fields', {
+    name: 'load 100 ha',
+    boundary: sceneField(spec),
+    crop_type: 'maize',
+    planting_date: '2025-04-10',
+    harvest_date: '2025-09-20',
+  });
+  const small = await call(base, key, 'POST', '/v1/fields', {
+    name: 'patched',
+    boundary: sceneField(spec, 0.1),
+    crop_type: 'wheat',
+  });
   for (const c of caps) {
-    await call(base, key, 'POST', '/v1/imagery', { source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, scale: 0.0001, offset: -0.1 });
+    await call(base, key, 'POST', '/v1/imagery', {
+      source: 'sentinel-2-l2a',
+      capture_date: c.date,
+      bands: c.files,
+      mask: { href: c.scl, kind: 'scl' },
+      scale: 0.0001,
+      offset: -0.1,
+    });
   }
   return {
     db,
@@ -121,7 +143,10 @@ export class Mix {
   readonly accepted = new Map<string, number>();
   private readonly recent: string[] = [];
 
-  constructor(private readonly seeds: Pick<Seeds, 'fieldId' | 'patchFieldId' | 'dates'>, private readonly maxReportsPerS = 4) {
+  constructor(
+    private readonly seeds: Pick<Seeds, 'fieldId' | 'patchFieldId' | 'dates'>,
+    private readonly maxReportsPerS = 4,
+  ) {
     // Interleave the kinds evenly over each 100 requests.
     const pool: Array<[Kind, number]> = Object.entries(MIX) as Array<[Kind, number]>;
     for (let i = 0; i < 100; i++) {
@@ -152,16 +177,34 @@ export class Mix {
     switch (kind) {
       case 'indices': {
         const date = this.seeds.dates[(i * 7) % this.seeds.dates.length];
-        return { kind, method: 'GET', path: `/v1/fields/${f}/indices?index=${INDICES[i % INDICES.length]}&date=${date}&zonal_stats=true&geojson=false` };
+        return {
+          kind,
+          method: 'GET',
+          path: `/v1/fields/${f}/indices?index=${INDICES[i % INDICES.length]}&date=${date}&zonal_stats=true&geojson=false`,
+        };
       }
       case 'timeseries':
-        return { kind, method: 'GET', path: `/v1/fields/${f}/indices/timeseries?index=${INDICES[i % 2]}&start_date=2025-04-01&end_date=2025-10-01&interval=weekly&max_cloud_cover=100` };
+        return {
+          kind,
+          method: 'GET',
+          path: `/v1/fields/${f}/indices/timeseries?index=${INDICES[i % 2]}&start_date=2025-04-01&end_date=2025-10-01&interval=weekly&max_cloud_cover=100`,
+        };
       case 'report':
-        return { kind, method: 'POST', path: `/v1/fields/${f}/reports`, body: JSON.stringify(REPORTS[i % REPORTS.length]) };
+        return {
+          kind,
+          method: 'POST',
+          path: `/v1/fields/${f}/reports`,
+          body: JSON.stringify(REPORTS[i % REPORTS.length]),
+        };
       case 'poll':
         return { kind, method: 'GET', path: `/v1/reports/${this.recent[i % this.recent.length]}` };
       case 'patch':
-        return { kind, method: 'PATCH', path: `/v1/fields/${this.seeds.patchFieldId}`, body: JSON.stringify({ crop_type: `wheat-${i}` }) };
+        return {
+          kind,
+          method: 'PATCH',
+          path: `/v1/fields/${this.seeds.patchFieldId}`,
+          body: JSON.stringify({ crop_type: `wheat-${i}` }),
+        };
     }
   }
 
@@ -216,15 +259,28 @@ interface Snapshot {
 
 async function snapshot(seeds: Seeds, mix: Mix, jobPending?: (jobId: string) => Promise<boolean>): Promise<Snapshot> {
   const ids = [...mix.accepted.keys()];
-  const rows = await seeds.db.query<{ id: string; status: string; completed_at: Date | null; job_id: string | null }>('SELECT id, status, completed_at, job_id FROM reports WHERE id = ANY($1)', [ids]);
+  const rows = await seeds.db.query<{ id: string; status: string; completed_at: Date | null; job_id: string | null }>(
+    'SELECT id, status, completed_at, job_id FROM reports WHERE id = ANY($1)',
+    [ids],
+  );
   const reports = new Map<string, { status: string; completed: number | null; queued: boolean }>();
   for (const r of rows) {
     const unfinished = r.status === 'pending' || r.status === 'processing';
     const queued = unfinished && !!jobPending && !!r.job_id && (await jobPending(r.job_id).catch(() => false));
-    reports.set(r.id, { status: r.status, completed: r.completed_at ? new Date(r.completed_at).getTime() : null, queued });
+    reports.set(r.id, {
+      status: r.status,
+      completed: r.completed_at ? new Date(r.completed_at).getTime() : null,
+      queued,
+    });
   }
-  const ev = await seeds.db.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM outbox WHERE account_id = $1 AND created_at >= $2', [seeds.accountId, seeds.since]);
-  const dl = await seeds.db.query<{ id: string; event_id: string }>('SELECT id, event_id FROM deliveries WHERE account_id = $1', [seeds.accountId]);
+  const ev = await seeds.db.query<{ id: string; created_at: Date }>(
+    'SELECT id, created_at FROM outbox WHERE account_id = $1 AND created_at >= $2',
+    [seeds.accountId, seeds.since],
+  );
+  const dl = await seeds.db.query<{ id: string; event_id: string }>(
+    'SELECT id, event_id FROM deliveries WHERE account_id = $1',
+    [seeds.accountId],
+  );
   const deliveries = new Map<string, string[]>();
   for (const d of dl) deliveries.set(d.event_id, [...(deliveries.get(d.event_id) ?? []), d.id]);
   const receipts = new Map<string, { count: number; first: number }>();
@@ -246,8 +302,19 @@ export async function settled(seeds: Seeds, mix: Mix): Promise<boolean> {
 
 function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
   const row: AuditRow = {
-    reportsAccepted: 0, reportsReady: 0, reportsFailed: 0, reportsLost: 0, reportsQueued: 0, events: 0, deliveriesExpected: 0, deliveriesReceived: 0,
-    deliveriesLost: 0, duplicates: 0, undispatched: 0, firstReadyMs: null, firstDeliveredMs: null,
+    reportsAccepted: 0,
+    reportsReady: 0,
+    reportsFailed: 0,
+    reportsLost: 0,
+    reportsQueued: 0,
+    events: 0,
+    deliveriesExpected: 0,
+    deliveriesReceived: 0,
+    deliveriesLost: 0,
+    duplicates: 0,
+    undispatched: 0,
+    firstReadyMs: null,
+    firstDeliveredMs: null,
   };
   const inWindow = (t: number) => t >= w.from && t < w.to;
   for (const [id, at] of mix.accepted) {
@@ -256,7 +323,8 @@ function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
     const r = s.reports.get(id);
     if (r?.status === 'ready') {
       row.reportsReady++;
-      if (r.completed !== null && (row.firstReadyMs === null || r.completed - w.from < row.firstReadyMs)) row.firstReadyMs = Math.max(0, r.completed - w.from);
+      if (r.completed !== null && (row.firstReadyMs === null || r.completed - w.from < row.firstReadyMs))
+        row.firstReadyMs = Math.max(0, r.completed - w.from);
     } else if (r?.status === 'failed') row.reportsFailed++;
     else {
       row.reportsLost++;
@@ -275,7 +343,8 @@ function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
       if (!rc) continue;
       got++;
       row.duplicates += rc.count - 1;
-      if (row.firstDeliveredMs === null || rc.first - w.from < row.firstDeliveredMs) row.firstDeliveredMs = Math.max(0, rc.first - w.from);
+      if (row.firstDeliveredMs === null || rc.first - w.from < row.firstDeliveredMs)
+        row.firstDeliveredMs = Math.max(0, rc.first - w.from);
     }
     row.deliveriesReceived += got;
   }
@@ -284,7 +353,12 @@ function audit(s: Snapshot, seeds: Seeds, mix: Mix, w: AuditWindow): AuditRow {
 }
 
 /** Audits several windows against one snapshot (`jobPending` tells backlog from loss). */
-export async function auditWindows(seeds: Seeds, mix: Mix, windows: AuditWindow[], jobPending?: (jobId: string) => Promise<boolean>): Promise<AuditRow[]> {
+export async function auditWindows(
+  seeds: Seeds,
+  mix: Mix,
+  windows: AuditWindow[],
+  jobPending?: (jobId: string) => Promise<boolean>,
+): Promise<AuditRow[]> {
   const s = await snapshot(seeds, mix, jobPending);
   return windows.map((w) => audit(s, seeds, mix, w));
 }
@@ -302,7 +376,12 @@ export interface Topology {
  * defaults), then the seeds through the first api. Everything is undone by close(), also when
  * bring-up fails half way.
  */
-export async function bringUp(o: { databaseUrl: string; redisUrl: string; queuePrefix: string; env?: Record<string, string> }): Promise<Topology> {
+export async function bringUp(o: {
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  env?: Record<string, string>;
+}): Promise<Topology> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'fa-ops-bench-'));
   const undo: Array<() => Promise<void>> = [async () => rmSync(scratch, { recursive: true, force: true })];
   const close = async () => {

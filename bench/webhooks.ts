@@ -95,7 +95,12 @@ interface Row {
   target: string;
 }
 
-async function run(label: string, extraEnv: Record<string, string>, caFile: string, receivers: Receiver[]): Promise<Row[]> {
+async function run(
+  label: string,
+  extraEnv: Record<string, string>,
+  caFile: string,
+  receivers: Receiver[],
+): Promise<Row[]> {
   const pgUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const dbName = `fa_bench_${Date.now()}`;
@@ -127,7 +132,10 @@ async function run(label: string, extraEnv: Record<string, string>, caFile: stri
     const main = path.join(packageRoot, 'dist/src/main.js');
     const api = spawn(process.execPath, [main], { env: { ...env, ROLE: 'api', PORT: String(port) }, stdio: 'inherit' });
     const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
-    const worker = spawn(process.execPath, [...nodeArgs, main], { env: { ...env, ROLE: 'worker', PORT: '0' }, stdio: 'inherit' });
+    const worker = spawn(process.execPath, [...nodeArgs, main], {
+      env: { ...env, ROLE: 'worker', PORT: '0' },
+      stdio: 'inherit',
+    });
     procs.push(api, worker);
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 300; i++) {
@@ -139,21 +147,33 @@ async function run(label: string, extraEnv: Record<string, string>, caFile: stri
       await sleep(100);
     }
     for (const rx of receivers) {
-      const r = await fetch(`${base}/v1/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: rx.url, events: ['*'] }) });
+      const r = await fetch(`${base}/v1/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: rx.url, events: ['*'] }),
+      });
       if (r.status !== 201) throw new Error(`webhook registration failed: ${r.status} ${await r.text()}`);
     }
     await sleep(1000); // the worker is up and listening
-    const xacts = async () => (await admin.unsafe(`SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = '${dbName}'`))[0]!.n as number;
+    const xacts = async () =>
+      (await admin.unsafe(`SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = '${dbName}'`))[0]!
+        .n as number;
     const count = () => receivers.reduce((a, r) => a + r.received.length, 0);
     const data = (i: number) => ({ field_id: `fld_bench${i}`, crop_type: 'wheat', harvest_date: '2025-08-01' });
 
-    const measure = async (phase: string, events: number, emitAll: () => Promise<void>, target: (rate: number, p99: number, offered: number) => string): Promise<Row> => {
+    const measure = async (
+      phase: string,
+      events: number,
+      emitAll: () => Promise<void>,
+      target: (rate: number, p99: number, offered: number) => string,
+    ): Promise<Row> => {
       for (const rx of receivers) rx.received.length = 0;
       const x0 = await xacts();
       const c0 = cpuMs(worker.pid!);
       // The PostgreSQL server is shared (other databases, other users): count the backends of this
       // database only (the server's background processes are left out).
-      const pgPids = async () => (await admin.unsafe(`SELECT pid FROM pg_stat_activity WHERE datname = '${dbName}'`)).map((r) => Number(r.pid));
+      const pgPids = async () =>
+        (await admin.unsafe(`SELECT pid FROM pg_stat_activity WHERE datname = '${dbName}'`)).map((r) => Number(r.pid));
       const p0 = cpuByPid(await pgPids());
       const r0 = cpuMsOf('redis-server');
       const b0 = process.cpuUsage();
@@ -267,19 +287,28 @@ export default async function webhookBench(): Promise<void> {
   const caFile = path.join(scratch, 'ca.pem');
   writeFileSync(caFile, pki.ca);
   // Node's default keep-alive (5 s), as a real receiver would have.
-  const receivers = await Promise.all(Array.from({ length: RECEIVERS }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })));
+  const receivers = await Promise.all(
+    Array.from({ length: RECEIVERS }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })),
+  );
   try {
     const setups: Array<[string, Record<string, string>]> = [['PostgreSQL + Redis', {}]];
-    if (process.env.BENCH_COMPARE === '1') setups.push(['same, first attempts through the queue', { WEBHOOK_DIRECT: 'false' }]);
+    if (process.env.BENCH_COMPARE === '1')
+      setups.push(['same, first attempts through the queue', { WEBHOOK_DIRECT: 'false' }]);
     const rows: Row[] = [];
     for (const [label, extra] of setups) {
       const mine = await run(label, extra, caFile, receivers);
       rows.push(...mine);
-      console.log(`${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.log(
+        `${os.cpus().length} cores, load average ${os
+          .loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}`,
+      );
       console.table(mine);
     }
     if (rows.length > 2) {
-      const ratio = (k: 'deliveries/s' | 'worker CPU ms/delivery', i: number) => (Number(rows[i]![k]) / Number(rows[i + 2]![k])).toFixed(2);
+      const ratio = (k: 'deliveries/s' | 'worker CPU ms/delivery', i: number) =>
+        (Number(rows[i]![k]) / Number(rows[i + 2]![k])).toFixed(2);
       console.log(
         `direct ÷ through the queue: burst deliveries/s ×${ratio('deliveries/s', 0)}, worker CPU per delivery ×${ratio('worker CPU ms/delivery', 0)}; ` +
           `steady p99 ${rows[1]!['p99 ms']} ms vs ${rows[3]!['p99 ms']} ms`,

@@ -16,7 +16,12 @@ import { writeOpcodes } from './opcodes.mjs';
 export const WASM_TARGETS = {
   simd: { config: 'asconfig.json', target: 'simd', out: 'dist/wasm/kernel.simd.wasm', what: 'kernel (SIMD)' },
   decode: { config: 'asconfig.decode.json', target: 'release', out: 'dist/wasm/decode.wasm', what: 'TIFF decoders' },
-  scalar: { config: 'asconfig.json', target: 'scalar', out: 'dist/wasm/kernel.scalar.wasm', what: 'kernel (scalar, for tests and benchmarks)' },
+  scalar: {
+    config: 'asconfig.json',
+    target: 'scalar',
+    out: 'dist/wasm/kernel.scalar.wasm',
+    what: 'kernel (scalar, for tests and benchmarks)',
+  },
 };
 
 export const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
@@ -24,7 +29,8 @@ export const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 export async function buildWasm(names = Object.keys(WASM_TARGETS)) {
   const { default: asc } = await import('assemblyscript/asc');
   mkdirSync('dist/wasm', { recursive: true });
-  if (names.some((n) => WASM_TARGETS[n]?.config === 'asconfig.json') && (await writeOpcodes())) console.error('[build] assembly/opcodes.ts regenerated from src/compute/opcodes.ts');
+  if (names.some((n) => WASM_TARGETS[n]?.config === 'asconfig.json') && (await writeOpcodes()))
+    console.error('[build] assembly/opcodes.ts regenerated from src/compute/opcodes.ts');
   for (const name of names) {
     const t = WASM_TARGETS[name];
     if (!t) throw new Error(`unknown WASM target "${name}" (${Object.keys(WASM_TARGETS).join(', ')})`);

@@ -22,18 +22,30 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 process.chdir(root);
 const forStart = process.argv[2] === 'start';
 const mtime = (f) => (existsSync(f) ? statSync(f).mtimeMs : 0);
-const walk = (dir, keep) => (existsSync(dir) ? readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f)).filter(keep) : []);
+const walk = (dir, keep) =>
+  existsSync(dir)
+    ? readdirSync(dir, { recursive: true })
+        .map((f) => path.join(dir, f))
+        .filter(keep)
+    : [];
 const isSource = (f) => f.endsWith('.ts') && !f.endsWith('.d.ts');
 const configTime = Math.max(mtime('tsconfig.json'), mtime('package.json'));
 const tsconfig = JSON.parse(readFileSync('tsconfig.json', 'utf8'));
 const outDir = tsconfig.compilerOptions.outDir;
-const outputOf = (src) => path.join(outDir, path.relative(tsconfig.compilerOptions.rootDir ?? '.', src)).replace(/\.ts$/, '.js');
+const outputOf = (src) =>
+  path.join(outDir, path.relative(tsconfig.compilerOptions.rootDir ?? '.', src)).replace(/\.ts$/, '.js');
 const staleOutput = (src) => mtime(outputOf(src)) < Math.max(mtime(src), configTime);
 
 // WASM: the targets asked for whose module is missing or older than the kernel sources (with the
 // op-code table they are generated from), their asconfig or the lock file (the compiler's version).
-const wasmSources = Math.max(...walk('assembly', () => true).map(mtime), mtime('package-lock.json'), mtime('src/compute/opcodes.ts'));
-const wasm = (forStart ? ['simd', 'decode'] : Object.keys(WASM_TARGETS)).filter((t) => mtime(WASM_TARGETS[t].out) < Math.max(wasmSources, mtime(WASM_TARGETS[t].config)));
+const wasmSources = Math.max(
+  ...walk('assembly', () => true).map(mtime),
+  mtime('package-lock.json'),
+  mtime('src/compute/opcodes.ts'),
+);
+const wasm = (forStart ? ['simd', 'decode'] : Object.keys(WASM_TARGETS)).filter(
+  (t) => mtime(WASM_TARGETS[t].out) < Math.max(wasmSources, mtime(WASM_TARGETS[t].config)),
+);
 
 // TypeScript: a source of the included folders without a current output, or a source of one of the
 // outputs (files outside those folders that they import, such as test/helpers/tls.ts) newer than it.
@@ -41,14 +53,19 @@ const wasm = (forStart ? ['simd', 'decode'] : Object.keys(WASM_TARGETS)).filter(
 const includeDirs = forStart ? ['src'] : [...new Set(tsconfig.include.map((p) => p.split('/')[0]))];
 const tsStale =
   includeDirs.some((d) => walk(d, isSource).some(staleOutput)) ||
-  walk(forStart ? path.join(outDir, 'src') : outDir, (f) => f.endsWith('.js') && !f.startsWith(path.join(outDir, 'wasm'))).some((js) => {
+  walk(
+    forStart ? path.join(outDir, 'src') : outDir,
+    (f) => f.endsWith('.js') && !f.startsWith(path.join(outDir, 'wasm')),
+  ).some((js) => {
     const src = path.relative(outDir, js).replace(/\.js$/, '.ts');
     return existsSync(src) && staleOutput(src);
   });
 
 if (wasm.length || tsStale) {
   const t0 = performance.now();
-  console.error(`[build] dist/ is out of date: ${[wasm.length ? `WASM (${wasm.join(', ')})` : '', tsStale ? 'TypeScript' : ''].filter(Boolean).join(' and ')}${wasm.length && tsStale ? ', at the same time' : ''}`);
+  console.error(
+    `[build] dist/ is out of date: ${[wasm.length ? `WASM (${wasm.join(', ')})` : '', tsStale ? 'TypeScript' : ''].filter(Boolean).join(' and ')}${wasm.length && tsStale ? ', at the same time' : ''}`,
+  );
   const child = wasm.length ? spawn(process.execPath, ['scripts/build-wasm.mjs', ...wasm], { stdio: 'inherit' }) : null;
   const wasmDone = child ? new Promise((resolve) => child.once('exit', (code) => resolve(code))) : Promise.resolve(0);
   let ok = true;
@@ -62,11 +79,26 @@ if (wasm.length || tsStale) {
 function transpile() {
   const t0 = performance.now();
   const ts = createRequire(import.meta.url)('typescript');
-  const parsed = ts.getParsedCommandLineOfConfigFile('tsconfig.json', {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    'tsconfig.json',
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
+    },
+  );
   const { outDir: _o, rootDir: _r, declaration: _d, ...options } = parsed.options;
   // Every file is an ES module (package.json "type": "module"), as NodeNext compiles them.
-  Object.assign(options, { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, moduleDetection: ts.ModuleDetectionKind.Force });
-  const queue = parsed.fileNames.map((f) => path.relative(root, f)).filter((f) => isSource(f) && includeDirs.includes(f.split(path.sep)[0]));
+  Object.assign(options, {
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    moduleDetection: ts.ModuleDetectionKind.Force,
+  });
+  const queue = parsed.fileNames
+    .map((f) => path.relative(root, f))
+    .filter((f) => isSource(f) && includeDirs.includes(f.split(path.sep)[0]));
   const seen = new Set(queue);
   let n = 0;
   const errors = [];
@@ -85,7 +117,13 @@ function transpile() {
     if (!staleOutput(src)) continue;
     const out = ts.transpileModule(text, { compilerOptions: options, fileName: src, reportDiagnostics: true });
     if (out.diagnostics?.length) {
-      errors.push(ts.formatDiagnostics(out.diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => root, getNewLine: () => '\n' }));
+      errors.push(
+        ts.formatDiagnostics(out.diagnostics, {
+          getCanonicalFileName: (f) => f,
+          getCurrentDirectory: () => root,
+          getNewLine: () => '\n',
+        }),
+      );
       continue;
     }
     const js = outputOf(src);
@@ -103,6 +141,8 @@ function transpile() {
     console.error(`[build] TypeScript: ${errors.length} file(s) do not compile`);
     return false;
   }
-  console.error(`[build] TypeScript: ${n} file${n === 1 ? '' : 's'} transpiled in ${seconds(performance.now() - t0)} (type check: npm run typecheck)`);
+  console.error(
+    `[build] TypeScript: ${n} file${n === 1 ? '' : 's'} transpiled in ${seconds(performance.now() - t0)} (type check: npm run typecheck)`,
+  );
   return true;
 }

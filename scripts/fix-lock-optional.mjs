@@ -20,6 +20,8 @@ for (const [name, platform] of Object.entries(missing)) {
   lock.packages[key] = { version: '3.0.7', cpu: platform.cpu, license: 'MIT', optional: true, os: platform.os };
   added++;
 }
-lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : 1)));
+lock.packages = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : 1)),
+);
 writeFileSync('package-lock.json', `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`added ${added} optional platform entries`);

@@ -13,7 +13,8 @@ export const OPCODES_OUTPUT = 'assembly/opcodes.ts';
 /** The text of assembly/opcodes.ts for a table { NAME: code }. */
 export function opcodesAssembly(table) {
   const lines = Object.entries(table).map(([name, code]) => {
-    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || !Number.isInteger(code)) throw new Error(`opcodes: bad entry ${name}: ${code}`);
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || !Number.isInteger(code))
+      throw new Error(`opcodes: bad entry ${name}: ${code}`);
     return `export const OP_${name}: i32 = ${code};`;
   });
   return [
@@ -28,7 +29,9 @@ export function opcodesAssembly(table) {
 export async function readOpcodes(root = process.cwd()) {
   const ts = createRequire(import.meta.url)('typescript');
   const src = readFileSync(path.join(root, OPCODES_SOURCE), 'utf8');
-  const { outputText } = ts.transpileModule(src, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+  const { outputText } = ts.transpileModule(src, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  });
   const mod = await import(`data:text/javascript;base64,${Buffer.from(outputText).toString('base64')}`);
   return mod.OP;
 }

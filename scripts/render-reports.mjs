@@ -17,7 +17,8 @@ const POPPLER = `pdftoppm comes with poppler:
   macOS:          brew install poppler`;
 const probe = spawnSync('pdftoppm', ['-v'], { stdio: 'ignore' });
 if (probe.error) {
-  const why = probe.error.code === 'ENOENT' ? 'is not installed (not found on PATH)' : `cannot be run (${probe.error.message})`;
+  const why =
+    probe.error.code === 'ENOENT' ? 'is not installed (not found on PATH)' : `cannot be run (${probe.error.message})`;
   console.error(`render-reports: pdftoppm, which turns the PDF pages into PNG, ${why}.\n${POPPLER}`);
   process.exit(69);
 }
@@ -35,22 +36,49 @@ const out = path.resolve(process.argv[2] ?? 'data/rendered-reports');
 mkdirSync(out, { recursive: true });
 const imagery = mkdtempSync(path.join(os.tmpdir(), 'render-reports-'));
 const db = await openDatabase({});
-const config = loadConfig({ IMAGERY_ROOTS: imagery, PUBLIC_BASE_URL: 'http://localhost:3000', LOG_LEVEL: 'silent', COMPUTE_THREADS: '2', DEMO: 'false' });
+const config = loadConfig({
+  IMAGERY_ROOTS: imagery,
+  PUBLIC_BASE_URL: 'http://localhost:3000',
+  LOG_LEVEL: 'silent',
+  COMPUTE_THREADS: '2',
+  DEMO: 'false',
+});
 const runtime = await openRuntime(config, { db, pollMs: 50, log: () => {} });
 const app = await buildApp(runtime);
 try {
   const account = await findOrCreateAccount(db, 'render');
   const { key } = await createApiKey(db, account.id);
   const auth = { authorization: `Bearer ${key}` };
-  const demo = await createDemo({ db, compute: runtime.compute, roots: [imagery], maxAreaHa: config.maxFieldAreaHa }, account.id);
+  const demo = await createDemo(
+    { db, compute: runtime.compute, roots: [imagery], maxAreaHa: config.maxFieldAreaHa },
+    account.id,
+  );
   console.log(`demo field ${demo.fieldId}: ${demo.captures} captures ${demo.firstDate}..${demo.lastDate}`);
   // An alert rule, then three captures of the season registered again so that it is judged on
   // them (rules run on new captures): the health summary then has an alert history to show.
-  await app.inject({ method: 'POST', url: `/v1/fields/${demo.fieldId}/alerts`, headers: auth, payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.8 } });
-  const own = await db.query(`SELECT bands, mask, capture_date::text AS d FROM imagery WHERE capture_date IN ('2025-06-06', '2025-06-24', '2025-08-17') ORDER BY capture_date`);
+  await app.inject({
+    method: 'POST',
+    url: `/v1/fields/${demo.fieldId}/alerts`,
+    headers: auth,
+    payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.8 },
+  });
+  const own = await db.query(
+    `SELECT bands, mask, capture_date::text AS d FROM imagery WHERE capture_date IN ('2025-06-06', '2025-06-24', '2025-08-17') ORDER BY capture_date`,
+  );
   for (const c of own) {
     const bands = Object.fromEntries(Object.entries(c.bands).map(([b, v]) => [b, v.href]));
-    const res = await app.inject({ method: 'POST', url: '/v1/imagery', headers: auth, payload: { source: 'sentinel-2-l2a', capture_date: c.d, bands, mask: { href: c.mask.href, kind: 'scl' }, offset: -0.1 } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/imagery',
+      headers: auth,
+      payload: {
+        source: 'sentinel-2-l2a',
+        capture_date: c.d,
+        bands,
+        mask: { href: c.mask.href, kind: 'scl' },
+        offset: -0.1,
+      },
+    });
     if (res.statusCode !== 201) throw new Error(res.body);
   }
   const requests = [
@@ -61,7 +89,12 @@ try {
   ];
   for (const body of requests) {
     const t0 = performance.now();
-    const res = await app.inject({ method: 'POST', url: `/v1/fields/${demo.fieldId}/reports`, headers: auth, payload: body });
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/fields/${demo.fieldId}/reports`,
+      headers: auth,
+      payload: body,
+    });
     if (res.statusCode !== 202) throw new Error(res.body);
     let r = res.json();
     while (r.status === 'pending' || r.status === 'processing') {
@@ -75,11 +108,15 @@ try {
     writeFileSync(pdf, file.rawPayload);
     const png = spawnSync('pdftoppm', ['-r', '80', '-png', pdf, path.join(out, body.type)], { encoding: 'utf8' });
     if (png.error || png.status !== 0) {
-      console.error(`render-reports: pdftoppm failed on ${pdf}: ${(png.error?.message ?? png.stderr.trim()) || `exit ${png.status}`}`);
+      console.error(
+        `render-reports: pdftoppm failed on ${pdf}: ${(png.error?.message ?? png.stderr.trim()) || `exit ${png.status}`}`,
+      );
       process.exitCode = 1;
       break;
     }
-    console.log(`${body.type}: ${(file.rawPayload.length / 1024).toFixed(0)} kB, ready in ${(performance.now() - t0).toFixed(0)} ms -> ${out}/${body.type}-*.png`);
+    console.log(
+      `${body.type}: ${(file.rawPayload.length / 1024).toFixed(0)} kB, ready in ${(performance.now() - t0).toFixed(0)} ms -> ${out}/${body.type}-*.png`,
+    );
   }
 } finally {
   await app.close();

@@ -55,8 +55,20 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
 
   // Query strings and paths are text, so they are coerced (`per_page=20` → 20); JSON bodies are
   // typed, so they are not (`"name": 42` is an error, not "42").
-  const coercing = new Ajv({ removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true, strict: false });
-  const strict = new Ajv({ removeAdditional: false, allErrors: true, coerceTypes: false, useDefaults: true, strict: false });
+  const coercing = new Ajv({
+    removeAdditional: false,
+    allErrors: true,
+    coerceTypes: 'array',
+    useDefaults: true,
+    strict: false,
+  });
+  const strict = new Ajv({
+    removeAdditional: false,
+    allErrors: true,
+    coerceTypes: false,
+    useDefaults: true,
+    strict: false,
+  });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
 
   app.addHook('onRequest', async (req, reply) => {
@@ -75,11 +87,15 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   healthRoutes(app, s);
   registerMetrics(app);
 
-  await app.register(async (v1) => {
-    await v1.register(requireApiKey);
-    await registerRateLimit(v1, s.config);
-    for (const routes of [fieldRoutes, webhookRoutes, indexRoutes, imageryRoutes, alertRoutes, reportRoutes]) await v1.register(routes);
-  }, { prefix: '/v1' });
+  await app.register(
+    async (v1) => {
+      await v1.register(requireApiKey);
+      await registerRateLimit(v1, s.config);
+      for (const routes of [fieldRoutes, webhookRoutes, indexRoutes, imageryRoutes, alertRoutes, reportRoutes])
+        await v1.register(routes);
+    },
+    { prefix: '/v1' },
+  );
   // Pre-signed downloads carry their own authorisation (the link), not an API key.
   await app.register(reportDownloadRoutes, { prefix: '/v1' });
 

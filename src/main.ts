@@ -19,13 +19,20 @@ function loggerOptions(config: Config) {
     level: config.logLevel,
     redact: ['req.headers.authorization'],
     base: { pid: process.pid, role: config.role },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
+    ...(pretty
+      ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } }
+      : {}),
   };
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-const STEP_LABELS = { database: 'Database', migrations: 'Migrations', compute: 'Compute pool warm', queues: 'Queues' } as const;
+const STEP_LABELS = {
+  database: 'Database',
+  migrations: 'Migrations',
+  compute: 'Compute pool warm',
+  queues: 'Queues',
+} as const;
 
 /** One start-up progress line: what was done and how long it took. */
 function progress(what: string, ms: number, detail = ''): void {
@@ -45,16 +52,32 @@ async function bootstrap(config: Config, runtime: Runtime): Promise<{ key: strin
  * The demo season, written and registered after the service listens (a first start answers at
  * once; the demo field is printed when it is complete). Shutdown stops it between captures.
  */
-function startDemo(config: Config, runtime: Runtime, dev: { key: string; accountId: string }): { stop(): Promise<void> } {
+function startDemo(
+  config: Config,
+  runtime: Runtime,
+  dev: { key: string; accountId: string },
+): { stop(): Promise<void> } {
   const abort = new AbortController();
   const t0 = performance.now();
   console.log(`  Demo: writing and registering a season of synthetic Sentinel-2 captures in the background…`);
-  const done = createDemo({ ...runtime.imagery, maxAreaHa: config.maxFieldAreaHa }, dev.accountId, { signal: abort.signal }).then(
+  const done = createDemo({ ...runtime.imagery, maxAreaHa: config.maxFieldAreaHa }, dev.accountId, {
+    signal: abort.signal,
+  }).then(
     (demo) => {
-      progress(`Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures of ${demo.bands} bands, ${demo.firstDate} to ${demo.lastDate}`, performance.now() - t0);
-      console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`);
+      progress(
+        `Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures of ${demo.bands} bands, ${demo.firstDate} to ${demo.lastDate}`,
+        performance.now() - t0,
+      );
+      console.log(
+        `  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`,
+      );
     },
-    (err: Error) => console.error(abort.signal.aborted ? '  Demo: stopped by the shutdown before it was complete' : `  Demo not created: ${err.message}`),
+    (err: Error) =>
+      console.error(
+        abort.signal.aborted
+          ? '  Demo: stopped by the shutdown before it was complete'
+          : `  Demo not created: ${err.message}`,
+      ),
   );
   return {
     async stop() {
@@ -83,7 +106,13 @@ async function drainAndClose(app: Api): Promise<void> {
  * (handing back those still running when the grace period is nearly over), then close the queues
  * and Redis, the compute pool and the database. Exit 0, or 1 if the grace period runs out.
  */
-function onSignals(config: Config, runtime: Runtime, servers: () => Api[], log: Api['log'], background: () => Promise<void>): () => boolean {
+function onSignals(
+  config: Config,
+  runtime: Runtime,
+  servers: () => Api[],
+  log: Api['log'],
+  background: () => Promise<void>,
+): () => boolean {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -125,7 +154,9 @@ async function main(): Promise<void> {
   }
   if (config.role !== 'all' && !config.databaseUrl) {
     // PGlite lives inside one process: separate api and worker processes need PostgreSQL.
-    console.error(`invalid configuration: ROLE ${config.role} needs DATABASE_URL (the embedded database serves one process; use ROLE=all)`);
+    console.error(
+      `invalid configuration: ROLE ${config.role} needs DATABASE_URL (the embedded database serves one process; use ROLE=all)`,
+    );
     process.exit(78);
   }
 
@@ -139,21 +170,31 @@ async function main(): Promise<void> {
   const servers = [api, ops].filter((s): s is Api => s !== null);
   let demo: { stop(): Promise<void> } | null = null;
   // A worker always has the operations listener (METRICS_PORT, default PORT).
-  const closing = onSignals(config, runtime, () => servers, (api ?? ops)!.log, async () => demo?.stop());
+  const closing = onSignals(
+    config,
+    runtime,
+    () => servers,
+    (api ?? ops)!.log,
+    async () => demo?.stop(),
+  );
 
   const dev = config.devBootstrap && config.role !== 'worker' ? await bootstrap(config, runtime) : null;
   if (closing()) return;
 
   if (api) {
     await api.listen({ port: config.port, host: config.host });
-    console.log(`  Field analysis service listening on ${config.publicBaseUrl} (${seconds(process.uptime() * 1000)} after the process started)`);
+    console.log(
+      `  Field analysis service listening on ${config.publicBaseUrl} (${seconds(process.uptime() * 1000)} after the process started)`,
+    );
     console.log(`  API docs: ${config.publicBaseUrl}/docs   OpenAPI: ${config.publicBaseUrl}/openapi.json`);
   }
   if (ops) {
     const address = await ops.listen({ port: config.metricsPort!, host: config.host });
     console.log(`  Metrics: ${address}/metrics`);
   }
-  console.log(`  Storage: ${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}; queues: ${config.redisUrl ? 'BullMQ on Redis' : 'in the database'}; role ${config.role}\n`);
+  console.log(
+    `  Storage: ${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`}; queues: ${config.redisUrl ? 'BullMQ on Redis' : 'in the database'}; role ${config.role}\n`,
+  );
   if (dev && config.demo) demo = startDemo(config, runtime, dev);
 }
 

@@ -26,22 +26,43 @@ function imageryProblem(path: string, code: string, message: string): AppError {
 const lastSegment = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 
 export const domainProblems: DomainProblemTable = [
-  domainProblem(FormulaError, (err, path = '/body/formula') =>
-    new AppError('invalid_formula', err.message, { errors: [{ path, code: err.code, message: err.message }], extra: { position: err.position } }),
+  domainProblem(
+    FormulaError,
+    (err, path = '/body/formula') =>
+      new AppError('invalid_formula', err.message, {
+        errors: [{ path, code: err.code, message: err.message }],
+        extra: { position: err.position },
+      }),
   ),
   domainProblem(BoundaryError, (err) => {
     const issues = err.issues.map((i) => ({ path: i.path, code: i.code, message: i.message }));
-    return new AppError('invalid_boundary', issues.map((i) => `${i.path}: ${i.message}`).slice(0, 3).join('; '), { errors: issues });
+    return new AppError(
+      'invalid_boundary',
+      issues
+        .map((i) => `${i.path}: ${i.message}`)
+        .slice(0, 3)
+        .join('; '),
+      { errors: issues },
+    );
   }),
   domainProblem(LocalPathError, (err, path = '/body') =>
-    imageryProblem(path, err.kind === 'outside' ? 'path_not_allowed' : 'file_not_found', `${lastSegment(path)}: ${err.message}`),
+    imageryProblem(
+      path,
+      err.kind === 'outside' ? 'path_not_allowed' : 'file_not_found',
+      `${lastSegment(path)}: ${err.message}`,
+    ),
   ),
   domainProblem(ImageryError, (err, path = '/body') => {
     const { code, message } = imageryIssue(err);
     return imageryProblem(path, code, message);
   }),
   domainProblem(OutboundError, (err, path = '/body/url') => {
-    const code = err.kind === 'invalid_url' ? 'invalid_url' : err.kind === 'blocked_address' ? 'blocked_address' : 'unresolvable_host';
+    const code =
+      err.kind === 'invalid_url'
+        ? 'invalid_url'
+        : err.kind === 'blocked_address'
+          ? 'blocked_address'
+          : 'unresolvable_host';
     const message = `${lastSegment(path)} ${err.message}`;
     return new AppError('validation_failed', message, { errors: [{ path, code, message }] });
   }),

@@ -112,7 +112,10 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     const box = new SecretBox(secretKeys.current, secretKeys.previous);
     const sealed = await resealWebhookSecrets(db, box);
     if (sealed.resealed) log(`webhook secrets: ${sealed.resealed} re-sealed under the ${secretKeys.source}`);
-    if (sealed.unreadable) log(`WARNING: ${sealed.unreadable} webhook secrets open with none of the configured keys (SECRETS_KEY, SECRETS_KEY_PREVIOUS, the key file, SIGNING_KEY): their deliveries fail until the key that sealed them is given in SECRETS_KEY_PREVIOUS`);
+    if (sealed.unreadable)
+      log(
+        `WARNING: ${sealed.unreadable} webhook secrets open with none of the configured keys (SECRETS_KEY, SECRETS_KEY_PREVIOUS, the key file, SIGNING_KEY): their deliveries fail until the key that sealed them is given in SECRETS_KEY_PREVIOUS`,
+      );
 
     closers.push(observePool(compute));
     closers.push(collectImageryMetrics());
@@ -120,10 +123,19 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     o.onStep?.('compute', warmMs, `${compute.size} thread${compute.size === 1 ? '' : 's'}`);
     t0 = performance.now();
     // Per-pixel GeoJSON runs here, in the background, so that it takes only cores nothing else wants.
-    const heavyCompute = config.role === 'worker' ? undefined : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, background: config.heavy.background });
+    const heavyCompute =
+      config.role === 'worker'
+        ? undefined
+        : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, background: config.heavy.background });
     if (heavyCompute) closers.push(() => heavyCompute.close());
 
-    const queues = await createJobQueues({ db, redisUrl: config.redisUrl, prefix: o.queuePrefix ?? config.queuePrefix, pollMs: o.pollMs, leaseMs: config.queueLeaseMs });
+    const queues = await createJobQueues({
+      db,
+      redisUrl: config.redisUrl,
+      prefix: o.queuePrefix ?? config.queuePrefix,
+      pollMs: o.pollMs,
+      leaseMs: config.queueLeaseMs,
+    });
     closers.push(() => queues.close(graceLeft()));
     step('queues', config.redisUrl ? 'BullMQ on Redis' : 'in the database');
 
@@ -139,7 +151,10 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       concurrency: config.webhooks.concurrency,
     };
     // A process that delivers hands its dispatcher's first attempts to its own sending slots.
-    const direct = config.role !== 'api' && config.webhooks.direct ? directSink(webhooks, (err) => log('webhook delivery not recorded', err)) : undefined;
+    const direct =
+      config.role !== 'api' && config.webhooks.direct
+        ? directSink(webhooks, (err) => log('webhook delivery not recorded', err))
+        : undefined;
     const dispatcher = new Dispatcher(db, queues, {
       batchSize: config.webhooks.batchSize,
       direct,
@@ -168,16 +183,21 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       roots: config.imageryRoots,
       uploadDir: config.imageryUploadDir,
-      evaluateAlerts: (accountId, fieldId, imageryId, capture) => evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
+      evaluateAlerts: (accountId, fieldId, imageryId, capture) =>
+        evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
     };
 
     if (config.role !== 'api') {
-      queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), { concurrency: config.reports.concurrency });
+      queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), {
+        concurrency: config.reports.concurrency,
+      });
       closers.push(startReportSweeper(reports, (err) => log('report sweep failed', err)));
       // Jobs in hand: a batch job holds up to WEBHOOK_BATCH_SIZE deliveries, a retry job one; the
       // HTTP requests themselves are limited by the delivery worker's WEBHOOK_CONCURRENCY slots.
       const jobConcurrency = Math.max(8, Math.ceil(config.webhooks.concurrency / 4));
-      queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await processDeliveryJob(webhooks, job)), { concurrency: jobConcurrency });
+      queues.process<DeliveryJob>(WEBHOOK_QUEUE, async (job) => void (await processDeliveryJob(webhooks, job)), {
+        concurrency: jobConcurrency,
+      });
       dispatcher.start();
       // Run in reverse: the dispatcher stops first, then the direct deliveries drain (those not
       // started go to the queue, which closes after them).

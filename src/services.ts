@@ -19,15 +19,21 @@ declare module 'fastify' {
   }
 }
 
-export const servicesPlugin = fp(async (app: FastifyInstance, rt: Runtime) => {
-  app.decorate('config', rt.config);
-  app.decorate('db', rt.db);
-  app.decorate('readiness', rt.readiness);
-  app.decorate('compute', rt.compute);
-  app.decorate('heavyCompute', rt.heavyCompute ?? rt.compute);
-  app.decorate('imagery', rt.imagery);
-  app.decorate('webhooks', rt.webhooks);
-  app.decorate('reports', rt.reports);
-  const heavy = { work: new HeavyWork({ ...rt.config.heavy, retryAfterSeconds: rt.config.shed.retryAfterSeconds }), compute: rt.heavyCompute ?? rt.compute };
-  app.decorate('indices', { db: rt.db, compute: rt.compute, roots: rt.config.imageryRoots, heavy });
-}, { name: SERVICES_PLUGIN, fastify: '5.x' });
+export const servicesPlugin = fp(
+  async (app: FastifyInstance, rt: Runtime) => {
+    app.decorate('config', rt.config);
+    app.decorate('db', rt.db);
+    app.decorate('readiness', rt.readiness);
+    app.decorate('compute', rt.compute);
+    app.decorate('heavyCompute', rt.heavyCompute ?? rt.compute);
+    app.decorate('imagery', rt.imagery);
+    app.decorate('webhooks', rt.webhooks);
+    app.decorate('reports', rt.reports);
+    const heavy = {
+      work: new HeavyWork({ ...rt.config.heavy, retryAfterSeconds: rt.config.shed.retryAfterSeconds }),
+      compute: rt.heavyCompute ?? rt.compute,
+    };
+    app.decorate('indices', { db: rt.db, compute: rt.compute, roots: rt.config.imageryRoots, heavy });
+  },
+  { name: SERVICES_PLUGIN, fastify: '5.x' },
+);

@@ -48,7 +48,11 @@ export async function findOrCreateAccount(db: Sql, name: string): Promise<Accoun
 }
 
 /** Creates a key for the account; the plain key is returned once and never stored. */
-export async function createApiKey(db: Sql, accountId: string, label?: string): Promise<{ key: string; id: string; prefix: string }> {
+export async function createApiKey(
+  db: Sql,
+  accountId: string,
+  label?: string,
+): Promise<{ key: string; id: string; prefix: string }> {
   const key = KEY_PREFIX + randomBytes(32).toString('base64url');
   const id = newId('key');
   const prefix = key.slice(0, 12);
@@ -97,7 +101,9 @@ export function forgetCachedKeys(): void {
  * `unknown` covers revoked keys too: a revoked key and one that never existed take the same path
  * (one lookup that finds no live key) and get the same answer, so a caller cannot tell them apart.
  */
-export type AuthResult = { ok: true; account: Account; keyId: string } | { ok: false; reason: 'missing' | 'malformed' | 'unknown' };
+export type AuthResult =
+  | { ok: true; account: Account; keyId: string }
+  | { ok: false; reason: 'missing' | 'malformed' | 'unknown' };
 
 /** Parses an Authorization header value and resolves the key to its account. */
 export async function authenticate(db: Database, header: string | undefined): Promise<AuthResult> {

@@ -23,17 +23,22 @@ const REASONS = {
   unknown: 'The API key is not valid',
 } as const;
 
-export const requireApiKey = fp(async (scope: FastifyInstance) => {
-  const db = scope.db;
-  scope.decorateRequest('account', null as unknown as Account);
-  scope.decorateRequest('apiKeyId', '');
-  scope.addHook('onRequest', async (request) => {
-    const result = await authenticate(db, request.headers.authorization);
-    if (!result.ok) {
-      throw new AppError('unauthorized', REASONS[result.reason], { headers: { 'WWW-Authenticate': 'Bearer realm="field-analysis"' } });
-    }
-    request.account = result.account;
-    request.apiKeyId = result.keyId;
-    request.log = request.log.child({ account_id: result.account.id });
-  });
-}, { name: AUTH_PLUGIN, fastify: '5.x', dependencies: [SERVICES_PLUGIN] });
+export const requireApiKey = fp(
+  async (scope: FastifyInstance) => {
+    const db = scope.db;
+    scope.decorateRequest('account', null as unknown as Account);
+    scope.decorateRequest('apiKeyId', '');
+    scope.addHook('onRequest', async (request) => {
+      const result = await authenticate(db, request.headers.authorization);
+      if (!result.ok) {
+        throw new AppError('unauthorized', REASONS[result.reason], {
+          headers: { 'WWW-Authenticate': 'Bearer realm="field-analysis"' },
+        });
+      }
+      request.account = result.account;
+      request.apiKeyId = result.keyId;
+      request.log = request.log.child({ account_id: result.account.id });
+    });
+  },
+  { name: AUTH_PLUGIN, fastify: '5.x', dependencies: [SERVICES_PLUGIN] },
+);

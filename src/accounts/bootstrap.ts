@@ -5,7 +5,9 @@ import { createApiKey, findOrCreateAccount } from './api-keys.js';
  * On the first start of an empty database, creates the `development` account and returns a key
  * for it (printed once by main). Later starts return null: the key is not stored in plain text.
  */
-export async function bootstrapDevelopmentAccount(db: Database): Promise<{ account: string; accountId: string; key: string } | null> {
+export async function bootstrapDevelopmentAccount(
+  db: Database,
+): Promise<{ account: string; accountId: string; key: string } | null> {
   return db.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('bootstrap'))`);
     const [{ n }] = (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts')) as [{ n: number }];

@@ -58,14 +58,22 @@ const toRule = (r: RuleRow): AlertRule => ({
   created_at: r.created_at.toISOString(),
 });
 
-const COLS = 'id, field_id, alert_type, index_name, operator, threshold, breached, last_value, last_evaluated_at, created_at';
+const COLS =
+  'id, field_id, alert_type, index_name, operator, threshold, breached, last_value, last_evaluated_at, created_at';
 
-export async function createAlertRule(db: Database, accountId: string, fieldId: string, input: AlertRuleInput): Promise<AlertRule> {
+export async function createAlertRule(
+  db: Database,
+  accountId: string,
+  fieldId: string,
+  input: AlertRuleInput,
+): Promise<AlertRule> {
   const f = await db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
   if (!f.length) throw notFound('Field', fieldId);
   const entry = findIndex(input.index);
   if (!entry) {
-    throw new AppError('validation_failed', `unknown index "${input.index}"; see GET /v1/indices/catalog`, { errors: [{ path: '/body/index', code: 'unknown_index', message: 'is not in the catalogue' }] });
+    throw new AppError('validation_failed', `unknown index "${input.index}"; see GET /v1/indices/catalog`, {
+      errors: [{ path: '/body/index', code: 'unknown_index', message: 'is not in the catalogue' }],
+    });
   }
   const [row] = await db.query<RuleRow>(
     `INSERT INTO alert_rules (id, account_id, field_id, alert_type, index_name, operator, threshold) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLS}`,
@@ -77,11 +85,19 @@ export async function createAlertRule(db: Database, accountId: string, fieldId: 
 export async function listAlertRules(db: Database, accountId: string, fieldId: string): Promise<AlertRule[]> {
   const f = await db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
   if (!f.length) throw notFound('Field', fieldId);
-  return (await db.query<RuleRow>(`SELECT ${COLS} FROM alert_rules WHERE field_id = $1 AND account_id = $2 ORDER BY created_at, id`, [fieldId, accountId])).map(toRule);
+  return (
+    await db.query<RuleRow>(
+      `SELECT ${COLS} FROM alert_rules WHERE field_id = $1 AND account_id = $2 ORDER BY created_at, id`,
+      [fieldId, accountId],
+    )
+  ).map(toRule);
 }
 
 export async function deleteAlertRule(db: Database, accountId: string, fieldId: string, id: string): Promise<void> {
-  const rows = await db.query('DELETE FROM alert_rules WHERE id = $1 AND field_id = $2 AND account_id = $3 RETURNING id', [id, fieldId, accountId]);
+  const rows = await db.query(
+    'DELETE FROM alert_rules WHERE id = $1 AND field_id = $2 AND account_id = $3 RETURNING id',
+    [id, fieldId, accountId],
+  );
   if (!rows.length) throw notFound('Alert', id);
 }
 
@@ -97,16 +113,46 @@ export interface AlertEvent {
   triggered_at: string;
 }
 
-export async function alertHistory(db: Database, accountId: string, q: { field_id?: string; page: number; per_page: number }): Promise<{ data: AlertEvent[]; total: number }> {
+export async function alertHistory(
+  db: Database,
+  accountId: string,
+  q: { field_id?: string; page: number; per_page: number },
+): Promise<{ data: AlertEvent[]; total: number }> {
   const params = [accountId, q.field_id ?? null];
   const where = 'account_id = $1 AND ($2::text IS NULL OR field_id = $2)';
-  const [{ n }] = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM alert_history WHERE ${where}`, params)) as [{ n: number }];
-  const rows = await db.query<{ id: string; alert_id: string; field_id: string; alert_type: string; index_name: string; value: number; threshold: number; imagery_id: string | null; triggered_at: Date }>(
+  const [{ n }] = (await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM alert_history WHERE ${where}`,
+    params,
+  )) as [{ n: number }];
+  const rows = await db.query<{
+    id: string;
+    alert_id: string;
+    field_id: string;
+    alert_type: string;
+    index_name: string;
+    value: number;
+    threshold: number;
+    imagery_id: string | null;
+    triggered_at: Date;
+  }>(
     `SELECT id, alert_id, field_id, alert_type, index_name, value, threshold, imagery_id, triggered_at FROM alert_history WHERE ${where}
       ORDER BY triggered_at DESC, id LIMIT $3 OFFSET $4`,
     [...params, q.per_page, (q.page - 1) * q.per_page],
   );
-  return { data: rows.map((r) => ({ id: r.id, alert_id: r.alert_id, field_id: r.field_id, alert_type: r.alert_type, index: r.index_name, value: r.value, threshold: r.threshold, imagery_id: r.imagery_id, triggered_at: r.triggered_at.toISOString() })), total: n };
+  return {
+    data: rows.map((r) => ({
+      id: r.id,
+      alert_id: r.alert_id,
+      field_id: r.field_id,
+      alert_type: r.alert_type,
+      index: r.index_name,
+      value: r.value,
+      threshold: r.threshold,
+      imagery_id: r.imagery_id,
+      triggered_at: r.triggered_at.toISOString(),
+    })),
+    total: n,
+  };
 }
 
 /** Evaluates the field's rules on a new capture; returns how many alerts were triggered. */
@@ -129,7 +175,10 @@ export async function evaluateAlerts(
     if (!program.bands.every((b) => b in capture.bands)) continue;
     if (!means.has(rule.index_name)) {
       const r = await deps.compute.runFieldIndex({ capture, boundary: rule.boundary, program, roots: deps.roots });
-      means.set(rule.index_name, r.fieldPixels && r.stats.count / r.fieldPixels >= MIN_VALID_FRACTION ? r.stats.mean : null);
+      means.set(
+        rule.index_name,
+        r.fieldPixels && r.stats.count / r.fieldPixels >= MIN_VALID_FRACTION ? r.stats.mean : null,
+      );
     }
     const value = means.get(rule.index_name)!;
     if (value === null) continue;

@@ -33,11 +33,17 @@ async function run(argv: string[]): Promise<number> {
   if (!config.databaseUrl) {
     const holder = holderOf(config.dataDir);
     if (holder) {
-      console.error(`The service (pid ${holder}) is using the embedded database in ${config.dataDir}; stop it first, or use DATABASE_URL.`);
+      console.error(
+        `The service (pid ${holder}) is using the embedded database in ${config.dataDir}; stop it first, or use DATABASE_URL.`,
+      );
       return 1;
     }
   }
-  const db = await openDatabase(config.databaseUrl ? { url: config.databaseUrl, maxConnections: 1 } : { dataDir: path.join(config.dataDir, 'pgdata') });
+  const db = await openDatabase(
+    config.databaseUrl
+      ? { url: config.databaseUrl, maxConnections: 1 }
+      : { dataDir: path.join(config.dataDir, 'pgdata') },
+  );
   try {
     await migrate(db);
     switch (command) {
@@ -48,7 +54,9 @@ async function run(argv: string[]): Promise<number> {
         }
         const account = await findOrCreateAccount(db, values.account);
         const created = await createApiKey(db, account.id, values.label);
-        console.log(`account ${account.name} (${account.id})\nkey id ${created.id}\n\n  ${created.key}\n\nStore it now: only its hash is kept.`);
+        console.log(
+          `account ${account.name} (${account.id})\nkey id ${created.id}\n\n  ${created.key}\n\nStore it now: only its hash is kept.`,
+        );
         return 0;
       }
       case 'list': {
@@ -57,7 +65,9 @@ async function run(argv: string[]): Promise<number> {
         for (const k of keys) {
           const state = k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active';
           const used = k.last_used_at ? k.last_used_at.toISOString() : 'never';
-          console.log(`${k.id}  ${k.prefix}…  account=${k.account_name}  ${state}  created=${k.created_at.toISOString()}  last_used=${used}${k.label ? `  "${k.label}"` : ''}`);
+          console.log(
+            `${k.id}  ${k.prefix}…  account=${k.account_name}  ${state}  created=${k.created_at.toISOString()}  last_used=${used}${k.label ? `  "${k.label}"` : ''}`,
+          );
         }
         return 0;
       }

@@ -111,14 +111,16 @@ class Parser {
     return this.toks[this.i++]!;
   }
   private enter(pos: number): void {
-    if (++this.depth > MAX_DEPTH) throw new FormulaError('too_deep', `the formula nests deeper than ${MAX_DEPTH} levels`, pos);
+    if (++this.depth > MAX_DEPTH)
+      throw new FormulaError('too_deep', `the formula nests deeper than ${MAX_DEPTH} levels`, pos);
   }
 
   parse(): Node {
     const n = this.expr();
     const t = this.peek();
     if (t.t === ')') throw new FormulaError('unbalanced_parenthesis', 'unmatched ")"', t.pos);
-    if (t.t !== 'end') throw new FormulaError('trailing_input', `unexpected "${t.v}" after a complete expression`, t.pos);
+    if (t.t !== 'end')
+      throw new FormulaError('trailing_input', `unexpected "${t.v}" after a complete expression`, t.pos);
     return n;
   }
 
@@ -167,7 +169,8 @@ class Parser {
         const e = this.expr();
         const close = this.next();
         if (close.t !== ')') {
-          if (close.t === 'end') throw new FormulaError('unbalanced_parenthesis', 'missing ")" for the "(" here', t.pos);
+          if (close.t === 'end')
+            throw new FormulaError('unbalanced_parenthesis', 'missing ")" for the "(" here', t.pos);
           throw new FormulaError('unexpected_token', `expected ")" but found "${close.v}"`, close.pos);
         }
         this.depth--;
@@ -187,7 +190,11 @@ class Parser {
     if (this.peek().t === '(') {
       const fname = name.toLowerCase();
       if (!(fname in FUNCS)) {
-        throw new FormulaError('unknown_function', `unknown function "${name}"; available: ${Object.keys(FUNCS).join(', ')}`, t.pos);
+        throw new FormulaError(
+          'unknown_function',
+          `unknown function "${name}"; available: ${Object.keys(FUNCS).join(', ')}`,
+          t.pos,
+        );
       }
       const open = this.next();
       this.enter(open.pos);
@@ -201,33 +208,56 @@ class Parser {
       }
       const close = this.next();
       if (close.t !== ')') {
-        if (close.t === 'end') throw new FormulaError('unbalanced_parenthesis', `missing ")" to close ${fname}(`, open.pos);
-        throw new FormulaError('unexpected_token', `expected "," or ")" in ${fname}(...) but found "${close.v}"`, close.pos);
+        if (close.t === 'end')
+          throw new FormulaError('unbalanced_parenthesis', `missing ")" to close ${fname}(`, open.pos);
+        throw new FormulaError(
+          'unexpected_token',
+          `expected "," or ")" in ${fname}(...) but found "${close.v}"`,
+          close.pos,
+        );
       }
       this.depth--;
       const [lo, hi] = FUNCS[fname as FuncName];
       if (args.length < lo || args.length > hi) {
         const want = lo === hi ? `${lo}` : `${lo} to ${hi}`;
-        throw new FormulaError('wrong_arity', `${fname}() takes ${want} argument${hi === 1 ? '' : 's'}, got ${args.length}`, t.pos);
+        throw new FormulaError(
+          'wrong_arity',
+          `${fname}() takes ${want} argument${hi === 1 ? '' : 's'}, got ${args.length}`,
+          t.pos,
+        );
       }
       return { k: 'call', f: fname as FuncName, args };
     }
     if ((BANDS as readonly string[]).includes(name)) return { k: 'band', b: name as BandId };
     if ((BANDS as readonly string[]).includes(name.toUpperCase())) {
-      throw new FormulaError('unknown_band', `band names are upper case: write ${name.toUpperCase()}, not ${name}`, t.pos);
+      throw new FormulaError(
+        'unknown_band',
+        `band names are upper case: write ${name.toUpperCase()}, not ${name}`,
+        t.pos,
+      );
     }
     if (/^B\d+[A-Z]?$/i.test(name)) {
       throw new FormulaError('unknown_band', `unknown band "${name}"; bands: ${BANDS.join(', ')}`, t.pos);
     }
-    if (name.toLowerCase() in FUNCS) throw new FormulaError('unexpected_token', `${name} is a function: write ${name.toLowerCase()}(...)`, t.pos);
-    throw new FormulaError('unknown_identifier', `unknown name "${name}"; use bands (${BANDS.join(', ')}), numbers and functions`, t.pos);
+    if (name.toLowerCase() in FUNCS)
+      throw new FormulaError('unexpected_token', `${name} is a function: write ${name.toLowerCase()}(...)`, t.pos);
+    throw new FormulaError(
+      'unknown_identifier',
+      `unknown name "${name}"; use bands (${BANDS.join(', ')}), numbers and functions`,
+      t.pos,
+    );
   }
 }
 
 /** Parses a formula into its syntax tree (throws FormulaError). */
 export function parseFormula(src: unknown): Node {
   if (typeof src !== 'string') throw new FormulaError('empty', 'the formula must be a string', 0);
-  if (src.length > MAX_FORMULA_LENGTH) throw new FormulaError('too_long', `the formula is longer than ${MAX_FORMULA_LENGTH} characters`, MAX_FORMULA_LENGTH);
+  if (src.length > MAX_FORMULA_LENGTH)
+    throw new FormulaError(
+      'too_long',
+      `the formula is longer than ${MAX_FORMULA_LENGTH} characters`,
+      MAX_FORMULA_LENGTH,
+    );
   if (src.trim() === '') throw new FormulaError('empty', 'the formula is empty', 0);
   return new Parser(tokenize(src)).parse();
 }
@@ -284,7 +314,16 @@ export function fold(n: Node): Node {
     }
     case 'call': {
       const args = n.args.map(fold);
-      if (args.every((x) => x.k === 'num')) return { k: 'num', v: Math.fround(applyCall(n.f, args.map((x) => (x as { v: number }).v))) };
+      if (args.every((x) => x.k === 'num'))
+        return {
+          k: 'num',
+          v: Math.fround(
+            applyCall(
+              n.f,
+              args.map((x) => (x as { v: number }).v),
+            ),
+          ),
+        };
       return { k: 'call', f: n.f, args };
     }
   }
@@ -309,12 +348,30 @@ export function sameTree(a: Node, b: Node): boolean {
 // The op codes are one table shared with the kernel (src/compute/opcodes.ts).
 export { OP };
 
-const CALL_OP: Record<FuncName, number> = { sqrt: OP.SQRT, abs: OP.ABS, exp: OP.EXP, log: OP.LOG, pow: OP.POW, min: OP.MIN, max: OP.MAX };
+const CALL_OP: Record<FuncName, number> = {
+  sqrt: OP.SQRT,
+  abs: OP.ABS,
+  exp: OP.EXP,
+  log: OP.LOG,
+  pow: OP.POW,
+  min: OP.MIN,
+  max: OP.MAX,
+};
 const BIN_OP = { '+': OP.ADD, '-': OP.SUB, '*': OP.MUL, '/': OP.DIV } as const;
 /** x op c and c op x as one instruction with the constant inside it. */
 const CONST_RIGHT = { '+': OP.ADDC, '-': OP.SUBC, '*': OP.MULC, '/': OP.DIVC } as const;
 const CONST_LEFT = { '+': OP.ADDC, '-': OP.RSUBC, '*': OP.MULC, '/': OP.RDIVC } as const;
-const CONST_OPS = new Set<number>([OP.ADDC, OP.SUBC, OP.RSUBC, OP.MULC, OP.DIVC, OP.RDIVC, OP.MINC, OP.MAXC, OP.MULCADD]);
+const CONST_OPS = new Set<number>([
+  OP.ADDC,
+  OP.SUBC,
+  OP.RSUBC,
+  OP.MULC,
+  OP.DIVC,
+  OP.RDIVC,
+  OP.MINC,
+  OP.MAXC,
+  OP.MULCADD,
+]);
 
 const f32bits = new Int32Array(1);
 const f32view = new Float32Array(f32bits.buffer);
@@ -367,8 +424,17 @@ export function constantsOf(p: Program): number[] {
   return out;
 }
 
-const isNdShape = (n: Node): n is { k: 'bin'; op: '/'; a: { k: 'bin'; op: '-'; a: Node; b: Node }; b: { k: 'bin'; op: '+'; a: Node; b: Node } } =>
-  n.k === 'bin' && n.op === '/' && n.a.k === 'bin' && n.a.op === '-' && n.b.k === 'bin' && n.b.op === '+' && sameTree(n.a.a, n.b.a) && sameTree(n.a.b, n.b.b);
+const isNdShape = (
+  n: Node,
+): n is { k: 'bin'; op: '/'; a: { k: 'bin'; op: '-'; a: Node; b: Node }; b: { k: 'bin'; op: '+'; a: Node; b: Node } } =>
+  n.k === 'bin' &&
+  n.op === '/' &&
+  n.a.k === 'bin' &&
+  n.a.op === '-' &&
+  n.b.k === 'bin' &&
+  n.b.op === '+' &&
+  sameTree(n.a.a, n.b.a) &&
+  sameTree(n.a.b, n.b.b);
 
 export function compile(tree: Node): Program {
   const folded = fold(tree);
@@ -393,7 +459,8 @@ export function compile(tree: Node): Program {
   const free: number[] = [];
   const alloc = (): number => {
     const r = free.pop() ?? next++;
-    if (r >= MAX_REGISTERS) throw new FormulaError('too_complex', 'the formula needs more registers than the kernel has; simplify it', 0);
+    if (r >= MAX_REGISTERS)
+      throw new FormulaError('too_complex', 'the formula needs more registers than the kernel has; simplify it', 0);
     return r;
   };
   const release = (r: number) => {
@@ -408,7 +475,8 @@ export function compile(tree: Node): Program {
     if (r === undefined) {
       // a register no temporary has used: it is filled before the program runs
       r = next++;
-      if (r >= MAX_REGISTERS) throw new FormulaError('too_complex', 'the formula needs more registers than the kernel has; simplify it', 0);
+      if (r >= MAX_REGISTERS)
+        throw new FormulaError('too_complex', 'the formula needs more registers than the kernel has; simplify it', 0);
       pinned.add(r);
       constReg.set(key, r);
       consts.push([r, key]);
@@ -473,8 +541,13 @@ export function compile(tree: Node): Program {
         return binOp(BIN_OP[n.op], emit(n.a), emit(n.b));
       }
       case 'call': {
-        if ((n.f === 'min' || n.f === 'max') && n.args.length === 2 && (n.args[0]!.k === 'num') !== (n.args[1]!.k === 'num')) {
-          const [x, c] = n.args[0]!.k === 'num' ? [n.args[1]!, n.args[0]!.v] : [n.args[0]!, (n.args[1] as { v: number }).v];
+        if (
+          (n.f === 'min' || n.f === 'max') &&
+          n.args.length === 2 &&
+          (n.args[0]!.k === 'num') !== (n.args[1]!.k === 'num')
+        ) {
+          const [x, c] =
+            n.args[0]!.k === 'num' ? [n.args[1]!, n.args[0]!.v] : [n.args[0]!, (n.args[1] as { v: number }).v];
           return withConst(n.f === 'min' ? OP.MINC : OP.MAXC, emit(x), c);
         }
         const regs = n.args.map(emit);
@@ -493,7 +566,8 @@ export function compile(tree: Node): Program {
     code.push(OP.MULC, d, result, bitsOf(1));
     result = d;
   }
-  if (code.length / 4 > 4096) throw new FormulaError('too_complex', 'the formula compiles to too many instructions; simplify it', 0);
+  if (code.length / 4 > 4096)
+    throw new FormulaError('too_complex', 'the formula compiles to too many instructions; simplify it', 0);
   return { code: Int32Array.from(code), consts, bands, resultReg: result, registers: next, ops };
 }
 

@@ -10,7 +10,15 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { wasmDir } from '../platform/paths.js';
 import type { BandId, Program } from './formula.js';
-import { jitInstantiate, jitKey, jitLayoutKey, jitModule, jitProgramKey, jitSupports, type JitKernel } from './jit/index.js';
+import {
+  jitInstantiate,
+  jitKey,
+  jitLayoutKey,
+  jitModule,
+  jitProgramKey,
+  jitSupports,
+  type JitKernel,
+} from './jit/index.js';
 
 export type Dtype = 'f32' | 'u16' | 'i16' | 'u8';
 const DTYPE_CODE: Record<Dtype, number> = { f32: 0, u16: 1, i16: 2, u8: 3 };
@@ -115,12 +123,24 @@ export class Kernel {
   private readonly jitKernels = new Map<string, JitKernel | null>();
   private readonly jitKeys = new WeakMap<Program, string>();
   private jitFailed = false;
-  private lastJit: { program: Program; specKey: string; mask: boolean; writeValues: boolean; j: JitKernel | null } | null = null;
+  private lastJit: {
+    program: Program;
+    specKey: string;
+    mask: boolean;
+    writeValues: boolean;
+    j: JitKernel | null;
+  } | null = null;
 
   constructor(opts: { simd?: boolean; jit?: boolean } = {}) {
     this.simd = opts.simd ?? true;
     this.jit = this.simd && (opts.jit ?? jitDefault);
-    const inst = new WebAssembly.Instance(loadModule(this.simd), { env: { abort: () => { throw new Error('kernel abort'); } } });
+    const inst = new WebAssembly.Instance(loadModule(this.simd), {
+      env: {
+        abort: () => {
+          throw new Error('kernel abort');
+        },
+      },
+    });
     this.x = inst.exports as unknown as Exports;
   }
 
@@ -194,7 +214,8 @@ export class Kernel {
    * output buffer (read them with `values()`); statistics are computed in the same pass.
    */
   run(program: Program, opts: { stats?: boolean; writeValues?: boolean } = {}): Stats {
-    if (program.bands.length !== this.specs.length) throw new Error(`program reads ${program.bands.length} bands, ${this.specs.length} prepared`);
+    if (program.bands.length !== this.specs.length)
+      throw new Error(`program reads ${program.bands.length} bands, ${this.specs.length} prepared`);
     const stats = opts.stats !== false;
     const writeValues = opts.writeValues !== false;
     if (this.jit && !this.jitFailed) {
@@ -205,7 +226,14 @@ export class Kernel {
     new Int32Array(x.memory.buffer, x.progBase(), program.code.length).set(program.code);
     for (const [r, v] of program.consts) x.fillConst(r, v);
     x.resetStats();
-    x.run(program.code.length / 4, this.n, program.resultReg, this.maskPtr, writeValues ? this.outPtr : 0, stats ? 1 : 0);
+    x.run(
+      program.code.length / 4,
+      this.n,
+      program.resultReg,
+      this.maskPtr,
+      writeValues ? this.outPtr : 0,
+      stats ? 1 : 0,
+    );
     return this.readStats();
   }
 
@@ -213,7 +241,14 @@ export class Kernel {
   private jitFor(program: Program, writeValues: boolean): JitKernel | null {
     // the same program on the same layout as the last run (a worker's common case): no key to build
     const last = this.lastJit;
-    if (last && last.program === program && last.specKey === this.specKey && last.mask === (this.maskPtr !== 0) && last.writeValues === writeValues) return last.j;
+    if (
+      last &&
+      last.program === program &&
+      last.specKey === this.specKey &&
+      last.mask === (this.maskPtr !== 0) &&
+      last.writeValues === writeValues
+    )
+      return last.j;
     const j = this.jitLookup(program, writeValues);
     this.lastJit = { program, specKey: this.specKey, mask: this.maskPtr !== 0, writeValues, j };
     return j;
@@ -254,12 +289,15 @@ export class Kernel {
     const mask = this.maskPtr;
     const acc = this.accPtr;
     if (!stats) {
-      if (writeValues) for (let s = 0; s < n; s += JIT_CHUNK) j.values(s, Math.min(n, s + JIT_CHUNK), this.outPtr, mask, acc, 0, ...ptrs);
+      if (writeValues)
+        for (let s = 0; s < n; s += JIT_CHUNK)
+          j.values(s, Math.min(n, s + JIT_CHUNK), this.outPtr, mask, acc, 0, ...ptrs);
       return { ...NO_STATS };
     }
     const dst = writeValues ? this.outPtr : this.scratchPtr;
     let a = this.accView;
-    if (a.buffer !== this.x.memory.buffer || a.byteOffset !== acc) a = this.accView = new Float64Array(this.x.memory.buffer, acc, 5);
+    if (a.buffer !== this.x.memory.buffer || a.byteOffset !== acc)
+      a = this.accView = new Float64Array(this.x.memory.buffer, acc, 5);
     let count = 0;
     let min = Infinity;
     let max = -Infinity;

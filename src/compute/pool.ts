@@ -9,7 +9,17 @@ import { Piscina } from 'piscina';
 import { Histogram } from 'prom-client';
 import { registry } from '../platform/metrics.js';
 import { packageRoot } from '../platform/paths.js';
-import type { CoverageResult, CoverageTask, FieldIndexResult, FieldIndexTask, IndexResult, IndexTask, InspectResult, InspectTask, Task } from './tasks.js';
+import type {
+  CoverageResult,
+  CoverageTask,
+  FieldIndexResult,
+  FieldIndexTask,
+  IndexResult,
+  IndexTask,
+  InspectResult,
+  InspectTask,
+  Task,
+} from './tasks.js';
 
 export const computeTaskDuration = new Histogram({
   name: 'compute_task_duration_seconds',
@@ -85,7 +95,10 @@ export class ComputePool {
     }
   }
 
-  async runFieldIndex<C, G>(task: Omit<FieldIndexTask<C, G>, 'kind' | 'v'>, signal?: AbortSignal): Promise<FieldIndexResult> {
+  async runFieldIndex<C, G>(
+    task: Omit<FieldIndexTask<C, G>, 'kind' | 'v'>,
+    signal?: AbortSignal,
+  ): Promise<FieldIndexResult> {
     return this.timed('field-index', { kind: 'field-index', v: 1, ...task }, signal) as Promise<FieldIndexResult>;
   }
 
@@ -101,7 +114,12 @@ export class ComputePool {
     return this.timedTransfer(kind, msg, undefined, signal);
   }
 
-  private async timedTransfer(kind: string, msg: Task, transferList: ArrayBuffer[] | undefined, signal?: AbortSignal): Promise<unknown> {
+  private async timedTransfer(
+    kind: string,
+    msg: Task,
+    transferList: ArrayBuffer[] | undefined,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const end = computeTaskDuration.startTimer({ kind });
     try {
       return await this.piscina.run(msg, { signal, ...(transferList ? { transferList } : {}) });
@@ -112,7 +130,9 @@ export class ComputePool {
 
   /** gzip of `data`, whose buffer is transferred (detached here); the result is transferred back. */
   async gzip(data: Uint8Array, level: number): Promise<Uint8Array> {
-    return this.timedTransfer('gzip', { kind: 'gzip', v: 1, data, level }, [data.buffer as ArrayBuffer]) as Promise<Uint8Array>;
+    return this.timedTransfer('gzip', { kind: 'gzip', v: 1, data, level }, [
+      data.buffer as ArrayBuffer,
+    ]) as Promise<Uint8Array>;
   }
 
   async ping(): Promise<void> {

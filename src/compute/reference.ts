@@ -86,7 +86,9 @@ export function referenceStats(values: ArrayLike<number>): Stats {
 
 /** numpy-style percentile (linear interpolation between closest ranks) over non-NaN values. */
 export function referencePercentile(values: ArrayLike<number>, p: number): number {
-  const v = Array.from(values).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const v = Array.from(values)
+    .filter((x) => !Number.isNaN(x))
+    .sort((a, b) => a - b);
   if (!v.length) return NaN;
   const rank = (p / 100) * (v.length - 1);
   const lo = Math.floor(rank);

@@ -91,7 +91,20 @@ export interface InspectTask<Capture = unknown> {
 }
 
 export interface InspectResult {
-  bands: Record<string, { epsg: number | string; width: number; height: number; resX: number; resY: number; originX: number; originY: number; dtype: string; samples: number }>;
+  bands: Record<
+    string,
+    {
+      epsg: number | string;
+      width: number;
+      height: number;
+      resX: number;
+      resY: number;
+      originX: number;
+      originY: number;
+      dtype: string;
+      samples: number;
+    }
+  >;
 }
 
 /** Share of a field's pixels that are usable in a capture (field-level cloud cover). */

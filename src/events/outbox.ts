@@ -47,7 +47,12 @@ export function outboxChannel(schema: string): string {
   return `fa_outbox.${schema}`.slice(0, 63);
 }
 
-export async function emit<D extends Record<string, unknown>>(tx: Sql, accountId: string, type: EventType, data: D): Promise<OutboxEvent<D>> {
+export async function emit<D extends Record<string, unknown>>(
+  tx: Sql,
+  accountId: string,
+  type: EventType,
+  data: D,
+): Promise<OutboxEvent<D>> {
   const id = newId('evt');
   // One statement: the insert and its notification (delivered at commit, once per transaction).
   const rows = await tx.query<{ created_at: Date }>(
@@ -61,10 +66,22 @@ export async function emit<D extends Record<string, unknown>>(tx: Sql, accountId
 }
 
 export async function listOutbox(db: Sql, accountId: string, type?: EventType): Promise<OutboxEvent[]> {
-  const rows = await db.query<{ id: string; account_id: string; type: EventType; created_at: Date; data: Record<string, unknown> }>(
+  const rows = await db.query<{
+    id: string;
+    account_id: string;
+    type: EventType;
+    created_at: Date;
+    data: Record<string, unknown>;
+  }>(
     `SELECT id, account_id, type, created_at, data FROM outbox
       WHERE account_id = $1 AND ($2::text IS NULL OR type = $2) ORDER BY seq`,
     [accountId, type ?? null],
   );
-  return rows.map((r) => ({ id: r.id, account_id: r.account_id, type: r.type, timestamp: r.created_at.toISOString(), data: r.data }));
+  return rows.map((r) => ({
+    id: r.id,
+    account_id: r.account_id,
+    type: r.type,
+    timestamp: r.created_at.toISOString(),
+    data: r.data,
+  }));
 }

@@ -7,9 +7,15 @@
 import type { Database } from '../platform/database.js';
 import { emit } from './outbox.js';
 
-export async function emitDueSeasonEvents(db: Database, today = new Date().toISOString().slice(0, 10)): Promise<number> {
+export async function emitDueSeasonEvents(
+  db: Database,
+  today = new Date().toISOString().slice(0, 10),
+): Promise<number> {
   let emitted = 0;
-  for (const [kind, column, type] of [['started', 'planting_date', 'season.started'], ['ended', 'harvest_date', 'season.ended']] as const) {
+  for (const [kind, column, type] of [
+    ['started', 'planting_date', 'season.started'],
+    ['ended', 'harvest_date', 'season.ended'],
+  ] as const) {
     const due = await db.query<{ id: string; account_id: string; crop_type: string | null; d: string }>(
       `SELECT f.id, f.account_id, f.crop_type, f.${column}::text AS d FROM fields f
         WHERE f.${column} IS NOT NULL AND f.${column} <= $1::date
@@ -18,11 +24,19 @@ export async function emitDueSeasonEvents(db: Database, today = new Date().toISO
     );
     for (const f of due) {
       const won = await db.transaction(async (tx) => {
-        const rows = await tx.query('INSERT INTO season_events (field_id, kind, date) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING field_id', [f.id, kind, f.d]);
+        const rows = await tx.query(
+          'INSERT INTO season_events (field_id, kind, date) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING field_id',
+          [f.id, kind, f.d],
+        );
         if (!rows.length) return false; // another worker emitted it
-        await emit(tx, f.account_id, type, kind === 'started'
-          ? { field_id: f.id, crop_type: f.crop_type, planting_date: f.d }
-          : { field_id: f.id, crop_type: f.crop_type, harvest_date: f.d });
+        await emit(
+          tx,
+          f.account_id,
+          type,
+          kind === 'started'
+            ? { field_id: f.id, crop_type: f.crop_type, planting_date: f.d }
+            : { field_id: f.id, crop_type: f.crop_type, harvest_date: f.d },
+        );
         return true;
       });
       if (won) emitted++;

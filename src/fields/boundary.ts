@@ -66,9 +66,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function readPosition(v: unknown, path: string): Position {
   if (!Array.isArray(v)) fail(path, 'invalid_position', 'a position must be an array [longitude, latitude]');
-  if (v.length < 2 || v.length > 3) fail(path, 'invalid_position', `a position has 2 or 3 numbers, this one has ${v.length}`);
+  if (v.length < 2 || v.length > 3)
+    fail(path, 'invalid_position', `a position has 2 or 3 numbers, this one has ${v.length}`);
   for (let i = 0; i < v.length; i++) {
-    if (typeof v[i] !== 'number' || !Number.isFinite(v[i])) fail(`${path}/${i}`, 'invalid_number', 'must be a finite number');
+    if (typeof v[i] !== 'number' || !Number.isFinite(v[i]))
+      fail(`${path}/${i}`, 'invalid_number', 'must be a finite number');
   }
   const [lon, lat] = v as number[];
   if (lon! < -180 || lon! > 180) fail(`${path}/0`, 'longitude_out_of_range', `longitude ${lon} is outside [-180, 180]`);
@@ -89,16 +91,23 @@ function readRing(v: unknown, path: string, counter: { n: number; max: number })
   if (v.length >= 2) {
     const a = readPosition(v[0], `${path}/0`);
     const b = readPosition(v[v.length - 1], `${path}/${v.length - 1}`);
-    if (a[0] !== b[0] || a[1] !== b[1]) fail(path, 'ring_not_closed', 'the first and last positions of a ring must be identical');
+    if (a[0] !== b[0] || a[1] !== b[1])
+      fail(path, 'ring_not_closed', 'the first and last positions of a ring must be identical');
   }
-  if (ring.length < 4) fail(path, 'too_few_positions', 'a ring needs at least 4 positions (3 distinct corners and the closing one)');
+  if (ring.length < 4)
+    fail(path, 'too_few_positions', 'a ring needs at least 4 positions (3 distinct corners and the closing one)');
   let minLon = Infinity;
   let maxLon = -Infinity;
   for (const [lon] of ring) {
     minLon = Math.min(minLon, lon);
     maxLon = Math.max(maxLon, lon);
   }
-  if (maxLon - minLon > 180) fail(path, 'crosses_antimeridian', 'rings spanning more than 180° of longitude (antimeridian crossings) are not supported');
+  if (maxLon - minLon > 180)
+    fail(
+      path,
+      'crosses_antimeridian',
+      'rings spanning more than 180° of longitude (antimeridian crossings) are not supported',
+    );
   return ring;
 }
 
@@ -163,7 +172,8 @@ function adjacentOnly(s: Segment, t: Segment): boolean {
   const collinear = orient(shared[0]!, shared[1]!, sOther[0]!, sOther[1]!, tOther[0]!, tOther[1]!) === 0;
   if (!collinear) return true;
   // Collinear: fine only if they point in opposite directions from the shared vertex (a straight run).
-  const dot = (sOther[0]! - shared[0]!) * (tOther[0]! - shared[0]!) + (sOther[1]! - shared[1]!) * (tOther[1]! - shared[1]!);
+  const dot =
+    (sOther[0]! - shared[0]!) * (tOther[0]! - shared[0]!) + (sOther[1]! - shared[1]!) * (tOther[1]! - shared[1]!);
   return dot < 0;
 }
 
@@ -239,20 +249,31 @@ function checkPolygon(rings: Position[][], path: string): void {
   if (hit) {
     const [s, t] = hit;
     if (s.ring === t.ring) {
-      fail(`${path}/${s.ring}`, 'self_intersection', `the ring crosses or touches itself (edges ${Math.min(s.index, t.index)} and ${Math.max(s.index, t.index)})`);
+      fail(
+        `${path}/${s.ring}`,
+        'self_intersection',
+        `the ring crosses or touches itself (edges ${Math.min(s.index, t.index)} and ${Math.max(s.index, t.index)})`,
+      );
     }
-    fail(`${path}/${Math.max(s.ring, t.ring)}`, 'ring_intersection', `ring ${Math.max(s.ring, t.ring)} crosses or touches ring ${Math.min(s.ring, t.ring)}`);
+    fail(
+      `${path}/${Math.max(s.ring, t.ring)}`,
+      'ring_intersection',
+      `ring ${Math.max(s.ring, t.ring)} crosses or touches ring ${Math.min(s.ring, t.ring)}`,
+    );
   }
   rings.forEach((ring, i) => {
-    if (signedArea2(ring) === 0) fail(`${path}/${i}`, 'zero_area', 'the ring encloses no area (all its positions are on one line)');
+    if (signedArea2(ring) === 0)
+      fail(`${path}/${i}`, 'zero_area', 'the ring encloses no area (all its positions are on one line)');
   });
   const shell = rings[0]!;
   for (let h = 1; h < rings.length; h++) {
     const [x, y] = rings[h]![0]!;
-    if (!pointInRing(x, y, shell)) fail(`${path}/${h}`, 'hole_outside_shell', 'a hole must lie inside the exterior ring');
+    if (!pointInRing(x, y, shell))
+      fail(`${path}/${h}`, 'hole_outside_shell', 'a hole must lie inside the exterior ring');
     for (let k = 1; k < h; k++) {
       const [ox, oy] = rings[k]![0]!;
-      if (pointInRing(x, y, rings[k]!) || pointInRing(ox, oy, rings[h]!)) fail(`${path}/${h}`, 'nested_holes', `hole ${h} overlaps hole ${k}`);
+      if (pointInRing(x, y, rings[k]!) || pointInRing(ox, oy, rings[h]!))
+        fail(`${path}/${h}`, 'nested_holes', `hole ${h} overlaps hole ${k}`);
     }
   }
 }
@@ -260,7 +281,12 @@ function checkPolygon(rings: Position[][], path: string): void {
 function checkParts(parts: Position[][][], path: string): void {
   const shells = parts.map((p) => p[0]!);
   const hit = firstIntersection(shells);
-  if (hit) fail(`${path}/${Math.max(hit[0].ring, hit[1].ring)}`, 'overlapping_parts', `parts ${Math.min(hit[0].ring, hit[1].ring)} and ${Math.max(hit[0].ring, hit[1].ring)} cross or touch`);
+  if (hit)
+    fail(
+      `${path}/${Math.max(hit[0].ring, hit[1].ring)}`,
+      'overlapping_parts',
+      `parts ${Math.min(hit[0].ring, hit[1].ring)} and ${Math.max(hit[0].ring, hit[1].ring)} cross or touch`,
+    );
   for (let i = 0; i < shells.length; i++) {
     for (let j = 0; j < shells.length; j++) {
       if (i === j) continue;
@@ -285,7 +311,11 @@ export function validateBoundary(input: unknown, opts: BoundaryOptions = {}): Va
   }
   if (!isObject(g)) fail(path, 'invalid_geometry', 'must be a GeoJSON Polygon or MultiPolygon object');
   if (g.type !== 'Polygon' && g.type !== 'MultiPolygon') {
-    fail(`${path}/type`, 'unsupported_geometry_type', `must be Polygon or MultiPolygon, got ${typeof g.type === 'string' ? g.type : typeof g.type}`);
+    fail(
+      `${path}/type`,
+      'unsupported_geometry_type',
+      `must be Polygon or MultiPolygon, got ${typeof g.type === 'string' ? g.type : typeof g.type}`,
+    );
   }
   if (!('coordinates' in g)) fail(`${path}/coordinates`, 'missing_coordinates', 'coordinates are required');
   const cpath = `${path}/coordinates`;
@@ -295,7 +325,8 @@ export function validateBoundary(input: unknown, opts: BoundaryOptions = {}): Va
     checkPolygon(rings, cpath);
     geometry = { type: 'Polygon', coordinates: rings.map((r, i) => orientRing(r, i === 0)) };
   } else {
-    if (!Array.isArray(g.coordinates) || g.coordinates.length === 0) fail(cpath, 'invalid_multipolygon', 'a MultiPolygon needs at least one polygon');
+    if (!Array.isArray(g.coordinates) || g.coordinates.length === 0)
+      fail(cpath, 'invalid_multipolygon', 'a MultiPolygon needs at least one polygon');
     const parts = (g.coordinates as unknown[]).map((p, i) => readPolygon(p, `${cpath}/${i}`, counter));
     for (const [i, rings] of parts.entries()) checkPolygon(rings, `${cpath}/${i}`);
     checkParts(parts, cpath);
@@ -303,7 +334,8 @@ export function validateBoundary(input: unknown, opts: BoundaryOptions = {}): Va
   }
   const areaHa = geodesicAreaHa(geometry);
   if (!(areaHa > 0)) fail(cpath, 'zero_area', 'the boundary encloses no area');
-  if (areaHa > maxAreaHa) fail(cpath, 'area_too_large', `the field is ${areaHa.toFixed(1)} ha; at most ${maxAreaHa} ha is accepted`);
+  if (areaHa > maxAreaHa)
+    fail(cpath, 'area_too_large', `the field is ${areaHa.toFixed(1)} ha; at most ${maxAreaHa} ha is accepted`);
   const bbox: [number, number, number, number] = [Infinity, Infinity, -Infinity, -Infinity];
   const all = geometry.type === 'Polygon' ? [geometry.coordinates] : geometry.coordinates;
   for (const rings of all) {

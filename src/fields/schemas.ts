@@ -5,11 +5,27 @@ const DATE = '^\\d{4}-\\d{2}-\\d{2}$';
 
 // The boundary is checked by validateBoundary (domain code) for a precise JSON Pointer per issue;
 // the schema only says "an object" so those messages are not masked by a generic one.
-const Boundary = Type.Object({}, {
-  additionalProperties: true,
-  description: 'GeoJSON Polygon or MultiPolygon in WGS84 lon/lat (RFC 7946). A Feature wrapping one is accepted.',
-  examples: [{ type: 'Polygon', coordinates: [[[5.0, 51.0], [5.01, 51.0], [5.01, 51.01], [5.0, 51.01], [5.0, 51.0]]] }],
-});
+const Boundary = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description: 'GeoJSON Polygon or MultiPolygon in WGS84 lon/lat (RFC 7946). A Feature wrapping one is accepted.',
+    examples: [
+      {
+        type: 'Polygon',
+        coordinates: [
+          [
+            [5.0, 51.0],
+            [5.01, 51.0],
+            [5.01, 51.01],
+            [5.0, 51.01],
+            [5.0, 51.0],
+          ],
+        ],
+      },
+    ],
+  },
+);
 
 const NullableDate = Type.Union([Type.String({ pattern: DATE, description: 'YYYY-MM-DD' }), Type.Null()]);
 const NullableCrop = Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()]);
@@ -54,7 +70,12 @@ export type Field = Static<typeof Field>;
 
 export const FieldParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const FieldListQuery = Type.Object(
-  { ...PageQuery.properties, crop_type: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only fields with this crop type.' })) },
+  {
+    ...PageQuery.properties,
+    crop_type: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Only fields with this crop type.' }),
+    ),
+  },
   { additionalProperties: false },
 );
 export const FieldList = PageEnvelope(Field);

@@ -43,12 +43,15 @@ function toField(r: FieldRow): Field {
 
 function checkDates(planting: string | null | undefined, harvest: string | null | undefined): void {
   const issues: FieldIssue[] = [];
-  if (planting && !isCalendarDate(planting)) issues.push({ path: '/body/planting_date', code: 'invalid_date', message: `${planting} is not a calendar date` });
-  if (harvest && !isCalendarDate(harvest)) issues.push({ path: '/body/harvest_date', code: 'invalid_date', message: `${harvest} is not a calendar date` });
+  if (planting && !isCalendarDate(planting))
+    issues.push({ path: '/body/planting_date', code: 'invalid_date', message: `${planting} is not a calendar date` });
+  if (harvest && !isCalendarDate(harvest))
+    issues.push({ path: '/body/harvest_date', code: 'invalid_date', message: `${harvest} is not a calendar date` });
   if (!issues.length && planting && harvest && harvest < planting) {
     issues.push({ path: '/body/harvest_date', code: 'before_planting', message: 'must not be before planting_date' });
   }
-  if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  if (issues.length)
+    throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
 }
 
 /** Throws BoundaryError, which the error handler's domain table answers as invalid_boundary. */
@@ -60,19 +63,37 @@ export interface FieldsOptions {
   maxAreaHa: number;
 }
 
-export async function createField(db: Database, accountId: string, input: FieldCreate, opts: FieldsOptions): Promise<Field> {
+export async function createField(
+  db: Database,
+  accountId: string,
+  input: FieldCreate,
+  opts: FieldsOptions,
+): Promise<Field> {
   checkDates(input.planting_date, input.harvest_date);
   const b = checkBoundary(input.boundary, opts.maxAreaHa);
   const rows = await db.query<FieldRow>(
     `INSERT INTO fields (id, account_id, name, boundary, bbox, area_ha, crop_type, planting_date, harvest_date)
      VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-    [newId('fld'), accountId, input.name, JSON.stringify(b.geometry), b.bbox, b.areaHa, input.crop_type ?? null, input.planting_date ?? null, input.harvest_date ?? null],
+    [
+      newId('fld'),
+      accountId,
+      input.name,
+      JSON.stringify(b.geometry),
+      b.bbox,
+      b.areaHa,
+      input.crop_type ?? null,
+      input.planting_date ?? null,
+      input.harvest_date ?? null,
+    ],
   );
   return toField(rows[0]!);
 }
 
 export async function getField(db: Sql, accountId: string, id: string): Promise<Field> {
-  const rows = await db.query<FieldRow>(`SELECT ${COLUMNS} FROM fields WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  const rows = await db.query<FieldRow>(`SELECT ${COLUMNS} FROM fields WHERE id = $1 AND account_id = $2`, [
+    id,
+    accountId,
+  ]);
   if (!rows[0]) throw notFound('Field', id);
   return toField(rows[0]);
 }
@@ -107,7 +128,10 @@ export async function updateFieldChanges(
   opts: FieldsOptions,
 ): Promise<{ field: Field; changed: string[] }> {
   return db.transaction(async (tx) => {
-    const rows = await tx.query<FieldRow>(`SELECT ${COLUMNS} FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);
+    const rows = await tx.query<FieldRow>(
+      `SELECT ${COLUMNS} FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE`,
+      [id, accountId],
+    );
     const current = rows[0];
     if (!current) throw notFound('Field', id);
     const next = {
@@ -119,7 +143,8 @@ export async function updateFieldChanges(
     checkDates(next.planting_date, next.harvest_date);
     const boundary = patch.boundary !== undefined ? checkBoundary(patch.boundary, opts.maxAreaHa) : null;
     const changed = PATCHABLE.filter((k) => {
-      if (k === 'boundary') return boundary !== null && JSON.stringify(boundary.geometry) !== JSON.stringify(current.boundary);
+      if (k === 'boundary')
+        return boundary !== null && JSON.stringify(boundary.geometry) !== JSON.stringify(current.boundary);
       return patch[k] !== undefined && next[k] !== current[k];
     });
     if (!changed.length) return { field: toField(current), changed: [] };
@@ -141,12 +166,19 @@ export async function updateFieldChanges(
       ],
     );
     const field = toField(updated[0]!);
-    await emit(tx, accountId, 'field.updated', { field_id: id, changed_fields: [...changed], updated_at: field.updated_at });
+    await emit(tx, accountId, 'field.updated', {
+      field_id: id,
+      changed_fields: [...changed],
+      updated_at: field.updated_at,
+    });
     return { field, changed: [...changed] };
   });
 }
 
 export async function deleteField(db: Database, accountId: string, id: string): Promise<void> {
-  const rows = await db.query<{ id: string }>('DELETE FROM fields WHERE id = $1 AND account_id = $2 RETURNING id', [id, accountId]);
+  const rows = await db.query<{ id: string }>('DELETE FROM fields WHERE id = $1 AND account_id = $2 RETURNING id', [
+    id,
+    accountId,
+  ]);
   if (!rows[0]) throw notFound('Field', id);
 }

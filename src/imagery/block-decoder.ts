@@ -72,7 +72,11 @@ function reserve(bytes: number): number {
 }
 
 export function canDecode(layout: Pick<BlockLayout, 'compression' | 'predictor' | 'bytesPerSample'>): boolean {
-  return SUPPORTED.has(layout.compression) && (layout.predictor === 1 || layout.predictor === 2) && [1, 2, 4].includes(layout.bytesPerSample);
+  return (
+    SUPPORTED.has(layout.compression) &&
+    (layout.predictor === 1 || layout.predictor === 2) &&
+    [1, 2, 4].includes(layout.bytesPerSample)
+  );
 }
 
 /**
@@ -82,7 +86,11 @@ export function canDecode(layout: Pick<BlockLayout, 'compression' | 'predictor' 
  * Throws BlockDecodeError when the data is corrupt or shorter than the block, ImageryLimitError
  * when it decodes to more than it declares or the block is over the limits.
  */
-export function decodeBlock(compressed: Uint8Array, layout: BlockLayout, opts: { partial?: boolean; declaredRows?: number } = {}): Uint8Array {
+export function decodeBlock(
+  compressed: Uint8Array,
+  layout: BlockLayout,
+  opts: { partial?: boolean; declaredRows?: number } = {},
+): Uint8Array {
   const rowBytes = layout.width * layout.samples * layout.bytesPerSample;
   let size = rowBytes * layout.rows;
   const bound = Math.max(size, rowBytes * (opts.declaredRows ?? layout.rows));
@@ -103,7 +111,8 @@ export function decodeBlock(compressed: Uint8Array, layout: BlockLayout, opts: {
     if (n < 0) throw new BlockDecodeError('invalid LZW code: the data is corrupt');
     if (n < size) {
       // A strip at the bottom of an image may hold fewer rows than RowsPerStrip says.
-      if (!opts.partial || n < rowBytes) throw new BlockDecodeError(`LZW data ends after ${n} of ${size} bytes: the data is corrupt or truncated`);
+      if (!opts.partial || n < rowBytes)
+        throw new BlockDecodeError(`LZW data ends after ${n} of ${size} bytes: the data is corrupt or truncated`);
       size = n - (n % rowBytes);
     }
   } else {
@@ -114,20 +123,26 @@ export function decodeBlock(compressed: Uint8Array, layout: BlockLayout, opts: {
         raw = inflateSync(compressed, { chunkSize: Math.max(64, bound + 64), maxOutputLength: Math.max(1, bound) });
       } catch (err) {
         if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw decompressionBomb('DEFLATE', bound);
-        throw new BlockDecodeError(`DEFLATE data cannot be inflated (${(err as Error).message}): the data is corrupt or truncated`);
+        throw new BlockDecodeError(
+          `DEFLATE data cannot be inflated (${(err as Error).message}): the data is corrupt or truncated`,
+        );
       }
     } else if (layout.compression !== COMPRESSION.none) {
       throw new BlockDecodeError(`compression ${layout.compression} is not handled here`);
     }
     if (raw.length < size) {
-      if (!opts.partial || raw.length < rowBytes) throw new BlockDecodeError(`the block has ${raw.length} of ${size} bytes: the data is corrupt or truncated`);
+      if (!opts.partial || raw.length < rowBytes)
+        throw new BlockDecodeError(`the block has ${raw.length} of ${size} bytes: the data is corrupt or truncated`);
       size = raw.length - (raw.length % rowBytes);
     }
     if (layout.predictor === 1) return raw.subarray(0, size);
     dst = reserve(size);
     new Uint8Array(w.memory.buffer).set(raw.subarray(0, size), dst);
   }
-  if (layout.predictor === 2 && w.unpredict(dst, layout.width, size / rowBytes, layout.samples, layout.bytesPerSample) < 0) {
+  if (
+    layout.predictor === 2 &&
+    w.unpredict(dst, layout.width, size / rowBytes, layout.samples, layout.bytesPerSample) < 0
+  ) {
     throw new BlockDecodeError(`predictor 2 with ${layout.bytesPerSample}-byte samples is not supported`);
   }
   return new Uint8Array(w.memory.buffer, dst, size);

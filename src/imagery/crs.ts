@@ -60,7 +60,11 @@ let projDefinitions: Map<string, string> | undefined;
 
 /** proj4js-definitions' definition of a code (633 kB of JSON, parsed once per thread on first use). */
 function projExport(code: number): string | undefined {
-  projDefinitions ??= new Map(JSON.parse(readFileSync(require.resolve('proj4js-definitions/proj4js-definitions.json'), 'utf8')) as Array<[string, string]>);
+  projDefinitions ??= new Map(
+    JSON.parse(readFileSync(require.resolve('proj4js-definitions/proj4js-definitions.json'), 'utf8')) as Array<
+      [string, string]
+    >,
+  );
   return projDefinitions.get(`EPSG:${code}`);
 }
 
@@ -73,25 +77,39 @@ function epsgDefinition(code: number): string {
   const e = epsgEntry(code);
   if (!e) throw new CrsError(`EPSG:${code} is not a CRS of the EPSG registry`);
   const label = `EPSG:${code} (${e.name})`;
-  if (!HORIZONTAL.has(e.kind)) throw new CrsError(`${label} is not a horizontal coordinate system (${e.kind.replace('CRS-', '')}): georeference the file in a projected or geographic CRS`);
+  if (!HORIZONTAL.has(e.kind))
+    throw new CrsError(
+      `${label} is not a horizontal coordinate system (${e.kind.replace('CRS-', '')}): georeference the file in a projected or geographic CRS`,
+    );
   const exported = projExport(code);
-  if (!exported && !e.proj4) throw new CrsError(`${label} has no proj4 definition in the EPSG index: reproject the file (e.g. to its UTM zone)`);
+  if (!exported && !e.proj4)
+    throw new CrsError(`${label} has no proj4 definition in the EPSG index: reproject the file (e.g. to its UTM zone)`);
   // Vertical parts of a compound CRS do not matter to a 2-D boundary.
   const def = (exported ?? e.proj4!).replace(/ \+(geoidgrids|vunits)=\S+/g, '');
   const rotations = /\+towgs84=[^,\s]+,[^,\s]+,[^,\s]+,([^,\s]+),([^,\s]+),([^,\s]+)/.exec(def);
   if (!exported && rotations && rotations.slice(1).some((r) => Number(r) !== 0)) {
-    throw new CrsError(`${label}: the EPSG index's transformation of its datum to WGS84 is not reliable (rotations of unknown convention): reproject the file to a CRS on WGS84, ETRS89 or NAD83 (e.g. its UTM zone)`);
+    throw new CrsError(
+      `${label}: the EPSG index's transformation of its datum to WGS84 is not reliable (rotations of unknown convention): reproject the file to a CRS on WGS84, ETRS89 or NAD83 (e.g. its UTM zone)`,
+    );
   }
-  if (/\+axis=(?!enu)/.test(def)) throw new CrsError(`${label} has south- or west-pointing axes, which are not supported: reproject the file`);
+  if (/\+axis=(?!enu)/.test(def))
+    throw new CrsError(`${label} has south- or west-pointing axes, which are not supported: reproject the file`);
   const grid = /\+nadgrids=("[^"]*"|\S+)/.exec(def);
   if (grid && grid[1] !== '@null') {
-    throw new CrsError(`${label}: its datum is shifted to WGS84 with the grid ${grid[1]}, which this service does not have: reproject the file (e.g. to WGS84 UTM)`);
+    throw new CrsError(
+      `${label}: its datum is shifted to WGS84 with the grid ${grid[1]}, which this service does not have: reproject the file (e.g. to WGS84 UTM)`,
+    );
   }
   // Without a stated shift proj4 takes a datum for WGS84 (PROJ's "ballpark"): right to a metre or
   // two for WGS84 and the GRS80 datums (ETRS89, NAD83, GDA94, SIRGAS…), tens to hundreds of metres
   // off for the others (a datum with several regional transformations has none in the index).
-  if (!/\+towgs84=|\+nadgrids=@null|\+datum=(WGS84|NAD83)\b/.test(def) && !(/\+ellps=(WGS84|GRS80)\b/.test(def) && !/\+pm=/.test(def))) {
-    throw new CrsError(`${label}: its definition gives no transformation from its datum to WGS84 (the field would be misplaced by up to hundreds of metres): reproject the file to a CRS on WGS84, ETRS89 or NAD83 (e.g. its UTM zone)`);
+  if (
+    !/\+towgs84=|\+nadgrids=@null|\+datum=(WGS84|NAD83)\b/.test(def) &&
+    !(/\+ellps=(WGS84|GRS80)\b/.test(def) && !/\+pm=/.test(def))
+  ) {
+    throw new CrsError(
+      `${label}: its definition gives no transformation from its datum to WGS84 (the field would be misplaced by up to hundreds of metres): reproject the file to a CRS on WGS84, ETRS89 or NAD83 (e.g. its UTM zone)`,
+    );
   }
   return def;
 }

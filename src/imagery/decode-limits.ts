@@ -23,7 +23,10 @@ export type LimitCode =
   | 'unsupported_compression';
 
 export class ImageryLimitError extends Error {
-  constructor(readonly code: LimitCode, reason: string) {
+  constructor(
+    readonly code: LimitCode,
+    reason: string,
+  ) {
     super(`[${code}] ${reason}`);
     this.name = 'ImageryLimitError';
   }
@@ -31,7 +34,10 @@ export class ImageryLimitError extends Error {
 
 /** A block whose data decodes to more bytes than it declares. */
 export function decompressionBomb(codec: string, bytes: number): ImageryLimitError {
-  return new ImageryLimitError('decompression_bomb', `a strip or tile's ${codec} data decodes to more than its declared ${bytes} bytes (a decompression bomb)`);
+  return new ImageryLimitError(
+    'decompression_bomb',
+    `a strip or tile's ${codec} data decodes to more than its declared ${bytes} bytes (a decompression bomb)`,
+  );
 }
 
 /** `[code] reason` → code and reason, for messages that crossed a thread boundary. */
@@ -44,7 +50,9 @@ let cached: { env: string; limits: ImageryLimits } | undefined;
 
 /** This thread's limits, from its environment. */
 export function decodeLimits(): ImageryLimits {
-  const env = ['IMAGERY_MAX_PIXELS', 'IMAGERY_MAX_BLOCKS', 'IMAGERY_MAX_BLOCK_BYTES', 'IMAGERY_MAX_DECODED_BYTES'].map((k) => process.env[k] ?? '').join(',');
+  const env = ['IMAGERY_MAX_PIXELS', 'IMAGERY_MAX_BLOCKS', 'IMAGERY_MAX_BLOCK_BYTES', 'IMAGERY_MAX_DECODED_BYTES']
+    .map((k) => process.env[k] ?? '')
+    .join(',');
   if (cached?.env !== env) cached = { env, limits: imageryLimits() };
   return cached.limits;
 }
@@ -55,7 +63,11 @@ export function decodeLimits(): ImageryLimits {
  */
 export function checkBlockBytes(bytes: number, what: string): void {
   const { maxBlockBytes } = decodeLimits();
-  if (bytes > maxBlockBytes) throw new ImageryLimitError('block_too_large', `${what} declares ${bytes} decoded bytes, more than IMAGERY_MAX_BLOCK_BYTES (${maxBlockBytes})`);
+  if (bytes > maxBlockBytes)
+    throw new ImageryLimitError(
+      'block_too_large',
+      `${what} declares ${bytes} decoded bytes, more than IMAGERY_MAX_BLOCK_BYTES (${maxBlockBytes})`,
+    );
 }
 
 const budget = new AsyncLocalStorage<{ left: number; max: number }>();
@@ -73,6 +85,10 @@ export function withDecodeBudget<T>(fn: () => Promise<T>): Promise<T> {
 export function spendDecoded(bytes: number): void {
   const b = budget.getStore();
   if (!b) return;
-  if (bytes > b.left) throw new ImageryLimitError('decode_limit', `reading it would decode more than IMAGERY_MAX_DECODED_BYTES (${b.max} bytes) for one request`);
+  if (bytes > b.left)
+    throw new ImageryLimitError(
+      'decode_limit',
+      `reading it would decode more than IMAGERY_MAX_DECODED_BYTES (${b.max} bytes) for one request`,
+    );
   b.left -= bytes;
 }

@@ -64,7 +64,11 @@ function makeDecoder(compression: number) {
       // Only the decompression, as bytes (geotiff.js undoes its own predictors afterwards when
       // decode() below hands a layout it cannot take to BaseDecoder.decode).
       const p = this.parameters as unknown as DecoderParameters;
-      const out = decodeBlock(new Uint8Array(buffer), { compression, predictor: 1, width: rowBytesOf(p), rows: p.tileHeight, samples: 1, bytesPerSample: 1 }, { partial: true });
+      const out = decodeBlock(
+        new Uint8Array(buffer),
+        { compression, predictor: 1, width: rowBytesOf(p), rows: p.tileHeight, samples: 1, bytesPerSample: 1 },
+        { partial: true },
+      );
       return out.slice().buffer;
     }
 
@@ -138,7 +142,10 @@ function checkJpegFrames(d: Uint8Array, p: DecoderParameters): void {
         if (hv >> 4 < 1 || hv >> 4 > 4 || (hv & 15) < 1 || (hv & 15) > 4) sampling = false;
       }
       if (width > p.tileWidth || height > p.tileHeight || n > 4 || !sampling) {
-        throw new ImageryLimitError('decompression_bomb', `a strip or tile's JPEG frame declares ${width} × ${height} pixels × ${n} components, more than the ${p.tileWidth} × ${p.tileHeight} block`);
+        throw new ImageryLimitError(
+          'decompression_bomb',
+          `a strip or tile's JPEG frame declares ${width} × ${height} pixels × ${n} components, more than the ${p.tileWidth} × ${p.tileHeight} block`,
+        );
       }
     }
     i += 2 + u16be(d, i + 2);
@@ -210,7 +217,10 @@ function checkedDecoder(compression: number, check: (data: Uint8Array, p: Decode
 
 class RefusedDecoder extends BaseDecoder {
   override decodeBlock(): ArrayBufferLike {
-    throw new ImageryLimitError('unsupported_compression', 'LERC compression (34887) is not supported: its decoder allocates and inflates without a bound');
+    throw new ImageryLimitError(
+      'unsupported_compression',
+      'LERC compression (34887) is not supported: its decoder allocates and inflates without a bound',
+    );
   }
 }
 
@@ -224,8 +234,18 @@ export function registerFastDecoders(): void {
     Original.catch(() => {}); // reported when a file needs it
     originals.set(c, Original);
   }
-  addDecoder([COMPRESSION.deflate, COMPRESSION.adobeDeflate], async () => makeDecoder(COMPRESSION.deflate) as unknown as typeof BaseDecoder, undefined, false);
-  addDecoder(COMPRESSION.lzw, async () => makeDecoder(COMPRESSION.lzw) as unknown as typeof BaseDecoder, undefined, false);
+  addDecoder(
+    [COMPRESSION.deflate, COMPRESSION.adobeDeflate],
+    async () => makeDecoder(COMPRESSION.deflate) as unknown as typeof BaseDecoder,
+    undefined,
+    false,
+  );
+  addDecoder(
+    COMPRESSION.lzw,
+    async () => makeDecoder(COMPRESSION.lzw) as unknown as typeof BaseDecoder,
+    undefined,
+    false,
+  );
   addDecoder(PACKBITS, async () => PackBitsDecoder, undefined, false);
   addDecoder(LERC, async () => RefusedDecoder, undefined, false);
   addDecoder(
@@ -235,7 +255,9 @@ export function registerFastDecoders(): void {
       const tiled = !fd.hasTag('StripOffsets');
       return {
         tileWidth: await fd.loadValue(tiled ? 'TileWidth' : 'ImageWidth'),
-        tileHeight: tiled ? await fd.loadValue('TileLength') : (await fd.loadValue('RowsPerStrip')) || (await fd.loadValue('ImageLength')),
+        tileHeight: tiled
+          ? await fd.loadValue('TileLength')
+          : (await fd.loadValue('RowsPerStrip')) || (await fd.loadValue('ImageLength')),
         planarConfiguration: await fd.loadValue('PlanarConfiguration'),
         bitsPerSample: await fd.loadValue('BitsPerSample'),
         predictor: (await fd.loadValue('Predictor')) || 1,

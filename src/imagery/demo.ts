@@ -36,7 +36,13 @@ export async function createDemo(
   const field = await createField(
     deps.db,
     accountId,
-    { name: 'Demo field (synthetic)', boundary: sceneField(SPEC) as never, crop_type: 'maize', planting_date: '2025-04-10', harvest_date: '2025-09-20' },
+    {
+      name: 'Demo field (synthetic)',
+      boundary: sceneField(SPEC) as never,
+      crop_type: 'maize',
+      planting_date: '2025-04-10',
+      harvest_date: '2025-09-20',
+    },
     { maxAreaHa: deps.maxAreaHa },
   );
   let registering: Promise<unknown> = Promise.resolve();
@@ -51,17 +57,27 @@ export async function createDemo(
     await registering;
     opts.signal?.throwIfAborted();
     bands = Object.keys(c.files).length;
-    registering = registerImagery({ db: deps.db, compute: deps.compute, roots: deps.roots, evaluateAlerts: deps.evaluateAlerts }, accountId, {
-      source: 'sentinel-2-l2a',
-      capture_date: c.date,
-      cloud_cover: Math.round(c.cloudiness * 1000) / 10,
-      bands: c.files,
-      mask: { href: c.scl, kind: 'scl' },
-      scale: 0.0001,
-      offset: -0.1,
-    });
+    registering = registerImagery(
+      { db: deps.db, compute: deps.compute, roots: deps.roots, evaluateAlerts: deps.evaluateAlerts },
+      accountId,
+      {
+        source: 'sentinel-2-l2a',
+        capture_date: c.date,
+        cloud_cover: Math.round(c.cloudiness * 1000) / 10,
+        bands: c.files,
+        mask: { href: c.scl, kind: 'scl' },
+        scale: 0.0001,
+        offset: -0.1,
+      },
+    );
     registering.catch(() => {}); // awaited above; this only keeps a failure while writing the next capture from being unhandled
   }
   await registering;
-  return { fieldId: field.id, captures: DEMO_DATES.length, bands, firstDate: DEMO_DATES[0]!, lastDate: DEMO_DATES.at(-1)! };
+  return {
+    fieldId: field.id,
+    captures: DEMO_DATES.length,
+    bands,
+    firstDate: DEMO_DATES[0]!,
+    lastDate: DEMO_DATES.at(-1)!,
+  };
 }

@@ -20,13 +20,35 @@ const METRE = 9001;
 
 /** GeoTIFF coordinate transformation codes (ProjCoordTransGeoKey), by name for messages. */
 const CT_NAMES: Record<number, string> = {
-  1: 'TransverseMercator', 2: 'TransvMercator_Modified_Alaska', 3: 'ObliqueMercator', 4: 'ObliqueMercator_Laborde',
-  5: 'ObliqueMercator_Rosenmund', 6: 'ObliqueMercator_Spherical', 7: 'Mercator', 8: 'LambertConfConic_2SP',
-  9: 'LambertConfConic_1SP', 10: 'LambertAzimEqualArea', 11: 'AlbersEqualArea', 12: 'AzimuthalEquidistant',
-  13: 'EquidistantConic', 14: 'Stereographic', 15: 'PolarStereographic', 16: 'ObliqueStereographic',
-  17: 'Equirectangular', 18: 'CassiniSoldner', 19: 'Gnomonic', 20: 'MillerCylindrical', 21: 'Orthographic',
-  22: 'Polyconic', 23: 'Robinson', 24: 'Sinusoidal', 25: 'VanDerGrinten', 26: 'NewZealandMapGrid',
-  27: 'TransvMercator_SouthOriented', 28: 'CylindricalEqualArea', 29: 'HotineObliqueMercatorAzimuthCenter',
+  1: 'TransverseMercator',
+  2: 'TransvMercator_Modified_Alaska',
+  3: 'ObliqueMercator',
+  4: 'ObliqueMercator_Laborde',
+  5: 'ObliqueMercator_Rosenmund',
+  6: 'ObliqueMercator_Spherical',
+  7: 'Mercator',
+  8: 'LambertConfConic_2SP',
+  9: 'LambertConfConic_1SP',
+  10: 'LambertAzimEqualArea',
+  11: 'AlbersEqualArea',
+  12: 'AzimuthalEquidistant',
+  13: 'EquidistantConic',
+  14: 'Stereographic',
+  15: 'PolarStereographic',
+  16: 'ObliqueStereographic',
+  17: 'Equirectangular',
+  18: 'CassiniSoldner',
+  19: 'Gnomonic',
+  20: 'MillerCylindrical',
+  21: 'Orthographic',
+  22: 'Polyconic',
+  23: 'Robinson',
+  24: 'Sinusoidal',
+  25: 'VanDerGrinten',
+  26: 'NewZealandMapGrid',
+  27: 'TransvMercator_SouthOriented',
+  28: 'CylindricalEqualArea',
+  29: 'HotineObliqueMercatorAzimuthCenter',
 };
 
 const code = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null);
@@ -43,14 +65,21 @@ function readCrs(keys: GeoKeys): CrsRef {
   const pcs = code(keys.ProjectedCSTypeGeoKey);
   if (pcs && pcs !== USER_DEFINED) return pcs;
   const model = code(keys.GTModelTypeGeoKey);
-  if (pcs === USER_DEFINED || (model === 1 && (code(keys.ProjCoordTransGeoKey) || code(keys.ProjectionGeoKey)))) return userProjected(keys);
+  if (pcs === USER_DEFINED || (model === 1 && (code(keys.ProjCoordTransGeoKey) || code(keys.ProjectionGeoKey))))
+    return userProjected(keys);
   const gcs = code(keys.GeographicTypeGeoKey);
   if (gcs && gcs !== USER_DEFINED) return gcs;
   if (gcs === USER_DEFINED) {
-    if (angularToDegrees(keys) !== 1) throw new CrsError('the user-defined geographic CRS is not in degrees (GeogAngularUnitsGeoKey): reproject the file');
+    if (angularToDegrees(keys) !== 1)
+      throw new CrsError(
+        'the user-defined geographic CRS is not in degrees (GeogAngularUnitsGeoKey): reproject the file',
+      );
     return `+proj=longlat ${datumOf(keys)} +no_defs`;
   }
-  if (model === 3) throw new CrsError('the file is in a geocentric CRS (GTModelTypeGeoKey 3): georeference it in a projected or geographic CRS');
+  if (model === 3)
+    throw new CrsError(
+      'the file is in a geocentric CRS (GTModelTypeGeoKey 3): georeference it in a projected or geographic CRS',
+    );
   throw new CrsError('the GeoKeys name no CRS (no ProjectedCSTypeGeoKey or GeographicTypeGeoKey)');
 }
 
@@ -65,7 +94,12 @@ function registry(codeNumber: number) {
     const text = readFileSync(createRequire(import.meta.url).resolve('epsg-index/all.json'), 'utf8');
     const re = /(SPHEROID|UNIT)\[\\"([^\\]*)\\",([-\d.eE]+)(?:,([-\d.eE]+))?,AUTHORITY\[\\"EPSG\\",\\"(\d+)\\"\]/g;
     for (let m = re.exec(text); m; m = re.exec(text)) {
-      registryTable.set(Number(m[5]), { kind: m[1]!, name: m[2]!, a: Number(m[3]), ...(m[4] !== undefined ? { b: Number(m[4]) } : {}) });
+      registryTable.set(Number(m[5]), {
+        kind: m[1]!,
+        name: m[2]!,
+        a: Number(m[3]),
+        ...(m[4] !== undefined ? { b: Number(m[4]) } : {}),
+      });
     }
   }
   return registryTable.get(codeNumber);
@@ -83,7 +117,8 @@ function angularToDegrees(keys: GeoKeys): number {
   }
   const u = registry(unit);
   // 9110 and the other sexagesimal "units" are notations, not factors.
-  if (u?.kind !== 'UNIT' || unit === 9108 || unit === 9110) throw new CrsError(`the angular unit EPSG:${unit} (GeogAngularUnitsGeoKey) is not supported: use degrees`);
+  if (u?.kind !== 'UNIT' || unit === 9108 || unit === 9110)
+    throw new CrsError(`the angular unit EPSG:${unit} (GeogAngularUnitsGeoKey) is not supported: use degrees`);
   return (u.a * 180) / Math.PI;
 }
 
@@ -97,7 +132,10 @@ export function linearUnitMetres(keys: GeoKeys): number {
     throw new CrsError('ProjLinearUnitsGeoKey is user-defined without ProjLinearUnitSizeGeoKey');
   }
   const u = registry(unit);
-  if (u?.kind !== 'UNIT' || u.b !== undefined) throw new CrsError(`the linear unit EPSG:${unit} (ProjLinearUnitsGeoKey) is not a unit of the EPSG registry this service knows`);
+  if (u?.kind !== 'UNIT' || u.b !== undefined)
+    throw new CrsError(
+      `the linear unit EPSG:${unit} (ProjLinearUnitsGeoKey) is not a unit of the EPSG registry this service knows`,
+    );
   return u.a;
 }
 
@@ -118,9 +156,15 @@ function datumOf(keys: GeoKeys): string {
   } else if (datum && datum !== USER_DEFINED) {
     // EPSG numbers the classic geodetic datums 6001–6999 as their geographic CRSs 4001–4999.
     const e = datum >= 6001 && datum <= 6999 ? epsgEntry(datum - 2000) : null;
-    const stated = e ? /DATUM\["[^"]*",SPHEROID\[[^\]]*\](?:,TOWGS84\[[^\]]*\])?(?:,EXTENSION\[[^\]]*\])?,AUTHORITY\["EPSG","(\d+)"\]/.exec(e.wkt ?? '') : null;
+    const stated = e
+      ? /DATUM\["[^"]*",SPHEROID\[[^\]]*\](?:,TOWGS84\[[^\]]*\])?(?:,EXTENSION\[[^\]]*\])?,AUTHORITY\["EPSG","(\d+)"\]/.exec(
+          e.wkt ?? '',
+        )
+      : null;
     if (e?.kind !== 'CRS-GEOGCRS' || (stated && Number(stated[1]) !== datum)) {
-      throw new CrsError(`the datum EPSG:${datum} (GeogGeodeticDatumGeoKey) is not supported: use GeographicTypeGeoKey, or give the ellipsoid`);
+      throw new CrsError(
+        `the datum EPSG:${datum} (GeogGeodeticDatumGeoKey) is not supported: use GeographicTypeGeoKey, or give the ellipsoid`,
+      );
     }
     terms = datumTerms(proj4Definition(datum - 2000));
   } else {
@@ -129,7 +173,8 @@ function datumOf(keys: GeoKeys): string {
   const towgs84 = keys.GeogTOWGS84GeoKey;
   if (towgs84 !== undefined) {
     const v = typeof towgs84 === 'number' ? [towgs84] : Array.from(towgs84 as ArrayLike<number>);
-    if ((v.length !== 3 && v.length !== 7) || !v.every(Number.isFinite)) throw new CrsError('GeogTOWGS84GeoKey must hold 3 or 7 numbers');
+    if ((v.length !== 3 && v.length !== 7) || !v.every(Number.isFinite))
+      throw new CrsError('GeogTOWGS84GeoKey must hold 3 or 7 numbers');
     terms = `${terms.replace(/\+(towgs84|nadgrids|datum)=\S+/g, '')} +towgs84=${v.join(',')}`;
   }
   return `${terms} ${primeMeridian(keys)}`.replace(/\s+/g, ' ').trim();
@@ -139,13 +184,19 @@ function ellipsoidOf(keys: GeoKeys): string {
   const ell = code(keys.GeogEllipsoidGeoKey);
   if (ell && ell !== USER_DEFINED) {
     const e = registry(ell);
-    if (e?.kind !== 'SPHEROID') throw new CrsError(`the ellipsoid EPSG:${ell} (GeogEllipsoidGeoKey) is not one of the EPSG registry's this service knows`);
+    if (e?.kind !== 'SPHEROID')
+      throw new CrsError(
+        `the ellipsoid EPSG:${ell} (GeogEllipsoidGeoKey) is not one of the EPSG registry's this service knows`,
+      );
     return e.b ? `+a=${e.a} +rf=${e.b}` : `+a=${e.a} +b=${e.a}`;
   }
   const a = keys.GeogSemiMajorAxisGeoKey;
   const rf = keys.GeogInvFlatteningGeoKey;
   const b = keys.GeogSemiMinorAxisGeoKey;
-  if (typeof a !== 'number' || !(a > 0)) throw new CrsError('the user-defined datum gives no ellipsoid (GeogEllipsoidGeoKey, or GeogSemiMajorAxisGeoKey with GeogInvFlatteningGeoKey or GeogSemiMinorAxisGeoKey)');
+  if (typeof a !== 'number' || !(a > 0))
+    throw new CrsError(
+      'the user-defined datum gives no ellipsoid (GeogEllipsoidGeoKey, or GeogSemiMajorAxisGeoKey with GeogInvFlatteningGeoKey or GeogSemiMinorAxisGeoKey)',
+    );
   if (typeof rf === 'number' && rf > 0) return `+a=${a} +rf=${rf}`;
   if (typeof b === 'number' && b > 0) return `+a=${a} +b=${b}`;
   return `+a=${a} +b=${a}`;
@@ -156,7 +207,9 @@ function primeMeridian(keys: GeoKeys): string {
   const long = keys.GeogPrimeMeridianLongGeoKey;
   if (typeof long === 'number' && long !== 0) return `+pm=${long * angularToDegrees(keys)}`;
   if (!pm || pm === 8901) return '';
-  throw new CrsError(`the prime meridian EPSG:${pm} (GeogPrimeMeridianGeoKey) is not supported without GeogPrimeMeridianLongGeoKey`);
+  throw new CrsError(
+    `the prime meridian EPSG:${pm} (GeogPrimeMeridianGeoKey) is not supported without GeogPrimeMeridianLongGeoKey`,
+  );
 }
 
 function userProjected(keys: GeoKeys): string {
@@ -167,11 +220,17 @@ function userProjected(keys: GeoKeys): string {
     // EPSG conversions 16001–16060 and 16101–16160 are the UTM zones, north and south.
     if (projection >= 16001 && projection <= 16060) method = `+proj=utm +zone=${projection - 16000}`;
     else if (projection >= 16101 && projection <= 16160) method = `+proj=utm +zone=${projection - 16100} +south`;
-    else throw new CrsError(`the EPSG projection ${projection} (ProjectionGeoKey) is not supported: only the UTM zones (16001–16060, 16101–16160) are; give the projection by ProjCoordTransGeoKey and its parameters`);
+    else
+      throw new CrsError(
+        `the EPSG projection ${projection} (ProjectionGeoKey) is not supported: only the UTM zones (16001–16060, 16101–16160) are; give the projection by ProjCoordTransGeoKey and its parameters`,
+      );
   } else {
     method = projectionTerms(keys, metres);
   }
-  return `${method} ${datumOf(keys)} ${metres === 1 ? '+units=m' : `+to_meter=${metres}`} +no_defs`.replace(/\s+/g, ' ');
+  return `${method} ${datumOf(keys)} ${metres === 1 ? '+units=m' : `+to_meter=${metres}`} +no_defs`.replace(
+    /\s+/g,
+    ' ',
+  );
 }
 
 /** The projection terms of a user-defined ProjCoordTransGeoKey, parameters read as libgeotiff does. */
@@ -188,12 +247,28 @@ function projectionTerms(keys: GeoKeys, metres: number): string {
   };
   const angle = (...names: string[]) => first(names, 0) * deg;
   const lat0 = (order: 'nat' | 'false' | 'center') =>
-    angle(...{ nat: ['NatOriginLat', 'FalseOriginLat', 'CenterLat'], false: ['FalseOriginLat', 'NatOriginLat', 'CenterLat'], center: ['CenterLat', 'NatOriginLat', 'FalseOriginLat'] }[order]);
+    angle(
+      ...{
+        nat: ['NatOriginLat', 'FalseOriginLat', 'CenterLat'],
+        false: ['FalseOriginLat', 'NatOriginLat', 'CenterLat'],
+        center: ['CenterLat', 'NatOriginLat', 'FalseOriginLat'],
+      }[order],
+    );
   const lon0 = (order: 'nat' | 'false' | 'center') =>
-    angle(...{ nat: ['NatOriginLong', 'FalseOriginLong', 'CenterLong', 'StraightVertPoleLong'], false: ['FalseOriginLong', 'NatOriginLong', 'CenterLong'], center: ['CenterLong', 'NatOriginLong', 'FalseOriginLong'] }[order]);
+    angle(
+      ...{
+        nat: ['NatOriginLong', 'FalseOriginLong', 'CenterLong', 'StraightVertPoleLong'],
+        false: ['FalseOriginLong', 'NatOriginLong', 'CenterLong'],
+        center: ['CenterLong', 'NatOriginLong', 'FalseOriginLong'],
+      }[order],
+    );
   const k = () => first(['ScaleAtNatOrigin', 'ScaleAtCenter'], 1);
   const xy = (order: 'nat' | 'false' | 'center') => {
-    const e = { nat: ['FalseEasting', 'FalseOriginEasting', 'CenterEasting'], false: ['FalseOriginEasting', 'FalseEasting', 'CenterEasting'], center: ['CenterEasting', 'FalseEasting', 'FalseOriginEasting'] }[order];
+    const e = {
+      nat: ['FalseEasting', 'FalseOriginEasting', 'CenterEasting'],
+      false: ['FalseOriginEasting', 'FalseEasting', 'CenterEasting'],
+      center: ['CenterEasting', 'FalseEasting', 'FalseOriginEasting'],
+    }[order];
     const n = e.map((s) => s.replace('Easting', 'Northing'));
     return `+x_0=${first(e, 0) * metres} +y_0=${first(n, 0) * metres}`;
   };
@@ -256,6 +331,8 @@ function projectionTerms(keys: GeoKeys, metres: number): string {
     case 28:
       return `+proj=cea +lat_ts=${angle('StdParallel1')} +lon_0=${lon0('nat')} ${xy('nat')}`;
     default:
-      throw new CrsError(`the projection CT_${CT_NAMES[ct] ?? 'unknown'} (ProjCoordTransGeoKey ${ct}) of the user-defined CRS is not supported: reproject the file (e.g. to its UTM zone)`);
+      throw new CrsError(
+        `the projection CT_${CT_NAMES[ct] ?? 'unknown'} (ProjCoordTransGeoKey ${ct}) of the user-defined CRS is not supported: reproject the file (e.g. to its UTM zone)`,
+      );
   }
 }

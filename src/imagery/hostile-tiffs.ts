@@ -20,7 +20,12 @@ export function zlibBomb(bytes: number): Buffer {
   const tail = Buffer.alloc(6);
   tail[0] = 3; // a final, empty block with fixed codes
   tail.writeUInt32BE((((bytes % 65_521) << 16) | 1) >>> 0, 2); // Adler-32 of zeros: a = 1, b = n mod 65521
-  return Buffer.concat([Buffer.from([0x78, 0xda]), ...Array<Buffer>(n - 1).fill(whole), piece(bytes - (n - 1) * seg), tail]);
+  return Buffer.concat([
+    Buffer.from([0x78, 0xda]),
+    ...Array<Buffer>(n - 1).fill(whole),
+    piece(bytes - (n - 1) * seg),
+    tail,
+  ]);
 }
 
 /**
@@ -152,7 +157,12 @@ function tooManyBlocks(blocks: number, kind: 'tiles' | 'strips'): Buffer {
     { tag: 259, type: SHORT, values: [8] },
     { tag: 262, type: SHORT, values: [1] },
     { tag: 277, type: SHORT, values: [1] },
-    ...(kind === 'tiles' ? [{ tag: 322, type: LONG, values: [side] }, { tag: 323, type: LONG, values: [side] }] : [{ tag: 278, type: LONG, values: [side] }]),
+    ...(kind === 'tiles'
+      ? [
+          { tag: 322, type: LONG, values: [side] },
+          { tag: 323, type: LONG, values: [side] },
+        ]
+      : [{ tag: 278, type: LONG, values: [side] }]),
     { tag: offsetsTag, type: LONG, count: across * down, offset: 8 },
     { tag: countsTag, type: LONG, count: across * down, offset: 8 },
     ...geoTags(GRID),
@@ -172,26 +182,81 @@ export interface HostileTiff {
  * example; smaller in tests so that the code before the bounds survives them too).
  */
 export function hostileTiffs(inflateTo: number, maxBlocks = 2 ** 20): HostileTiff[] {
-  const bomb = (compression: number, blob: Buffer, extra?: TiffEntry[]) => tiled({ width: 1024, height: 1024, tile: 256, bits: 16, compression, blob, extra });
+  const bomb = (compression: number, blob: Buffer, extra?: TiffEntry[]) =>
+    tiled({ width: 1024, height: 1024, tile: 256, bits: 16, compression, blob, extra });
   return [
     { name: 'DEFLATE tiles', code: 'decompression_bomb', file: bomb(8, zlibBomb(inflateTo)) },
     { name: 'LZW tiles', code: 'decompression_bomb', file: bomb(5, lzwBomb(inflateTo)) },
-    { name: 'PackBits tiles', code: 'decompression_bomb', file: bomb(32773, packbitsBomb(Math.min(inflateTo, 16 * 1_048_576))) },
+    {
+      name: 'PackBits tiles',
+      code: 'decompression_bomb',
+      file: bomb(32773, packbitsBomb(Math.min(inflateTo, 16 * 1_048_576))),
+    },
     { name: 'ZSTD tiles', code: 'decompression_bomb', file: bomb(50000, zstdBomb(inflateTo)) },
-    { name: 'JPEG frame of 8192²', code: 'decompression_bomb', file: tiled({ width: 1024, height: 1024, tile: 256, bits: 8, compression: 7, blob: jpegFrameBomb(8192) }) },
-    { name: 'LERC with DEFLATE', code: 'unsupported_compression', file: bomb(34887, zlibBomb(inflateTo), [{ tag: 50674, type: LONG, values: [4, 1] }]) },
+    {
+      name: 'JPEG frame of 8192²',
+      code: 'decompression_bomb',
+      file: tiled({ width: 1024, height: 1024, tile: 256, bits: 8, compression: 7, blob: jpegFrameBomb(8192) }),
+    },
+    {
+      name: 'LERC with DEFLATE',
+      code: 'unsupported_compression',
+      file: bomb(34887, zlibBomb(inflateTo), [{ tag: 50674, type: LONG, values: [4, 1] }]),
+    },
     { name: 'self-pointing IFD', code: 'ifd_loop', file: ifdLoop(1) },
     { name: 'IFD loop of two', code: 'ifd_loop', file: ifdLoop(2) },
     { name: 'too many tiles', code: 'too_many_blocks', file: tooManyBlocks(maxBlocks + 1, 'tiles') },
     { name: 'too many strips', code: 'too_many_blocks', file: tooManyBlocks(maxBlocks + 1, 'strips') },
-    { name: '2^31 × 2^31 pixels', code: 'image_too_large', file: tiled({ width: 2 ** 31, height: 2 ** 31, tile: 256, bits: 16, compression: 8, blob: deflateSync(Buffer.alloc(131_072)), tiles: 1 }) },
-    { name: 'one 16384² tile (512 MiB)', code: 'block_too_large', file: tiled({ width: 16_384, height: 16_384, tile: 16_384, bits: 16, compression: 8, blob: zlibBomb(512 * 1_048_576) }) },
-    { name: 'a tile of 4 GB compressed', code: 'block_too_large', file: tiled({ width: 1024, height: 1024, tile: 256, bits: 16, compression: 8, blob: deflateSync(Buffer.alloc(131_072)), byteCount: 0xfffffff0 }) },
+    {
+      name: '2^31 × 2^31 pixels',
+      code: 'image_too_large',
+      file: tiled({
+        width: 2 ** 31,
+        height: 2 ** 31,
+        tile: 256,
+        bits: 16,
+        compression: 8,
+        blob: deflateSync(Buffer.alloc(131_072)),
+        tiles: 1,
+      }),
+    },
+    {
+      name: 'one 16384² tile (512 MiB)',
+      code: 'block_too_large',
+      file: tiled({
+        width: 16_384,
+        height: 16_384,
+        tile: 16_384,
+        bits: 16,
+        compression: 8,
+        blob: zlibBomb(512 * 1_048_576),
+      }),
+    },
+    {
+      name: 'a tile of 4 GB compressed',
+      code: 'block_too_large',
+      file: tiled({
+        width: 1024,
+        height: 1024,
+        tile: 256,
+        bits: 16,
+        compression: 8,
+        blob: deflateSync(Buffer.alloc(131_072)),
+        byteCount: 0xfffffff0,
+      }),
+    },
   ];
 }
 
 /** A 10980² uint16 band tiled 1024² with DEFLATE, as Sentinel-2 COGs are (every tile the same). */
 export function sentinelSizedBand(): Buffer {
   const tile = Uint16Array.from({ length: 1024 * 1024 }, (_, i) => 1000 + ((i * 7) % 3000));
-  return tiled({ width: 10_980, height: 10_980, tile: 1024, bits: 16, compression: 8, blob: deflateSync(Buffer.from(tile.buffer), { level: 1 }) });
+  return tiled({
+    width: 10_980,
+    height: 10_980,
+    tile: 1024,
+    bits: 16,
+    compression: 8,
+    blob: deflateSync(Buffer.from(tile.buffer), { level: 1 }),
+  });
 }

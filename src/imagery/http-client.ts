@@ -17,11 +17,13 @@ import { BlockedAddressError, isPublicAddress, systemLookup, type HostLookup } f
 import { checkedLookup } from '../platform/net/connect.js';
 import { recordRead } from './metrics.js';
 
-const blocked = (host: string, address: string) => new BlockedAddressError(host, address, ' (IMAGERY_ALLOW_PRIVATE_NETWORKS)');
+const blocked = (host: string, address: string) =>
+  new BlockedAddressError(host, address, ' (IMAGERY_ALLOW_PRIVATE_NETWORKS)');
 
 /** Throws when the URL's host is an address literal that is not public (literals skip the lookup). */
 export function checkImageryUrl(url: URL, allowPrivate: boolean): void {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`${url.protocol} URLs are not read; use http(s)`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`${url.protocol} URLs are not read; use http(s)`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!allowPrivate && ipaddr.isValid(host) && !isPublicAddress(host)) throw blocked(host, host);
 }
@@ -60,7 +62,9 @@ export class TimedFetchClient extends BaseClient {
     super(url);
   }
 
-  override async request(options: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<BaseResponse> {
+  override async request(
+    options: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<BaseResponse> {
     const url = new URL(this.url);
     checkImageryUrl(url, this.allowPrivate);
     const deadline = AbortSignal.timeout(this.timeoutMs);
@@ -68,7 +72,15 @@ export class TimedFetchClient extends BaseClient {
     const mod = url.protocol === 'https:' ? https : http;
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = mod.request(url, { headers: options.headers, signal, ...(this.allowPrivate ? {} : { lookup: checkedLookup(this.lookup, blocked) }) }, resolve);
+        const req = mod.request(
+          url,
+          {
+            headers: options.headers,
+            signal,
+            ...(this.allowPrivate ? {} : { lookup: checkedLookup(this.lookup, blocked) }),
+          },
+          resolve,
+        );
         req.on('error', reject);
         req.end();
       });
@@ -78,7 +90,8 @@ export class TimedFetchClient extends BaseClient {
       const b = Buffer.concat(chunks);
       return new NodeResponse(res, b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
     } catch (err) {
-      if (deadline.aborted) throw new Error(`fetch failed: no answer from ${url.host} within ${this.timeoutMs} ms (IMAGERY_TIMEOUT_MS)`);
+      if (deadline.aborted)
+        throw new Error(`fetch failed: no answer from ${url.host} within ${this.timeoutMs} ms (IMAGERY_TIMEOUT_MS)`);
       throw err;
     }
   }

@@ -17,7 +17,10 @@ const MAX_GAP = 65_536;
 
 /** What the source needs of a client: one request, its status, headers and body. */
 export interface RangeClient {
-  request(options: { headers?: Record<string, string>; signal?: AbortSignal }): Promise<{ status: number; getHeader(name: string): string | undefined; getData(): Promise<ArrayBuffer> }>;
+  request(options: {
+    headers?: Record<string, string>;
+    signal?: AbortSignal;
+  }): Promise<{ status: number; getHeader(name: string): string | undefined; getData(): Promise<ArrayBuffer> }>;
 }
 
 export class HttpRangeSource implements RasterSource {
@@ -75,7 +78,8 @@ export class HttpRangeSource implements RasterSource {
     if (res.status !== 206) throw new Error(`Error fetching data (HTTP ${res.status})`);
     const data = new Uint8Array(await res.getData());
     const m = /^bytes (\d+)-/.exec(res.getHeader('content-range') ?? '');
-    if (m && Number(m[1]) !== start) throw new Error(`Error fetching data: asked for bytes from ${start}, the server answered from ${m[1]}`);
+    if (m && Number(m[1]) !== start)
+      throw new Error(`Error fetching data: asked for bytes from ${start}, the server answered from ${m[1]}`);
     return data.length > end - start ? data.subarray(0, end - start) : data;
   }
 

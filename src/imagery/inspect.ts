@@ -19,7 +19,10 @@ export function inspectCapture(capture: CaptureSource, roots: string[]): Promise
 
 async function inspectIn(capture: CaptureSource, roots: string[]): Promise<InspectResult> {
   const out: InspectResult['bands'] = {};
-  const entries: Array<[string, { href: string; index?: number }]> = [...Object.entries(capture.bands), ...(capture.mask ? [['mask', capture.mask] as [string, { href: string; index?: number }]] : [])];
+  const entries: Array<[string, { href: string; index?: number }]> = [
+    ...Object.entries(capture.bands),
+    ...(capture.mask ? [['mask', capture.mask] as [string, { href: string; index?: number }]] : []),
+  ];
   for (const [band, src] of entries) {
     let raster: RasterImage;
     try {
@@ -32,22 +35,42 @@ async function inspectIn(capture: CaptureSource, roots: string[]): Promise<Inspe
     try {
       epsg = crsFromGeoKeys(image.getGeoKeys() as Record<string, unknown> | null);
     } catch (err) {
-      throw new ImageryError(band, err instanceof CrsError ? `unsupported CRS: ${err.message}` : (err as Error).message);
+      throw new ImageryError(
+        band,
+        err instanceof CrsError ? `unsupported CRS: ${err.message}` : (err as Error).message,
+      );
     }
     let origin: number[], res: number[];
     try {
       origin = image.getOrigin();
       res = image.getResolution();
     } catch {
-      throw new ImageryError(band, 'the file is not georeferenced (no ModelTiepoint/ModelPixelScale or ModelTransformation)');
+      throw new ImageryError(
+        band,
+        'the file is not georeferenced (no ModelTiepoint/ModelPixelScale or ModelTransformation)',
+      );
     }
     const samples = image.getSamplesPerPixel();
     const index = src.index ?? 1;
-    if (!Number.isInteger(index) || index < 1 || index > samples) throw new ImageryError(band, `band index ${index} does not exist: the file has ${samples} band(s)`);
+    if (!Number.isInteger(index) || index < 1 || index > samples)
+      throw new ImageryError(band, `band index ${index} does not exist: the file has ${samples} band(s)`);
     const bits = image.getBitsPerSample(0);
     const fmt = image.getSampleFormat(0);
-    const dtype = fmt === 1 && bits === 16 ? 'u16' : fmt === 2 && bits === 16 ? 'i16' : fmt === 1 && bits === 8 ? 'u8' : fmt === 3 && bits === 32 ? 'f32' : null;
-    if (!dtype) throw new ImageryError(band, `unsupported sample type (format ${fmt}, ${bits} bits): use uint16, int16, uint8 or float32`);
+    const dtype =
+      fmt === 1 && bits === 16
+        ? 'u16'
+        : fmt === 2 && bits === 16
+          ? 'i16'
+          : fmt === 1 && bits === 8
+            ? 'u8'
+            : fmt === 3 && bits === 32
+              ? 'f32'
+              : null;
+    if (!dtype)
+      throw new ImageryError(
+        band,
+        `unsupported sample type (format ${fmt}, ${bits} bits): use uint16, int16, uint8 or float32`,
+      );
     const w = image.getWidth();
     const h = image.getHeight();
     try {
@@ -57,15 +80,33 @@ async function inspectIn(capture: CaptureSource, roots: string[]): Promise<Inspe
     } catch (err) {
       throw new ImageryError(band, undecodable(err as Error));
     }
-    out[band] = { epsg, width: w, height: h, resX: res[0]!, resY: res[1]!, originX: origin[0]!, originY: origin[1]!, dtype, samples };
+    out[band] = {
+      epsg,
+      width: w,
+      height: h,
+      resX: res[0]!,
+      resY: res[1]!,
+      originX: origin[0]!,
+      originY: origin[1]!,
+      dtype,
+      samples,
+    };
   }
   const list = Object.entries(out);
   const [firstName, first] = list[0]!;
   for (const [band, b] of list) {
-    if (b.epsg !== first.epsg) throw new ImageryError(band, `CRS ${crsLabel(b.epsg)} differs from ${firstName}'s ${crsLabel(first.epsg)}: all bands must share one CRS`);
+    if (b.epsg !== first.epsg)
+      throw new ImageryError(
+        band,
+        `CRS ${crsLabel(b.epsg)} differs from ${firstName}'s ${crsLabel(first.epsg)}: all bands must share one CRS`,
+      );
     const ratio = Math.abs(b.resX) / Math.abs(first.resX);
     const r = ratio >= 1 ? ratio : 1 / ratio;
-    if (Math.abs(r - Math.round(r)) > 1e-6) throw new ImageryError(band, `resolution ${Math.abs(b.resX)} does not divide ${firstName}'s ${Math.abs(first.resX)}: bands must line up`);
+    if (Math.abs(r - Math.round(r)) > 1e-6)
+      throw new ImageryError(
+        band,
+        `resolution ${Math.abs(b.resX)} does not divide ${firstName}'s ${Math.abs(first.resX)}: bands must line up`,
+      );
   }
   return { bands: out };
 }
@@ -76,6 +117,7 @@ function describeOpenError(err: Error): string {
   if (/outside the allowed/.test(m)) return m;
   if (/not found|ENOENT/.test(m)) return m.includes('file not found') ? m : `file not found`;
   if (/not a public address/.test(m)) return `the URL is refused: ${m}`;
-  if (/fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|status/i.test(m)) return `the URL cannot be read (${m})`;
+  if (/fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|status/i.test(m))
+    return `the URL cannot be read (${m})`;
   return `not a readable GeoTIFF (${m})`;
 }

@@ -32,13 +32,16 @@ export interface PathRules {
 
 /** The rules for a capture registered by an account: the roots, but of the uploads only the account's own. */
 export function registrationRules(roots: string[], uploadDir: string | undefined, accountId: string): PathRules {
-  return uploadDir ? { allow: [...roots, accountUploadDir(uploadDir, accountId)], deny: [uploadDir] } : { allow: roots, deny: [] };
+  return uploadDir
+    ? { allow: [...roots, accountUploadDir(uploadDir, accountId)], deny: [uploadDir] }
+    : { allow: roots, deny: [] };
 }
 
 /** Where an account's uploads are stored. */
 export function accountUploadDir(uploadDir: string, accountId: string): string {
   // Account ids are generated (`acc_` + base64url); anything else must not become a path segment.
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(accountId)) throw new Error(`account id ${JSON.stringify(accountId)} cannot name an upload folder`);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(accountId))
+    throw new Error(`account id ${JSON.stringify(accountId)} cannot name an upload folder`);
   return path.join(uploadDir, accountId);
 }
 
@@ -88,7 +91,9 @@ async function realOrAncestor(p: string, hops = 0): Promise<{ real: string; exis
     const parent = await realpath(q).catch(() => null);
     if (parent === null) continue;
     const link = hops < 40 ? await readlink(path.join(parent, rest[0]!)).catch(() => null) : null;
-    return link === null ? { real: parent, exists: false } : realOrAncestor(path.resolve(parent, link, ...rest.slice(1)), hops + 1);
+    return link === null
+      ? { real: parent, exists: false }
+      : realOrAncestor(path.resolve(parent, link, ...rest.slice(1)), hops + 1);
   }
   return { real: path.parse(p).root, exists: false };
 }

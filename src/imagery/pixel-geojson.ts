@@ -28,7 +28,10 @@ interface GridNodes {
   longest: number;
 }
 
-const grids = new LRUCache<string, GridNodes>({ maxSize: 32 * 1_048_576, sizeCalculation: (g) => g.bytes.byteLength + g.start.byteLength });
+const grids = new LRUCache<string, GridNodes>({
+  maxSize: 32 * 1_048_576,
+  sizeCalculation: (g) => g.bytes.byteLength + g.start.byteLength,
+});
 
 function gridNodes(grid: PixelGrid): GridNodes {
   const key = `${grid.epsg}|${grid.originX}|${grid.originY}|${grid.resX}|${grid.resY}|${grid.width}|${grid.height}`;
@@ -111,7 +114,12 @@ function putValue(out: Buffer, at: number, v: number): number {
  * and tail there instead of copying megabytes into a new buffer. The result owns its whole
  * ArrayBuffer (exactly its length), so that a worker can transfer it.
  */
-export function pixelGeoJson(grid: PixelGrid, values: Float32Array, inside: Uint8Array, room: Room = { before: 0, after: 0 }): Buffer {
+export function pixelGeoJson(
+  grid: PixelGrid,
+  values: Float32Array,
+  inside: Uint8Array,
+  room: Room = { before: 0, after: 0 },
+): Buffer {
   const nodes = gridNodes(grid);
   const cols = grid.width + 1;
   let features = 0;

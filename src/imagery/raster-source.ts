@@ -62,7 +62,11 @@ export function coalesce(ranges: readonly ByteRange[], maxGap: number, maxRun = 
 }
 
 /** The bytes of each range of `runs`, cut out of the bytes read for each run (`data[k]` for `runs[k]`, possibly short at the end of the file). */
-export function splitRuns(ranges: readonly ByteRange[], runs: readonly RangeRun[], data: readonly Uint8Array[]): Uint8Array[] {
+export function splitRuns(
+  ranges: readonly ByteRange[],
+  runs: readonly RangeRun[],
+  data: readonly Uint8Array[],
+): Uint8Array[] {
   const out: Uint8Array[] = ranges.map(() => new Uint8Array(0));
   runs.forEach((run, k) => {
     const bytes = data[k]!;
@@ -84,7 +88,9 @@ export function memorySource(bytes: Uint8Array, id = 'memory'): RasterSource {
       signal?.throwIfAborted();
       if (!open) throw new Error(`${id} is closed`);
       // Copies (Uint8Array's slice: a Buffer's is a view), so that the caller owns them.
-      return ranges.map(({ offset, length }) => Uint8Array.prototype.slice.call(bytes, Math.min(offset, bytes.length), Math.min(offset + length, bytes.length)));
+      return ranges.map(({ offset, length }) =>
+        Uint8Array.prototype.slice.call(bytes, Math.min(offset, bytes.length), Math.min(offset + length, bytes.length)),
+      );
     },
     async close() {
       open = false;

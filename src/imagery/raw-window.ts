@@ -21,9 +21,16 @@ const BATCH_BYTES = 2 * 1_048_576;
 
 export type SampleArray = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array;
 
-function arrayFor(format: number, bytes: number, buffer: ArrayBuffer | number, byteOffset = 0, length?: number): SampleArray | null {
+function arrayFor(
+  format: number,
+  bytes: number,
+  buffer: ArrayBuffer | number,
+  byteOffset = 0,
+  length?: number,
+): SampleArray | null {
   const b = buffer as ArrayBuffer;
-  const make = <T>(C: new (a: ArrayBuffer, o: number, l?: number) => T, N: new (n: number) => T): T => (typeof buffer === 'number' ? new N(buffer) : new C(b, byteOffset, length));
+  const make = <T>(C: new (a: ArrayBuffer, o: number, l?: number) => T, N: new (n: number) => T): T =>
+    typeof buffer === 'number' ? new N(buffer) : new C(b, byteOffset, length);
   if (format === 1 && bytes === 1) return make(Uint8Array, Uint8Array);
   if (format === 2 && bytes === 1) return make(Int8Array, Int8Array);
   if (format === 1 && bytes === 2) return make(Uint16Array, Uint16Array);
@@ -35,7 +42,9 @@ function arrayFor(format: number, bytes: number, buffer: ArrayBuffer | number, b
 }
 
 /** The block layout of an image when the fast path can read it, else null. */
-export function rawLayout(raster: RasterImage): (Omit<BlockLayout, 'rows'> & { format: number; tileHeight: number; tiled: boolean; planar: 1 | 2 }) | null {
+export function rawLayout(
+  raster: RasterImage,
+): (Omit<BlockLayout, 'rows'> & { format: number; tileHeight: number; tiled: boolean; planar: 1 | 2 }) | null {
   const { image, structure } = raster;
   if (!structure.littleEndian || !structure.blocks) return null;
   const blocks = structure.blocks;
@@ -76,7 +85,12 @@ export interface RawReadOptions {
  * The pixels of sample `sample` (0-based) in [x0, x1) × [y0, y1), row-major, or null when the
  * file needs geotiff.js's general reader.
  */
-export async function readWindowRaw(raster: RasterImage, window: [number, number, number, number], sample: number, opts: RawReadOptions = {}): Promise<SampleArray | null> {
+export async function readWindowRaw(
+  raster: RasterImage,
+  window: [number, number, number, number],
+  sample: number,
+  opts: RawReadOptions = {},
+): Promise<SampleArray | null> {
   const layout = rawLayout(raster);
   if (!layout) return null;
   const { image, source } = raster;
@@ -102,13 +116,21 @@ export async function readWindowRaw(raster: RasterImage, window: [number, number
   const clip = (bx: number, by: number, rows: number) => {
     const bx0 = bx * tw;
     const by0 = by * th;
-    return { bx0, by0, cx0: Math.max(x0, bx0), cx1: Math.min(x1, bx0 + tw, width), cy0: Math.max(y0, by0), cy1: Math.min(y1, by0 + rows, height) };
+    return {
+      bx0,
+      by0,
+      cx0: Math.max(x0, bx0),
+      cx1: Math.min(x1, bx0 + tw, width),
+      cy0: Math.max(y0, by0),
+      cy1: Math.min(y1, by0 + rows, height),
+    };
   };
   const blocks: Array<{ bx: number; by: number; index: number; offset: number; length: number }> = [];
   for (let by = Math.floor(y0 / th); by <= Math.floor((y1 - 1) / th); by++) {
     for (let bx = Math.floor(x0 / tw); bx <= Math.floor((x1 - 1) / tw); bx++) {
       const index = (planar === 2 ? sample * across * down : 0) + by * across + bx;
-      if (index >= offsets.length || index >= counts.length) throw new Error(`block ${index} is missing from the offsets table`);
+      if (index >= offsets.length || index >= counts.length)
+        throw new Error(`block ${index} is missing from the offsets table`);
       blocks.push({ bx, by, index, offset: Number(offsets[index]), length: Number(counts[index]) });
     }
   }
@@ -143,7 +165,13 @@ export async function readWindowRaw(raster: RasterImage, window: [number, number
       // The decoded bytes may sit at any offset of their buffer; copy them out only when unaligned
       // (a copy: a Buffer's slice() is a view).
       const aligned = bytes.byteOffset % layout.bytesPerSample === 0 ? bytes : new Uint8Array(bytes);
-      const block = arrayFor(layout.format, layout.bytesPerSample, aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / layout.bytesPerSample)!;
+      const block = arrayFor(
+        layout.format,
+        layout.bytesPerSample,
+        aligned.buffer as ArrayBuffer,
+        aligned.byteOffset,
+        aligned.byteLength / layout.bytesPerSample,
+      )!;
       const { bx0, by0, cx0, cx1, cy0, cy1 } = clip(b.bx, b.by, rows);
       const spp = layout.samples;
       for (let y = cy0; y < cy1; y++) {
@@ -171,13 +199,23 @@ export async function readWindowRaw(raster: RasterImage, window: [number, number
 }
 
 /** readWindowRaw when it can read the file, else geotiff.js's readRasters (with the registered decoders). */
-export async function readWindow(raster: RasterImage, window: [number, number, number, number], sample: number, signal?: AbortSignal): Promise<ArrayLike<number>> {
+export async function readWindow(
+  raster: RasterImage,
+  window: [number, number, number, number],
+  sample: number,
+  signal?: AbortSignal,
+): Promise<ArrayLike<number>> {
   const { image } = raster;
   const fast = await readWindowRaw(raster, window, sample, { fill: image.getGDALNoData() ?? 0, signal });
   if (fast) return fast;
   // geotiff.js reads and decodes together: the whole call is the decode time here.
   const t0 = performance.now();
-  const r = (await image.readRasters({ window, samples: [sample], interleave: false, signal })) as unknown as ArrayLike<number>[];
+  const r = (await image.readRasters({
+    window,
+    samples: [sample],
+    interleave: false,
+    signal,
+  })) as unknown as ArrayLike<number>[];
   recordDecode(Number(image.getFileDirectory().getValue('Compression') ?? 1), (performance.now() - t0) / 1000);
   return r[0]!;
 }

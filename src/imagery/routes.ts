@@ -21,7 +21,9 @@ import { registerUpload, type UploadedFile } from './upload.js';
 const MAX_FILES = 20;
 const MAX_METADATA_BYTES = 1_048_576;
 const PART_NAME = /^[A-Za-z0-9._-]{1,64}$/;
-const checkMetadata = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, strict: false }).compile(ImageryCreate);
+const checkMetadata = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, strict: false }).compile(
+  ImageryCreate,
+);
 
 function tooLarge(err: { code?: string }, maxBytes: number): AppError | null {
   switch (err.code) {
@@ -41,17 +43,35 @@ function tooLarge(err: { code?: string }, maxBytes: number): AppError | null {
  * Streams the file parts to `dir` (never whole in memory) and returns them with the metadata
  * part, checked against the same schema as POST /v1/imagery.
  */
-async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number): Promise<{ meta: ImageryCreate; files: UploadedFile[] }> {
+async function receiveUpload(
+  req: FastifyRequest,
+  dir: string,
+  maxBytes: number,
+): Promise<{ meta: ImageryCreate; files: UploadedFile[] }> {
   let metaText: string | undefined;
   const files: UploadedFile[] = [];
   await mkdir(dir, { recursive: true });
   try {
-    const parts = req.parts({ limits: { fileSize: maxBytes, files: MAX_FILES, fields: 4, parts: MAX_FILES + 4, fieldSize: MAX_METADATA_BYTES } });
+    const parts = req.parts({
+      limits: { fileSize: maxBytes, files: MAX_FILES, fields: 4, parts: MAX_FILES + 4, fieldSize: MAX_METADATA_BYTES },
+    });
     for await (const part of parts) {
       if (part.type === 'file') {
         if (!PART_NAME.test(part.fieldname) || files.some((f) => f.part === part.fieldname)) {
           part.file.resume();
-          throw new AppError('validation_failed', `file part name "${part.fieldname}" must be unique and 1–64 letters, digits, ".", "_" or "-"`, { errors: [{ path: `/parts/${part.fieldname}`, code: 'invalid_part_name', message: 'must be unique and 1–64 letters, digits, ".", "_" or "-"' }] });
+          throw new AppError(
+            'validation_failed',
+            `file part name "${part.fieldname}" must be unique and 1–64 letters, digits, ".", "_" or "-"`,
+            {
+              errors: [
+                {
+                  path: `/parts/${part.fieldname}`,
+                  code: 'invalid_part_name',
+                  message: 'must be unique and 1–64 letters, digits, ".", "_" or "-"',
+                },
+              ],
+            },
+          );
         }
         const file = path.join(dir, `${files.length + 1}-${part.fieldname}.tif`);
         let bytes = 0;
@@ -59,13 +79,23 @@ async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number)
         await pipeline(part.file, createWriteStream(file));
         files.push({ part: part.fieldname, filename: part.filename, path: file, bytes });
       } else if (part.fieldname === 'metadata') {
-        if (part.valueTruncated) throw new AppError('payload_too_large', `the metadata part is larger than ${MAX_METADATA_BYTES} bytes`);
+        if (part.valueTruncated)
+          throw new AppError('payload_too_large', `the metadata part is larger than ${MAX_METADATA_BYTES} bytes`);
         metaText = String(part.value);
       } else {
-        throw new AppError('validation_failed', `unknown field "${part.fieldname}": send one "metadata" field (JSON) and the files`, { errors: [{ path: `/parts/${part.fieldname}`, code: 'unknown_part', message: 'is not a known field' }] });
+        throw new AppError(
+          'validation_failed',
+          `unknown field "${part.fieldname}": send one "metadata" field (JSON) and the files`,
+          { errors: [{ path: `/parts/${part.fieldname}`, code: 'unknown_part', message: 'is not a known field' }] },
+        );
       }
     }
-    if (metaText === undefined) throw new AppError('validation_failed', 'the "metadata" part (JSON, as the body of POST /v1/imagery) is missing', { errors: [{ path: '/parts/metadata', code: 'required', message: 'is required' }] });
+    if (metaText === undefined)
+      throw new AppError(
+        'validation_failed',
+        'the "metadata" part (JSON, as the body of POST /v1/imagery) is missing',
+        { errors: [{ path: '/parts/metadata', code: 'required', message: 'is required' }] },
+      );
     let meta: unknown;
     try {
       meta = JSON.parse(metaText);
@@ -82,7 +112,10 @@ async function receiveUpload(req: FastifyRequest, dir: string, maxBytes: number)
     await rm(dir, { recursive: true, force: true });
     if (err instanceof AppError) throw err;
     const e = err as { code?: string; message?: string };
-    throw tooLarge(e, maxBytes) ?? new AppError('validation_failed', `the multipart body cannot be read: ${e.message ?? String(err)}`);
+    throw (
+      tooLarge(e, maxBytes) ??
+      new AppError('validation_failed', `the multipart body cannot be read: ${e.message ?? String(err)}`)
+    );
   }
 }
 
@@ -96,61 +129,94 @@ declare module 'fastify' {
 export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
   const tags = ['imagery'];
   const deps = app.imagery;
-  app.post('/imagery', {
-    schema: {
-      tags,
-      summary: 'Register a capture',
-      description: 'Bands as COG URLs or local paths (inside IMAGERY_ROOTS), or a STAC Item. Every file is opened and checked; for each of the account\'s fields the capture covers, the field\'s own cloud cover is computed and imagery.available is emitted.',
-      body: ImageryCreate,
-      response: { 201: Imagery, ...problemResponses('invalid_imagery') },
+  app.post(
+    '/imagery',
+    {
+      schema: {
+        tags,
+        summary: 'Register a capture',
+        description:
+          "Bands as COG URLs or local paths (inside IMAGERY_ROOTS), or a STAC Item. Every file is opened and checked; for each of the account's fields the capture covers, the field's own cloud cover is computed and imagery.available is emitted.",
+        body: ImageryCreate,
+        response: { 201: Imagery, ...problemResponses('invalid_imagery') },
+      },
     },
-  }, async (req, reply) => {
-    const img = await registerImagery({ ...deps, log: req.log }, req.account.id, req.body);
-    return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
-  });
+    async (req, reply) => {
+      const img = await registerImagery({ ...deps, log: req.log }, req.account.id, req.body);
+      return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
+    },
+  );
 
   app.register(async (scope) => {
     await scope.register(multipart, { throwFileSizeLimit: true });
-    scope.post('/imagery/upload', {
+    scope.post(
+      '/imagery/upload',
+      {
+        schema: {
+          tags,
+          summary: 'Register a capture from uploaded GeoTIFF files',
+          description:
+            'multipart/form-data: a "metadata" field holding the JSON body of POST /v1/imagery, and one file part per GeoTIFF. ' +
+            "An href in the metadata (band, mask or STAC asset) that equals a file part's name refers to that file; every href must name a part and every part must be used. " +
+            `Files are stored under DATA_DIR/imagery/uploads/<account id> (and may be named by local path in later registrations of the same account only); each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
+          consumes: ['multipart/form-data'],
+          response: { 201: Imagery, ...problemResponses('invalid_imagery', 'payload_too_large') },
+        },
+      },
+      async (req, reply) => {
+        if (!req.isMultipart())
+          throw new AppError(
+            'unsupported_media_type',
+            'send multipart/form-data: a "metadata" field and the GeoTIFF files',
+          );
+        // In the account's own folder: a local path into another account's uploads is refused.
+        const dir = path.join(
+          accountUploadDir(app.config.imageryUploadDir, req.account.id),
+          `upl_${randomBytes(12).toString('base64url')}`,
+        );
+        const { meta, files } = await receiveUpload(req, dir, app.config.uploadMaxBytes);
+        const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, dir);
+        return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
+      },
+    );
+  });
+
+  app.get(
+    '/imagery/:id',
+    {
       schema: {
         tags,
-        summary: 'Register a capture from uploaded GeoTIFF files',
-        description:
-          'multipart/form-data: a "metadata" field holding the JSON body of POST /v1/imagery, and one file part per GeoTIFF. ' +
-          'An href in the metadata (band, mask or STAC asset) that equals a file part\'s name refers to that file; every href must name a part and every part must be used. ' +
-          `Files are stored under DATA_DIR/imagery/uploads/<account id> (and may be named by local path in later registrations of the same account only); each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
-        consumes: ['multipart/form-data'],
-        response: { 201: Imagery, ...problemResponses('invalid_imagery', 'payload_too_large') },
+        summary: 'Get a capture',
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        response: { 200: Imagery, ...problemResponses('not_found') },
       },
-    }, async (req, reply) => {
-      if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'send multipart/form-data: a "metadata" field and the GeoTIFF files');
-      // In the account's own folder: a local path into another account's uploads is refused.
-      const dir = path.join(accountUploadDir(app.config.imageryUploadDir, req.account.id), `upl_${randomBytes(12).toString('base64url')}`);
-      const { meta, files } = await receiveUpload(req, dir, app.config.uploadMaxBytes);
-      const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, dir);
-      return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
-    });
-  });
-
-  app.get('/imagery/:id', {
-    schema: { tags, summary: 'Get a capture', params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Imagery, ...problemResponses('not_found') } },
-  }, async (req) => getImagery(app.db, req.account.id, req.params.id));
-
-  app.get('/fields/:id/imagery', {
-    schema: {
-      tags,
-      summary: 'Captures over a field, with the field\'s own cloud cover',
-      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-      querystring: Type.Object(
-        { ...PageQuery.properties, start_date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })), end_date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })) },
-        { additionalProperties: false },
-      ),
-      response: { 200: PageEnvelope(FieldImagery), ...problemResponses('not_found') },
     },
-  }, async (req, reply) => {
-    const { data, total } = await listFieldImagery(app.db, req.account.id, req.params.id, req.query);
-    const p = page(data, total, req.query);
-    setLinkHeader(reply, req, app.config.publicBaseUrl, p);
-    return p;
-  });
+    async (req) => getImagery(app.db, req.account.id, req.params.id),
+  );
+
+  app.get(
+    '/fields/:id/imagery',
+    {
+      schema: {
+        tags,
+        summary: "Captures over a field, with the field's own cloud cover",
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object(
+          {
+            ...PageQuery.properties,
+            start_date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
+            end_date: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: PageEnvelope(FieldImagery), ...problemResponses('not_found') },
+      },
+    },
+    async (req, reply) => {
+      const { data, total } = await listFieldImagery(app.db, req.account.id, req.params.id, req.query);
+      const p = page(data, total, req.query);
+      setLinkHeader(reply, req, app.config.publicBaseUrl, p);
+      return p;
+    },
+  );
 });

@@ -1,13 +1,20 @@
 import { Type, type Static } from 'typebox';
 
 const DATE = '^\\d{4}-\\d{2}-\\d{2}$';
-const Href = Type.String({ minLength: 1, maxLength: 2048, description: 'http(s):// URL of a (Cloud Optimized) GeoTIFF read with range requests, or a local path inside IMAGERY_ROOTS' });
+const Href = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'http(s):// URL of a (Cloud Optimized) GeoTIFF read with range requests, or a local path inside IMAGERY_ROOTS',
+});
 const BandRef = Type.Union([
   Href,
   Type.Object(
     {
       href: Href,
-      index: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: '1-based band of a multi-band file' })),
+      index: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: 1000, description: '1-based band of a multi-band file' }),
+      ),
       scale: Type.Optional(Type.Number()),
       offset: Type.Optional(Type.Number()),
     },
@@ -17,12 +24,26 @@ const BandRef = Type.Union([
 
 export const ImageryCreate = Type.Object(
   {
-    stac_item: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'A STAC Item (Sentinel-2 L2A as public catalogues publish it): assets named by band (B04) or common name (red, nir, …), SCL as mask; date, cloud cover and processing-baseline offset come from it' })),
+    stac_item: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            'A STAC Item (Sentinel-2 L2A as public catalogues publish it): assets named by band (B04) or common name (red, nir, …), SCL as mask; date, cloud cover and processing-baseline offset come from it',
+        },
+      ),
+    ),
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 64, examples: ['sentinel-2-l2a', 'drone'] })),
     capture_date: Type.Optional(Type.String({ pattern: DATE })),
     cloud_cover: Type.Optional(Type.Union([Type.Number({ minimum: 0, maximum: 100 }), Type.Null()])),
     bands: Type.Optional(Type.Record(Type.String(), BandRef, { description: 'Band name (B01…B12, B8A) → file' })),
-    mask: Type.Optional(Type.Object({ href: Href, index: Type.Optional(Type.Integer({ minimum: 1 })), kind: Type.Literal('scl') }, { additionalProperties: false })),
+    mask: Type.Optional(
+      Type.Object(
+        { href: Href, index: Type.Optional(Type.Integer({ minimum: 1 })), kind: Type.Literal('scl') },
+        { additionalProperties: false },
+      ),
+    ),
     scale: Type.Optional(Type.Number({ description: 'reflectance = DN × scale + offset; default 0.0001' })),
     offset: Type.Optional(Type.Number({ description: 'default 0 (Sentinel-2 from processing baseline 04.00: −0.1)' })),
   },
@@ -36,12 +57,25 @@ export const Imagery = Type.Object({
   capture_date: Type.String(),
   cloud_cover: Type.Union([Type.Number(), Type.Null()]),
   bands: Type.Array(Type.String()),
-  crs: Type.String({ examples: ['EPSG:32631'], description: 'EPSG:<code>, or for a CRS the GeoKeys define themselves (no EPSG code) its proj4 definition' }),
-  resolution: Type.Number({ description: 'finest band, in the CRS unit (metres; US survey feet for a CRS in feet; degrees for a geographic CRS)' }),
+  crs: Type.String({
+    examples: ['EPSG:32631'],
+    description: 'EPSG:<code>, or for a CRS the GeoKeys define themselves (no EPSG code) its proj4 definition',
+  }),
+  resolution: Type.Number({
+    description:
+      'finest band, in the CRS unit (metres; US survey feet for a CRS in feet; degrees for a geographic CRS)',
+  }),
   footprint: Type.Object({}, { additionalProperties: true, description: 'GeoJSON Polygon in WGS84' }),
   scale: Type.Number(),
   offset: Type.Number(),
-  fields: Type.Array(Type.Object({ field_id: Type.String(), cloud_cover: Type.Number({ description: 'percent of the field\'s pixels unusable' }), field_pixels: Type.Integer(), valid_pixels: Type.Integer() })),
+  fields: Type.Array(
+    Type.Object({
+      field_id: Type.String(),
+      cloud_cover: Type.Number({ description: "percent of the field's pixels unusable" }),
+      field_pixels: Type.Integer(),
+      valid_pixels: Type.Integer(),
+    }),
+  ),
   created_at: Type.String({ format: 'date-time' }),
 });
 export type Imagery = Static<typeof Imagery>;
@@ -50,7 +84,7 @@ export const FieldImagery = Type.Object({
   id: Type.String(),
   source: Type.String(),
   capture_date: Type.String(),
-  cloud_cover: Type.Number({ description: 'the field\'s own cloud cover, percent of its pixels' }),
+  cloud_cover: Type.Number({ description: "the field's own cloud cover, percent of its pixels" }),
   scene_cloud_cover: Type.Union([Type.Number(), Type.Null()]),
   field_pixels: Type.Integer(),
   valid_pixels: Type.Integer(),

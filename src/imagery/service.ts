@@ -41,31 +41,57 @@ function invalid(path: string, code: string, message: string): AppError {
 }
 
 /** The request (or STAC Item) as a capture description, with every reference checked. */
-export function normalise(input: ImageryCreate): { capture: CaptureSource; source: string; date: string; cloud: number | null } {
-  const merged: ImageryCreate = input.stac_item ? { ...captureFromStac(input.stac_item as Record<string, unknown>), ...Object.fromEntries(Object.entries(input).filter(([k]) => k !== 'stac_item')) } : input;
+export function normalise(input: ImageryCreate): {
+  capture: CaptureSource;
+  source: string;
+  date: string;
+  cloud: number | null;
+} {
+  const merged: ImageryCreate = input.stac_item
+    ? {
+        ...captureFromStac(input.stac_item as Record<string, unknown>),
+        ...Object.fromEntries(Object.entries(input).filter(([k]) => k !== 'stac_item')),
+      }
+    : input;
   const issues: FieldIssue[] = [];
   if (!merged.source) issues.push({ path: '/body/source', code: 'required', message: 'is required' });
-  if (!merged.capture_date) issues.push({ path: '/body/capture_date', code: 'required', message: 'is required (YYYY-MM-DD)' });
-  else if (!isCalendarDate(merged.capture_date)) issues.push({ path: '/body/capture_date', code: 'invalid_date', message: `${merged.capture_date} is not a calendar date` });
+  if (!merged.capture_date)
+    issues.push({ path: '/body/capture_date', code: 'required', message: 'is required (YYYY-MM-DD)' });
+  else if (!isCalendarDate(merged.capture_date))
+    issues.push({
+      path: '/body/capture_date',
+      code: 'invalid_date',
+      message: `${merged.capture_date} is not a calendar date`,
+    });
   const bands: CaptureSource['bands'] = {};
   const entries = Object.entries(merged.bands ?? {});
   if (!entries.length) issues.push({ path: '/body/bands', code: 'required', message: 'at least one band is required' });
   for (const [name, ref] of entries) {
     const p = `/body/bands/${name}`;
     if (!(CAPTURE_BANDS as readonly string[]).includes(name)) {
-      issues.push({ path: p, code: 'unknown_band', message: `"${name}" is not a band name; use ${CAPTURE_BANDS.join(', ')}` });
+      issues.push({
+        path: p,
+        code: 'unknown_band',
+        message: `"${name}" is not a band name; use ${CAPTURE_BANDS.join(', ')}`,
+      });
       continue;
     }
     const r = typeof ref === 'string' ? { href: ref } : ref;
-    if (!/^https?:\/\//i.test(r.href) && (/^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) && !r.href.startsWith('file://'))) {
+    if (!/^https?:\/\//i.test(r.href) && /^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) && !r.href.startsWith('file://')) {
       issues.push({ path: p, code: 'unsupported_href', message: 'an href is an http(s):// URL or a local path' });
       continue;
     }
     bands[name as CaptureBand] = r;
   }
-  if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  if (issues.length)
+    throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
   return {
-    capture: { bands, ...(merged.mask ? { mask: merged.mask } : {}), scale: merged.scale ?? 0.0001, offset: merged.offset ?? 0 },
+    capture: {
+      bands,
+      ...(merged.mask ? { mask: merged.mask } : {}),
+      scale: merged.scale ?? 0.0001,
+      offset: merged.offset ?? 0,
+    },
     source: merged.source!,
     date: merged.capture_date!,
     cloud: merged.cloud_cover ?? null,
@@ -85,7 +111,9 @@ const CRS_REASON = /^unsupported CRS: /;
 function fromWorker(err: unknown): RefusedInput {
   const m = (err as Error)?.message ?? String(err);
   const hit = /^(B\d\d|B8A|mask): (.*)$/s.exec(m);
-  return hit ? new RefusedInput(new ImageryError(hit[1]!, hit[2]!), bandPath(hit[1]!)) : new RefusedInput(new ImageryError('', m), '/body');
+  return hit
+    ? new RefusedInput(new ImageryError(hit[1]!, hit[2]!), bandPath(hit[1]!))
+    : new RefusedInput(new ImageryError('', m), '/body');
 }
 
 /** The field-level code of an ImageryError's reason (src/problem-map.ts answers it as invalid_imagery). */
@@ -96,7 +124,10 @@ export function imageryIssue(err: ImageryError): { code: string; message: string
   return { code, message: err.band ? `${err.band}: ${reason}` : reason };
 }
 
-function footprintOf(band: string, info: { epsg: CrsRef; width: number; height: number; resX: number; resY: number; originX: number; originY: number }): Boundary & { type: 'Polygon' } {
+function footprintOf(
+  band: string,
+  info: { epsg: CrsRef; width: number; height: number; resX: number; resY: number; originX: number; originY: number },
+): Boundary & { type: 'Polygon' } {
   let inv: (xy: [number, number]) => [number, number];
   let fwd: (lonLat: [number, number]) => [number, number];
   try {
@@ -107,7 +138,12 @@ function footprintOf(band: string, info: { epsg: CrsRef; width: number; height: 
   }
   const x1 = info.originX + info.width * info.resX;
   const y1 = info.originY + info.height * info.resY;
-  const corners: Array<[number, number]> = [[info.originX, info.originY], [x1, info.originY], [x1, y1], [info.originX, y1]];
+  const corners: Array<[number, number]> = [
+    [info.originX, info.originY],
+    [x1, info.originY],
+    [x1, y1],
+    [info.originX, y1],
+  ];
   const ring: Array<[number, number]> = [];
   // proj4 inverts points outside a projection's domain into some lon/lat (UTM wraps latitudes): a
   // point counts only if projecting it back lands where it started (to a tenth of a pixel).
@@ -126,7 +162,11 @@ function footprintOf(band: string, info: { epsg: CrsRef; width: number; height: 
     }
   }
   if (!onEarth) {
-    throw invalid(`/body/bands/${band}`, 'unsupported_crs', `${band}: the raster's extent cannot be expressed in WGS84 from its ${crsLabel(info.epsg)}: check the georeferencing`);
+    throw invalid(
+      `/body/bands/${band}`,
+      'unsupported_crs',
+      `${band}: the raster's extent cannot be expressed in WGS84 from its ${crsLabel(info.epsg)}: check the georeferencing`,
+    );
   }
   ring.push(ring[0]!);
   // RFC 7946: counter-clockwise exterior.
@@ -170,7 +210,10 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
  */
 async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: CaptureSource): Promise<void> {
   const rules = registrationRules(deps.roots, deps.uploadDir, accountId);
-  const refs: Array<[string, string]> = [...Object.entries(capture.bands).map(([b, src]): [string, string] => [b, src!.href]), ...(capture.mask ? [['mask', capture.mask.href] as [string, string]] : [])];
+  const refs: Array<[string, string]> = [
+    ...Object.entries(capture.bands).map(([b, src]): [string, string] => [b, src!.href]),
+    ...(capture.mask ? [['mask', capture.mask.href] as [string, string]] : []),
+  ];
   for (const [band, href] of refs) {
     if (/^https?:\/\//i.test(href)) continue;
     try {
@@ -199,12 +242,19 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   const covered: Array<{ field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
   for (const f of candidates) {
     // One field whose coverage cannot be computed must not refuse the capture for the others.
-    const c = await deps.compute.coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots }).catch((err: Error) => {
-      deps.log?.warn({ err, field_id: f.id }, 'coverage of a field by a new capture failed; the field is left out');
-      return null;
-    });
+    const c = await deps.compute
+      .coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots })
+      .catch((err: Error) => {
+        deps.log?.warn({ err, field_id: f.id }, 'coverage of a field by a new capture failed; the field is left out');
+        return null;
+      });
     if (!c || c.fieldPixels === 0) continue;
-    covered.push({ field_id: f.id, field_pixels: c.fieldPixels, valid_pixels: c.validPixels, cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)) });
+    covered.push({
+      field_id: f.id,
+      field_pixels: c.fieldPixels,
+      valid_pixels: c.validPixels,
+      cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
+    });
   }
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
@@ -212,11 +262,35 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
       `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox)
        VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14)
        RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, crs, resolution, footprint, created_at`,
-      [id, accountId, source, date, cloud, JSON.stringify(capture.bands), capture.mask ? JSON.stringify(capture.mask) : null, capture.scale, capture.offset, typeof finest.epsg === 'number' ? finest.epsg : null, typeof finest.epsg === 'string' ? finest.epsg : null, Math.abs(finest.resX), JSON.stringify(footprint), bbox],
+      [
+        id,
+        accountId,
+        source,
+        date,
+        cloud,
+        JSON.stringify(capture.bands),
+        capture.mask ? JSON.stringify(capture.mask) : null,
+        capture.scale,
+        capture.offset,
+        typeof finest.epsg === 'number' ? finest.epsg : null,
+        typeof finest.epsg === 'string' ? finest.epsg : null,
+        Math.abs(finest.resX),
+        JSON.stringify(footprint),
+        bbox,
+      ],
     );
     for (const c of covered) {
-      await tx.query('INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)', [id, c.field_id, c.field_pixels, c.valid_pixels, c.cloud_cover]);
-      await emit(tx, accountId, 'imagery.available', { field_id: c.field_id, imagery_id: id, source, capture_date: date, cloud_cover: c.cloud_cover });
+      await tx.query(
+        'INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)',
+        [id, c.field_id, c.field_pixels, c.valid_pixels, c.cloud_cover],
+      );
+      await emit(tx, accountId, 'imagery.available', {
+        field_id: c.field_id,
+        imagery_id: id,
+        source,
+        capture_date: date,
+        cloud_cover: c.cloud_cover,
+      });
     }
     return r!;
   });
@@ -248,7 +322,13 @@ export async function linkFieldImagery(
   field: { id: string; boundary: Boundary; bbox: [number, number, number, number] },
 ): Promise<number> {
   const [x0, y0, x1, y1] = field.bbox;
-  const rows = await deps.db.query<{ id: string; bands: CaptureSource['bands']; mask: CaptureSource['mask'] | null; scale: number; offset: number }>(
+  const rows = await deps.db.query<{
+    id: string;
+    bands: CaptureSource['bands'];
+    mask: CaptureSource['mask'] | null;
+    scale: number;
+    offset: number;
+  }>(
     `SELECT id, bands, mask, scale, "offset" FROM imagery
       WHERE account_id = $1 AND ((bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3)
          OR id IN (SELECT imagery_id FROM imagery_fields WHERE field_id = $6))
@@ -261,20 +341,42 @@ export async function linkFieldImagery(
   const one = async (): Promise<void> => {
     while (next < rows.length) {
       const r = rows[next++]!;
-      const capture: CaptureSource = { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset };
-      const c = await deps.compute.coverage({ capture, boundary: field.boundary, bands: coverageBands(capture), roots: deps.roots }).catch((err: Error) => {
-        deps.log?.warn({ err, field_id: field.id, imagery_id: r.id }, 'coverage of a field by a capture failed; the capture is left out');
-        return null;
-      });
-      if (c && c.fieldPixels > 0) covered.push({ imagery_id: r.id, field_pixels: c.fieldPixels, valid_pixels: c.validPixels, cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)) });
+      const capture: CaptureSource = {
+        bands: r.bands,
+        ...(r.mask ? { mask: r.mask } : {}),
+        scale: r.scale,
+        offset: r.offset,
+      };
+      const c = await deps.compute
+        .coverage({ capture, boundary: field.boundary, bands: coverageBands(capture), roots: deps.roots })
+        .catch((err: Error) => {
+          deps.log?.warn(
+            { err, field_id: field.id, imagery_id: r.id },
+            'coverage of a field by a capture failed; the capture is left out',
+          );
+          return null;
+        });
+      if (c && c.fieldPixels > 0)
+        covered.push({
+          imagery_id: r.id,
+          field_pixels: c.fieldPixels,
+          valid_pixels: c.validPixels,
+          cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
+        });
     }
   };
   await Promise.all(Array.from({ length: Math.min(4, rows.length) }, one));
   await deps.db.transaction(async (tx) => {
     // the field may have been deleted meanwhile: then there is nothing to link
-    const [f] = await tx.query<{ id: string }>('SELECT id FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE', [field.id, accountId]);
+    const [f] = await tx.query<{ id: string }>('SELECT id FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE', [
+      field.id,
+      accountId,
+    ]);
     if (!f) return;
-    await tx.query('DELETE FROM imagery_fields WHERE field_id = $1 AND imagery_id = ANY($2::text[])', [field.id, rows.map((r) => r.id)]);
+    await tx.query('DELETE FROM imagery_fields WHERE field_id = $1 AND imagery_id = ANY($2::text[])', [
+      field.id,
+      rows.map((r) => r.id),
+    ]);
     for (const c of covered) {
       await tx.query(
         `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) SELECT $1, $2, $3, $4, $5
@@ -310,7 +412,10 @@ export async function getImagery(db: Database, accountId: string, id: string): P
     [id, accountId],
   );
   if (!r) throw notFound('Imagery', id);
-  const fields = await db.query<Imagery['fields'][number]>('SELECT field_id, cloud_cover, field_pixels, valid_pixels FROM imagery_fields WHERE imagery_id = $1 ORDER BY field_id', [id]);
+  const fields = await db.query<Imagery['fields'][number]>(
+    'SELECT field_id, cloud_cover, field_pixels, valid_pixels FROM imagery_fields WHERE imagery_id = $1 ORDER BY field_id',
+    [id],
+  );
   return toImagery(r, fields);
 }
 
@@ -322,13 +427,30 @@ export async function listFieldImagery(
 ): Promise<{ data: Array<Static<typeof FieldImagery>>; total: number }> {
   const exists = await db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
   if (!exists.length) throw notFound('Field', fieldId);
-  for (const [k, v] of [['start_date', q.start_date], ['end_date', q.end_date]] as const) {
-    if (v && !isCalendarDate(v)) throw new AppError('validation_failed', `${k} ${v} is not a calendar date`, { errors: [{ path: `/query/${k}`, code: 'invalid_date', message: 'is not a calendar date' }] });
+  for (const [k, v] of [
+    ['start_date', q.start_date],
+    ['end_date', q.end_date],
+  ] as const) {
+    if (v && !isCalendarDate(v))
+      throw new AppError('validation_failed', `${k} ${v} is not a calendar date`, {
+        errors: [{ path: `/query/${k}`, code: 'invalid_date', message: 'is not a calendar date' }],
+      });
   }
   const params = [fieldId, accountId, q.start_date ?? null, q.end_date ?? null];
   const where = `f.field_id = $1 AND i.account_id = $2 AND ($3::date IS NULL OR i.capture_date >= $3::date) AND ($4::date IS NULL OR i.capture_date <= $4::date)`;
-  const [{ n }] = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id WHERE ${where}`, params)) as [{ n: number }];
-  const rows = await db.query<{ id: string; source: string; capture_date: string; cloud_cover: number; scene_cloud_cover: number | null; field_pixels: number; valid_pixels: number }>(
+  const [{ n }] = (await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id WHERE ${where}`,
+    params,
+  )) as [{ n: number }];
+  const rows = await db.query<{
+    id: string;
+    source: string;
+    capture_date: string;
+    cloud_cover: number;
+    scene_cloud_cover: number | null;
+    field_pixels: number;
+    valid_pixels: number;
+  }>(
     `SELECT i.id, i.source, i.capture_date::text AS capture_date, f.cloud_cover, i.cloud_cover AS scene_cloud_cover, f.field_pixels, f.valid_pixels
        FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id WHERE ${where}
       ORDER BY i.capture_date, i.id LIMIT $5 OFFSET $6`,

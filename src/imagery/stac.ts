@@ -7,8 +7,18 @@
 import type { ImageryCreate } from './schemas.js';
 
 const COMMON: Record<string, string> = {
-  coastal: 'B01', blue: 'B02', green: 'B03', red: 'B04', rededge1: 'B05', rededge2: 'B06', rededge3: 'B07',
-  nir: 'B08', nir08: 'B8A', nir09: 'B09', swir16: 'B11', swir22: 'B12',
+  coastal: 'B01',
+  blue: 'B02',
+  green: 'B03',
+  red: 'B04',
+  rededge1: 'B05',
+  rededge2: 'B06',
+  rededge3: 'B07',
+  nir: 'B08',
+  nir08: 'B8A',
+  nir09: 'B09',
+  swir16: 'B11',
+  swir22: 'B12',
 };
 const BAND_RE = /^B(0[1-9]|1[0-2]|8A)$/i;
 
@@ -30,18 +40,37 @@ export function captureFromStac(item: Record<string, unknown>): ImageryCreate {
       continue;
     }
     const eo = a['eo:bands']?.[0];
-    let band = BAND_RE.test(key) ? key.toUpperCase() : COMMON[key.toLowerCase()] ?? (eo?.name && BAND_RE.test(eo.name) ? eo.name.toUpperCase() : eo?.common_name ? COMMON[eo.common_name] : undefined);
+    let band = BAND_RE.test(key)
+      ? key.toUpperCase()
+      : (COMMON[key.toLowerCase()] ??
+        (eo?.name && BAND_RE.test(eo.name)
+          ? eo.name.toUpperCase()
+          : eo?.common_name
+            ? COMMON[eo.common_name]
+            : undefined));
     if (!band) continue;
     band = band.replace(/^B8a$/i, 'B8A');
     if (bands[band]) continue; // first asset of a band wins (catalogues list JP2 and COG twins)
     const rb = a['raster:bands']?.[0];
-    bands[band] = rb && (rb.scale !== undefined || rb.offset !== undefined) ? { href: a.href, ...(rb.scale !== undefined ? { scale: rb.scale } : {}), ...(rb.offset !== undefined ? { offset: rb.offset } : {}) } : a.href;
+    bands[band] =
+      rb && (rb.scale !== undefined || rb.offset !== undefined)
+        ? {
+            href: a.href,
+            ...(rb.scale !== undefined ? { scale: rb.scale } : {}),
+            ...(rb.offset !== undefined ? { offset: rb.offset } : {}),
+          }
+        : a.href;
   }
   const baseline = Number(props['s2:processing_baseline'] ?? NaN);
   const dt = String(props.datetime ?? props.start_datetime ?? '');
   const cloud = props['eo:cloud_cover'];
   return {
-    source: String(props.platform ?? '').toLowerCase().startsWith('sentinel-2') || String(item.collection ?? '').includes('sentinel-2') ? 'sentinel-2-l2a' : String(item.collection ?? 'stac'),
+    source:
+      String(props.platform ?? '')
+        .toLowerCase()
+        .startsWith('sentinel-2') || String(item.collection ?? '').includes('sentinel-2')
+        ? 'sentinel-2-l2a'
+        : String(item.collection ?? 'stac'),
     ...(/^\d{4}-\d{2}-\d{2}/.test(dt) ? { capture_date: dt.slice(0, 10) } : {}),
     ...(typeof cloud === 'number' ? { cloud_cover: cloud } : {}),
     bands,

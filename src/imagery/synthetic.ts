@@ -23,7 +23,20 @@ export interface SceneSpec {
 }
 
 /** The bands written and their native resolution (m), as in Sentinel-2 L2A products. */
-export const SYNTHETIC_BANDS = { B01: 60, B02: 10, B03: 10, B04: 10, B05: 20, B06: 20, B07: 20, B08: 10, B8A: 20, B09: 60, B11: 20, B12: 20 } as const;
+export const SYNTHETIC_BANDS = {
+  B01: 60,
+  B02: 10,
+  B03: 10,
+  B04: 10,
+  B05: 20,
+  B06: 20,
+  B07: 20,
+  B08: 10,
+  B8A: 20,
+  B09: 60,
+  B11: 20,
+  B12: 20,
+} as const;
 export type SyntheticBand = keyof typeof SYNTHETIC_BANDS;
 
 const red = (v: number) => 0.09 - 0.06 * v;
@@ -77,7 +90,10 @@ export function growth(dayOfSeason: number, seasonDays: number): number {
 }
 
 /** The demo field: a 60 ha block in the middle of the scene, in WGS84. */
-export function sceneField(spec: SceneSpec, fraction = 0.5): { type: 'Polygon'; coordinates: Array<Array<[number, number]>> } {
+export function sceneField(
+  spec: SceneSpec,
+  fraction = 0.5,
+): { type: 'Polygon'; coordinates: Array<Array<[number, number]>> } {
   const inv = toWgs84(spec.epsg);
   const ext = spec.size * 10;
   const m = (ext * (1 - fraction)) / 2;
@@ -94,7 +110,14 @@ export interface SyntheticOptions {
   deflateLevel?: number;
 }
 
-export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string, opts: SyntheticOptions = {}): SyntheticCapture[] {
+export function writeSyntheticSeason(
+  dir: string,
+  spec: SceneSpec,
+  dates: string[],
+  planting: string,
+  harvest: string,
+  opts: SyntheticOptions = {},
+): SyntheticCapture[] {
   return [...syntheticSteps(dir, spec, dates, planting, harvest, opts)].filter((c) => c !== null);
 }
 
@@ -102,7 +125,14 @@ export function writeSyntheticSeason(dir: string, spec: SceneSpec, dates: string
  * writeSyntheticSeason in small steps, for a caller that must keep its event loop turning: writes
  * one file per step, yields null after each band file and the capture after its last file.
  */
-export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], planting: string, harvest: string, opts: SyntheticOptions = {}): Generator<SyntheticCapture | null> {
+export function* syntheticSteps(
+  dir: string,
+  spec: SceneSpec,
+  dates: string[],
+  planting: string,
+  harvest: string,
+  opts: SyntheticOptions = {},
+): Generator<SyntheticCapture | null> {
   mkdirSync(dir, { recursive: true });
   const n10 = spec.size;
   const n20 = Math.ceil(spec.size / 2);
@@ -125,7 +155,8 @@ export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], p
     const f = res / 10;
     const n = Math.ceil(n10 / f);
     const from = new Int32Array(n * n);
-    for (let j = 0; j < n; j++) for (let i = 0; i < n; i++) from[j * n + i] = Math.min(n10 - 1, j * f) * n10 + Math.min(n10 - 1, i * f);
+    for (let j = 0; j < n; j++)
+      for (let i = 0; i < n; i++) from[j * n + i] = Math.min(n10 - 1, j * f) * n10 + Math.min(n10 - 1, i * f);
     grids.set(res, { n, from });
   }
   const dn = (refl: number) => Math.max(1, Math.min(65534, Math.round((refl + 0.1) * 10_000)));
@@ -147,7 +178,19 @@ export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], p
       const data = new Uint16Array(n * n);
       for (let p = 0; p < data.length; p++) data[p] = dn(reflectance(v[p]!));
       const f = path.join(dir, `${date}_${b}.tif`);
-      writeFileSync(f, writeGeoTiff({ ...base, width: n, height: n, resolution: res, data, nodata: 0, predictor: true, deflateLevel: opts.deflateLevel }));
+      writeFileSync(
+        f,
+        writeGeoTiff({
+          ...base,
+          width: n,
+          height: n,
+          resolution: res,
+          data,
+          nodata: 0,
+          predictor: true,
+          deflateLevel: opts.deflateLevel,
+        }),
+      );
       files[b] = f;
       yield null;
     }
@@ -168,7 +211,18 @@ export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], p
       }
     }
     const sclFile = path.join(dir, `${date}_SCL.tif`);
-    writeFileSync(sclFile, writeGeoTiff({ ...base, width: n20, height: n20, resolution: 20, data: scl, nodata: 0, deflateLevel: opts.deflateLevel }));
+    writeFileSync(
+      sclFile,
+      writeGeoTiff({
+        ...base,
+        width: n20,
+        height: n20,
+        resolution: 20,
+        data: scl,
+        nodata: 0,
+        deflateLevel: opts.deflateLevel,
+      }),
+    );
     yield { date, cloudiness, files, scl: sclFile };
   }
 }
@@ -176,6 +230,7 @@ export function* syntheticSteps(dir: string, spec: SceneSpec, dates: string[], p
 /** Every `step` days from `start` to `end` inclusive. */
 export function datesEvery(start: string, end: string, step: number): string[] {
   const out: string[] = [];
-  for (let t = Date.parse(`${start}T00:00:00Z`); t <= Date.parse(`${end}T00:00:00Z`); t += step * 86_400_000) out.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = Date.parse(`${start}T00:00:00Z`); t <= Date.parse(`${end}T00:00:00Z`); t += step * 86_400_000)
+    out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }

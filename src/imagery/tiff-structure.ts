@@ -36,8 +36,34 @@ export const MAX_IFDS = 1024;
 /** Values of one tag other than the strip/tile tables. */
 const MAX_TAG_BYTES = 16 * 1_048_576;
 
-const TYPE_BYTES: Record<number, number> = { 1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4, 16: 8, 17: 8, 18: 8 };
-const TAG = { width: 256, height: 257, bits: 258, spp: 277, rowsPerStrip: 278, planar: 284, tileWidth: 322, tileHeight: 323 } as const;
+const TYPE_BYTES: Record<number, number> = {
+  1: 1,
+  2: 1,
+  3: 2,
+  4: 4,
+  5: 8,
+  6: 1,
+  7: 1,
+  8: 2,
+  9: 4,
+  10: 8,
+  11: 4,
+  12: 8,
+  13: 4,
+  16: 8,
+  17: 8,
+  18: 8,
+};
+const TAG = {
+  width: 256,
+  height: 257,
+  bits: 258,
+  spp: 277,
+  rowsPerStrip: 278,
+  planar: 284,
+  tileWidth: 322,
+  tileHeight: 323,
+} as const;
 const OFFSETS = [273, 324];
 const COUNTS = [279, 325];
 
@@ -74,11 +100,19 @@ export async function checkTiffStructure(source: RasterSource, signal?: AbortSig
   const seen = new Set<number>();
   let first: Map<number, Entry> | undefined;
   for (let offset = firstIFDOffset, k = 0; offset !== 0; k++) {
-    if (seen.has(offset)) throw new ImageryLimitError('ifd_loop', `the chain of images (IFDs) loops: after ${k} IFD(s) it points back to the one at byte ${offset}`);
-    if (k >= MAX_IFDS) throw new ImageryLimitError('too_many_ifds', `the file chains more than ${MAX_IFDS} images (IFDs)`);
+    if (seen.has(offset))
+      throw new ImageryLimitError(
+        'ifd_loop',
+        `the chain of images (IFDs) loops: after ${k} IFD(s) it points back to the one at byte ${offset}`,
+      );
+    if (k >= MAX_IFDS)
+      throw new ImageryLimitError('too_many_ifds', `the file chains more than ${MAX_IFDS} images (IFDs)`);
     seen.add(offset);
     if (fileSize !== undefined && offset + head > fileSize) {
-      if (k === 0) throw new Error(`the first IFD at byte ${offset} lies past the end of the file (${fileSize} bytes): the file is corrupt or truncated`);
+      if (k === 0)
+        throw new Error(
+          `the first IFD at byte ${offset} lies past the end of the file (${fileSize} bytes): the file is corrupt or truncated`,
+        );
       break; // a dangling pointer after the image that is read: ignored, as libtiff does
     }
     let n: number;
@@ -100,7 +134,11 @@ export async function checkTiffStructure(source: RasterSource, signal?: AbortSig
     }
     offset = next;
   }
-  return { littleEndian: le, bigTiff: big, blocks: first ? await checkImage(first, { read, big, le, fileSize }) : undefined };
+  return {
+    littleEndian: le,
+    bigTiff: big,
+    blocks: first ? await checkImage(first, { read, big, le, fileSize }) : undefined,
+  };
 }
 
 function entriesOf(v: DataView, n: number, entrySize: number, big: boolean, le: boolean): Map<number, Entry> {
@@ -131,9 +169,16 @@ async function checkImage(
   for (const [tag, e] of entries) {
     const bytes = (TYPE_BYTES[e.type] ?? 0) * e.count;
     if (OFFSETS.includes(tag) || COUNTS.includes(tag)) {
-      if (e.count > limits.maxBlocks) throw new ImageryLimitError('too_many_blocks', `the image declares ${e.count} strips or tiles, more than IMAGERY_MAX_BLOCKS (${limits.maxBlocks})`);
+      if (e.count > limits.maxBlocks)
+        throw new ImageryLimitError(
+          'too_many_blocks',
+          `the image declares ${e.count} strips or tiles, more than IMAGERY_MAX_BLOCKS (${limits.maxBlocks})`,
+        );
     } else if (bytes > MAX_TAG_BYTES) {
-      throw new ImageryLimitError('header_too_large', `tag ${tag} declares ${bytes} bytes of values, more than ${MAX_TAG_BYTES}`);
+      throw new ImageryLimitError(
+        'header_too_large',
+        `tag ${tag} declares ${bytes} bytes of values, more than ${MAX_TAG_BYTES}`,
+      );
     }
   }
   const values = async (tag: number): Promise<number[] | undefined> => {
@@ -141,14 +186,24 @@ async function checkImage(
     const size = e && TYPE_BYTES[e.type];
     if (!e || !size || ![3, 4, 16].includes(e.type)) return undefined;
     const v = e.at === null ? e.inline : await io.read(e.at, e.count * size);
-    return Array.from({ length: e.count }, (_, i) => (size === 2 ? v.getUint16(i * 2, io.le) : size === 4 ? v.getUint32(i * 4, io.le) : Number(v.getBigUint64(i * 8, io.le))));
+    return Array.from({ length: e.count }, (_, i) =>
+      size === 2
+        ? v.getUint16(i * 2, io.le)
+        : size === 4
+          ? v.getUint32(i * 4, io.le)
+          : Number(v.getBigUint64(i * 8, io.le)),
+    );
   };
   const one = async (tag: number) => (await values(tag))?.[0];
   const width = await one(TAG.width);
   const height = await one(TAG.height);
   // Missing or zero dimensions: geotiff.js refuses the file on its own terms.
   if (!width || !height) return;
-  if (width * height > limits.maxPixels) throw new ImageryLimitError('image_too_large', `the image declares ${width} × ${height} pixels, more than IMAGERY_MAX_PIXELS (${limits.maxPixels})`);
+  if (width * height > limits.maxPixels)
+    throw new ImageryLimitError(
+      'image_too_large',
+      `the image declares ${width} × ${height} pixels, more than IMAGERY_MAX_PIXELS (${limits.maxPixels})`,
+    );
   const tiled = entries.has(TAG.tileWidth) || entries.has(324);
   const tw = tiled ? await one(TAG.tileWidth) : width;
   const th = tiled ? await one(TAG.tileHeight) : Math.min(height, (await one(TAG.rowsPerStrip)) ?? height);
@@ -161,17 +216,35 @@ async function checkImage(
   const blockBytes = Math.ceil((tw * pixelBits) / 8) * th;
   checkBlockBytes(blockBytes, what);
   const blocks = Math.ceil(width / tw) * Math.ceil(height / th) * (planar === 2 ? spp : 1);
-  if (blocks > limits.maxBlocks) throw new ImageryLimitError('too_many_blocks', `the image declares ${blocks} ${tiled ? 'tiles' : 'strips'}, more than IMAGERY_MAX_BLOCKS (${limits.maxBlocks})`);
+  if (blocks > limits.maxBlocks)
+    throw new ImageryLimitError(
+      'too_many_blocks',
+      `the image declares ${blocks} ${tiled ? 'tiles' : 'strips'}, more than IMAGERY_MAX_BLOCKS (${limits.maxBlocks})`,
+    );
   // geotiff.js and the raw reader fetch a block's compressed bytes whole: no codec needs twice the
   // decoded size (LZW's worst case is 1.5 times), plus room for headers and tables.
   const counts = await values(tiled ? 325 : 279);
   const offsets = await values(tiled ? 324 : 273);
   const maxCompressed = 2 * blockBytes + 1_048_576;
   counts?.forEach((c, i) => {
-    if (c > maxCompressed) throw new ImageryLimitError('block_too_large', `${what} (${i}) declares ${c} compressed bytes for ${blockBytes} decoded ones`);
+    if (c > maxCompressed)
+      throw new ImageryLimitError(
+        'block_too_large',
+        `${what} (${i}) declares ${c} compressed bytes for ${blockBytes} decoded ones`,
+      );
     const end = (offsets?.[i] ?? 0) + c;
-    if (c > 0 && io.fileSize !== undefined && end > io.fileSize) throw new Error(`${what} (${i}) ends at byte ${end}, past the end of the file (${io.fileSize} bytes): the file is truncated`);
+    if (c > 0 && io.fileSize !== undefined && end > io.fileSize)
+      throw new Error(
+        `${what} (${i}) ends at byte ${end}, past the end of the file (${io.fileSize} bytes): the file is truncated`,
+      );
   });
   if (!offsets || !counts) return undefined;
-  return { compression: (await one(259)) ?? 1, predictor: (await one(317)) ?? 1, planar, tiled: !entries.has(273), offsets, counts };
+  return {
+    compression: (await one(259)) ?? 1,
+    predictor: (await one(317)) ?? 1,
+    planar,
+    tiled: !entries.has(273),
+    offsets,
+    counts,
+  };
 }

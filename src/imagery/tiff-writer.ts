@@ -110,13 +110,21 @@ export const LONG = 4;
 export const DOUBLE = 12;
 export const ASCII = 2;
 
-const isDoubleKey = (key: number) => (key >= 2053 && key <= 2062 && key !== 2054 && key !== 2056 && key !== 2060) || (key >= 3077 && key <= 3096);
+const isDoubleKey = (key: number) =>
+  (key >= 2053 && key <= 2062 && key !== 2054 && key !== 2056 && key !== 2060) || (key >= 3077 && key <= 3096);
 
 /** The GeoKeyDirectory (version 1.1.0, keys ascending) and the GeoDoubleParams it points into. */
 function geoKeyDirectory(spec: Pick<GeoTiffSpec, 'epsg' | 'geoKeys'>): { geoKeys: number[]; geoDoubles: number[] } {
   const geographic = spec.epsg === 4326 || spec.geoKeys?.[1024] === 2;
-  const keys: Record<number, number | number[]> = { 1024: geographic ? 2 : 1, 1025: 1, [geographic ? 2048 : 3072]: spec.epsg, ...spec.geoKeys };
-  const ids = Object.keys(keys).map(Number).sort((a, b) => a - b);
+  const keys: Record<number, number | number[]> = {
+    1024: geographic ? 2 : 1,
+    1025: 1,
+    [geographic ? 2048 : 3072]: spec.epsg,
+    ...spec.geoKeys,
+  };
+  const ids = Object.keys(keys)
+    .map(Number)
+    .sort((a, b) => a - b);
   const geoKeys = [1, 1, 0, ids.length];
   const geoDoubles: number[] = [];
   for (const id of ids) {
@@ -163,7 +171,13 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
         }
       }
       const raw = Buffer.from(t.buffer, t.byteOffset, t.byteLength);
-      tiles.push(compression === 'deflate' ? deflateSync(raw, { level: spec.deflateLevel ?? 6 }) : compression === 'lzw' ? lzwEncode(raw) : Buffer.from(raw));
+      tiles.push(
+        compression === 'deflate'
+          ? deflateSync(raw, { level: spec.deflateLevel ?? 6 })
+          : compression === 'lzw'
+            ? lzwEncode(raw)
+            : Buffer.from(raw),
+      );
     }
   }
   const entries: TiffEntry[] = [
@@ -199,7 +213,9 @@ export function writeGeoTiff(spec: GeoTiffSpec): Buffer {
  * The georeferencing tags of a north-up grid: ModelPixelScale, ModelTiepoint, GeoKeyDirectory
  * and, when keys need them, GeoDoubleParams.
  */
-export function geoTags(spec: Pick<GeoTiffSpec, 'epsg' | 'geoKeys' | 'originX' | 'originY' | 'resolution'>): TiffEntry[] {
+export function geoTags(
+  spec: Pick<GeoTiffSpec, 'epsg' | 'geoKeys' | 'originX' | 'originY' | 'resolution'>,
+): TiffEntry[] {
   const { geoKeys, geoDoubles } = geoKeyDirectory(spec);
   return [
     { tag: 33550, type: DOUBLE, values: [spec.resolution, spec.resolution, 0] },
@@ -213,7 +229,9 @@ export function geoTags(spec: Pick<GeoTiffSpec, 'epsg' | 'geoKeys' | 'originX' |
  * One IFD entry: its values, or (for hand-made hostile files) only a declared count and an
  * offset that the file need not back with data.
  */
-export type TiffEntry = { tag: number; type: number; values: number[] | string } | { tag: number; type: number; count: number; offset: number };
+export type TiffEntry =
+  | { tag: number; type: number; values: number[] | string }
+  | { tag: number; type: number; count: number; offset: number };
 
 /**
  * A little-endian classic TIFF with one IFD (at byte 8) followed by its out-of-line values and the
@@ -221,9 +239,14 @@ export type TiffEntry = { tag: number; type: number; values: number[] | string }
  * positions: block i is blob `blockOf[i]` (default: blob i), so blocks may share their bytes.
  * Returns the file and where the IFD's next-IFD pointer sits.
  */
-export function assembleTiff(entries: TiffEntry[], blobs: Buffer[], blockOf?: number[]): { buffer: Buffer; ifdOffset: number; ifdSize: number; nextPointerAt: number } {
+export function assembleTiff(
+  entries: TiffEntry[],
+  blobs: Buffer[],
+  blockOf?: number[],
+): { buffer: Buffer; ifdOffset: number; ifdSize: number; nextPointerAt: number } {
   const sizeOf = (type: number) => (type === DOUBLE ? 8 : type === LONG ? 4 : type === SHORT ? 2 : 1);
-  const size = (e: TiffEntry) => ('values' in e ? (typeof e.values === 'string' ? e.values.length : e.values.length * sizeOf(e.type)) : 0);
+  const size = (e: TiffEntry) =>
+    'values' in e ? (typeof e.values === 'string' ? e.values.length : e.values.length * sizeOf(e.type)) : 0;
   entries = [...entries].sort((a, b) => a.tag - b.tag);
   const ifdOffset = 8;
   const ifdSize = 2 + entries.length * 12 + 4;
@@ -240,7 +263,9 @@ export function assembleTiff(entries: TiffEntry[], blobs: Buffer[], blockOf?: nu
     blobOffsets.push(p);
     p += b.length;
   }
-  const offsetsEntry = entries.find((e) => (e.tag === 273 || e.tag === 324) && 'values' in e) as { values: number[] } | undefined;
+  const offsetsEntry = entries.find((e) => (e.tag === 273 || e.tag === 324) && 'values' in e) as
+    | { values: number[] }
+    | undefined;
   if (offsetsEntry) offsetsEntry.values = offsetsEntry.values.map((_, i) => blobOffsets[blockOf ? blockOf[i]! : i]!);
   const buf = Buffer.alloc(p);
   buf.write('II', 0, 'latin1');

@@ -30,21 +30,38 @@ function resolveParts(meta: ImageryCreate, files: Map<string, UploadedFile>, use
   };
   const ref = (r: Ref): Ref => (typeof r === 'string' ? swap(r) : { ...r, href: swap(r.href) });
   const out: ImageryCreate = { ...meta };
-  if (meta.bands) out.bands = Object.fromEntries(Object.entries(meta.bands).map(([b, r]) => [b, ref(r as Ref)])) as ImageryCreate['bands'];
+  if (meta.bands)
+    out.bands = Object.fromEntries(
+      Object.entries(meta.bands).map(([b, r]) => [b, ref(r as Ref)]),
+    ) as ImageryCreate['bands'];
   if (meta.mask) out.mask = { ...meta.mask, href: swap(meta.mask.href) };
   const item = meta.stac_item as { assets?: Record<string, { href?: unknown }> } | undefined;
   if (item?.assets && typeof item.assets === 'object') {
     out.stac_item = {
       ...item,
-      assets: Object.fromEntries(Object.entries(item.assets).map(([k, a]) => [k, a && typeof a.href === 'string' ? { ...a, href: swap(a.href) } : a])),
+      assets: Object.fromEntries(
+        Object.entries(item.assets).map(([k, a]) => [
+          k,
+          a && typeof a.href === 'string' ? { ...a, href: swap(a.href) } : a,
+        ]),
+      ),
     };
   }
   return out;
 }
 
-export async function registerUpload(deps: ImageryDeps, accountId: string, meta: ImageryCreate, files: UploadedFile[], dir: string): Promise<Imagery> {
+export async function registerUpload(
+  deps: ImageryDeps,
+  accountId: string,
+  meta: ImageryCreate,
+  files: UploadedFile[],
+  dir: string,
+): Promise<Imagery> {
   try {
-    if (!files.length) throw new AppError('validation_failed', 'no file was uploaded: send each GeoTIFF as a file part', { errors: [{ path: '/body', code: 'required', message: 'at least one file part is required' }] });
+    if (!files.length)
+      throw new AppError('validation_failed', 'no file was uploaded: send each GeoTIFF as a file part', {
+        errors: [{ path: '/body', code: 'required', message: 'at least one file part is required' }],
+      });
     const byPart = new Map(files.map((f) => [f.part, f]));
     const used = new Set<string>();
     const resolved = resolveParts(meta, byPart, used);
@@ -52,13 +69,31 @@ export async function registerUpload(deps: ImageryDeps, accountId: string, meta:
     const stored = new Set(files.map((f) => f.path));
     const issues: FieldIssue[] = [];
     for (const [band, src] of Object.entries(capture.bands)) {
-      if (!stored.has(src!.href)) issues.push({ path: `/body/bands/${band}`, code: 'unknown_part', message: `"${src!.href}" names no uploaded file part (parts: ${[...byPart.keys()].join(', ')})` });
+      if (!stored.has(src!.href))
+        issues.push({
+          path: `/body/bands/${band}`,
+          code: 'unknown_part',
+          message: `"${src!.href}" names no uploaded file part (parts: ${[...byPart.keys()].join(', ')})`,
+        });
     }
-    if (capture.mask && !stored.has(capture.mask.href)) issues.push({ path: '/body/mask', code: 'unknown_part', message: `"${capture.mask.href}" names no uploaded file part` });
+    if (capture.mask && !stored.has(capture.mask.href))
+      issues.push({
+        path: '/body/mask',
+        code: 'unknown_part',
+        message: `"${capture.mask.href}" names no uploaded file part`,
+      });
     for (const f of files) {
-      if (!used.has(f.part)) issues.push({ path: `/parts/${f.part}`, code: 'unused_part', message: `the file part "${f.part}" (${f.filename}) is not referenced by any band or mask` });
+      if (!used.has(f.part))
+        issues.push({
+          path: `/parts/${f.part}`,
+          code: 'unused_part',
+          message: `the file part "${f.part}" (${f.filename}) is not referenced by any band or mask`,
+        });
     }
-    if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { errors: issues });
+    if (issues.length)
+      throw new AppError('validation_failed', issues.map((i) => `${i.path}: ${i.message}`).join('; '), {
+        errors: issues,
+      });
     return await registerImagery(deps, accountId, resolved);
   } catch (err) {
     await rm(dir, { recursive: true, force: true });

@@ -12,7 +12,9 @@ let total = 0;
 export const windowCacheStats = { hits: 0, misses: 0 };
 
 export function windowKey(capture: unknown, boundary: unknown, bands: string[]): string {
-  return createHash('sha256').update(JSON.stringify([capture, boundary, [...bands].sort()])).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify([capture, boundary, [...bands].sort()]))
+    .digest('base64url');
 }
 
 function sizeOf(w: FieldWindow): number {

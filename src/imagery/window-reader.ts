@@ -18,7 +18,20 @@ import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
 import { firstImage, isRemote, openRaster, openSource, type Raster, type RasterImage } from './raster.js';
 
 /** Band names accepted in captures: the spec's, plus B8A, B01 and B09. */
-export const CAPTURE_BANDS = ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B11', 'B12'] as const;
+export const CAPTURE_BANDS = [
+  'B01',
+  'B02',
+  'B03',
+  'B04',
+  'B05',
+  'B06',
+  'B07',
+  'B08',
+  'B8A',
+  'B09',
+  'B11',
+  'B12',
+] as const;
 export type CaptureBand = (typeof CAPTURE_BANDS)[number];
 
 /** Sentinel-2 scene classification classes that are not usable ground: no data, saturated, cloud shadow, clouds, cirrus, snow. */
@@ -52,7 +65,10 @@ export function coverageBands(capture: CaptureSource): CaptureBand[] {
 }
 
 export class ImageryError extends Error {
-  constructor(readonly band: string, readonly reason: string) {
+  constructor(
+    readonly band: string,
+    readonly reason: string,
+  ) {
     super(`${band}: ${reason}`);
     this.name = 'ImageryError';
   }
@@ -159,7 +175,10 @@ async function gridOf(band: string, href: string, opts: ReadOptions): Promise<Gr
     origin = image.getOrigin();
     res = image.getResolution();
   } catch {
-    throw new ImageryError(band, 'the file has no georeferencing (ModelTiepoint/ModelPixelScale or ModelTransformation)');
+    throw new ImageryError(
+      band,
+      'the file has no georeferencing (ModelTiepoint/ModelPixelScale or ModelTransformation)',
+    );
   }
   return {
     raster,
@@ -183,7 +202,10 @@ function dtypeOf(image: GeoTIFFImage, band: string): Dtype {
   if (fmt === 2 && bits === 16) return 'i16';
   if (fmt === 1 && bits === 8) return 'u8';
   if (fmt === 3 && bits === 32) return 'f32';
-  throw new ImageryError(band, `unsupported sample type (format ${fmt}, ${bits} bits): use uint16, int16, uint8 or float32`);
+  throw new ImageryError(
+    band,
+    `unsupported sample type (format ${fmt}, ${bits} bits): use uint16, int16, uint8 or float32`,
+  );
 }
 
 function ringsOf(boundary: Boundary): Array<Array<[number, number]>> {
@@ -191,7 +213,13 @@ function ringsOf(boundary: Boundary): Array<Array<[number, number]>> {
 }
 
 /** Reads the pixels of `grid` that the fine pixels' centres fall in (nearest neighbour). */
-async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: number; oy: number; rx: number; ry: number; x0: number; y0: number; w: number; h: number }, signal?: AbortSignal) {
+async function sampleOnto(
+  grid: Grid,
+  index: number,
+  band: string,
+  fine: { ox: number; oy: number; rx: number; ry: number; x0: number; y0: number; w: number; h: number },
+  signal?: AbortSignal,
+) {
   const cols = new Int32Array(fine.w);
   const rows = new Int32Array(fine.h);
   for (let i = 0; i < fine.w; i++) cols[i] = Math.floor((fine.ox + (fine.x0 + i + 0.5) * fine.rx - grid.ox) / grid.rx);
@@ -202,9 +230,17 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
   const cy1 = Math.min(grid.height, Math.max(...rows) + 1);
   const dtype = dtypeOf(grid.image, band);
   const n = fine.w * fine.h;
-  const out = dtype === 'u16' ? new Uint16Array(n) : dtype === 'i16' ? new Int16Array(n) : dtype === 'u8' ? new Uint8Array(n) : new Float32Array(n).fill(NaN);
+  const out =
+    dtype === 'u16'
+      ? new Uint16Array(n)
+      : dtype === 'i16'
+        ? new Int16Array(n)
+        : dtype === 'u8'
+          ? new Uint8Array(n)
+          : new Float32Array(n).fill(NaN);
   if (cx1 <= cx0 || cy1 <= cy0) return { data: out, dtype }; // entirely outside the raster: all no-data
-  if (index < 1 || index > grid.samples) throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
+  if (index < 1 || index > grid.samples)
+    throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
   let raster: ArrayLike<number>;
   try {
     raster = await readWindow(grid.raster, [cx0, cy0, cx1, cy1], index - 1, signal);
@@ -226,15 +262,27 @@ async function sampleOnto(grid: Grid, index: number, band: string, fine: { ox: n
 
 /** Why a window could not be decoded: a refusal by the decode limits as it is, else corruption. */
 export function undecodable(err: Error): string {
-  return err instanceof ImageryLimitError ? err.message : `the pixel data cannot be decoded (${err.message}): the file is corrupt or truncated`;
+  return err instanceof ImageryLimitError
+    ? err.message
+    : `the pixel data cannot be decoded (${err.message}): the file is corrupt or truncated`;
 }
 
 /** The field window of a capture; its blocks decode within one IMAGERY_MAX_DECODED_BYTES budget. */
-export function readFieldWindow(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+export function readFieldWindow(
+  capture: CaptureSource,
+  boundary: Boundary,
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<FieldWindow> {
   return withDecodeBudget(() => readFieldWindowIn(capture, boundary, needed, opts));
 }
 
-async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, needed: CaptureBand[], opts: ReadOptions): Promise<FieldWindow> {
+async function readFieldWindowIn(
+  capture: CaptureSource,
+  boundary: Boundary,
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<FieldWindow> {
   const bands = [...new Set(needed)];
   if (!bands.length) throw new ImageryError('bands', 'no band requested');
   const grids = new Map<CaptureBand, Grid>();
@@ -245,7 +293,8 @@ async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, nee
   }
   const first = grids.get(bands[0]!)!;
   for (const [b, g] of grids) {
-    if (g.epsg !== first.epsg) throw new ImageryError(b, `CRS ${crsLabel(g.epsg)} differs from ${bands[0]}'s ${crsLabel(first.epsg)}`);
+    if (g.epsg !== first.epsg)
+      throw new ImageryError(b, `CRS ${crsLabel(g.epsg)} differs from ${bands[0]}'s ${crsLabel(first.epsg)}`);
   }
   // The finest band defines the grid of the window.
   const fineBand = bands.reduce((a, b) => (Math.abs(grids.get(b)!.rx) < Math.abs(grids.get(a)!.rx) ? b : a));
@@ -253,9 +302,15 @@ async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, nee
   const project = fromWgs84(g.epsg);
   const rings: Ring[] = ringsOf(boundary).map((ring) => ring.map((p) => project(p)));
   if (!rings.every((ring) => ring.every(([x, y]) => Number.isFinite(x) && Number.isFinite(y)))) {
-    throw new ImageryError(fineBand, `the field cannot be projected to the raster's ${crsLabel(g.epsg)} (it lies outside the projection's domain)`);
+    throw new ImageryError(
+      fineBand,
+      `the field cannot be projected to the raster's ${crsLabel(g.epsg)} (it lies outside the projection's domain)`,
+    );
   }
-  let minC = Infinity, maxC = -Infinity, minR = Infinity, maxR = -Infinity;
+  let minC = Infinity,
+    maxC = -Infinity,
+    minR = Infinity,
+    maxR = -Infinity;
   for (const ring of rings) {
     for (const [x, y] of ring) {
       const c = (x - g.ox) / g.rx;
@@ -276,7 +331,9 @@ async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, nee
   }
   if (w * h > 25_000_000) throw new ImageryError(fineBand, 'the field window is larger than 25 million pixels');
   const fine = { ox: g.ox, oy: g.oy, rx: g.rx, ry: g.ry, x0, y0, w, h };
-  const pixelRings = rings.map((ring) => ring.map(([x, y]) => [(x - g.ox) / g.rx - x0, (y - g.oy) / g.ry - y0] as [number, number]));
+  const pixelRings = rings.map((ring) =>
+    ring.map(([x, y]) => [(x - g.ox) / g.rx - x0, (y - g.oy) / g.ry - y0] as [number, number]),
+  );
   const inside = rasterizeRings(pixelRings, w, h);
 
   const out: Partial<Record<CaptureBand, WindowBand>> = {};
@@ -285,13 +342,20 @@ async function readFieldWindowIn(capture: CaptureSource, boundary: Boundary, nee
       const src = capture.bands[b]!;
       const grid = grids.get(b)!;
       const { data, dtype } = await sampleOnto(grid, src.index ?? 1, b, fine, opts.signal);
-      out[b] = { data, dtype, scale: src.scale ?? capture.scale, offset: src.offset ?? capture.offset, nodata: grid.nodata };
+      out[b] = {
+        data,
+        dtype,
+        scale: src.scale ?? capture.scale,
+        offset: src.offset ?? capture.offset,
+        nodata: grid.nodata,
+      };
     }),
   );
   const valid = inside.slice();
   if (capture.mask) {
     const mg = await gridOf('mask', capture.mask.href, opts);
-    if (mg.epsg !== g.epsg) throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
+    if (mg.epsg !== g.epsg)
+      throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
     const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
     for (let k = 0; k < valid.length; k++) if (valid[k] && SCL_MASKED.has(data[k]!)) valid[k] = 0;
   }

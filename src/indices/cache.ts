@@ -13,7 +13,11 @@ import type { CachedStats, FieldState } from './types.js';
 import { LRUCache } from 'lru-cache';
 
 /** A short content hash: the cache keys of boundaries, formulas and bodies. */
-export const hash = (x: unknown) => createHash('sha256').update(typeof x === 'string' ? x : JSON.stringify(x)).digest('base64url').slice(0, 22);
+export const hash = (x: unknown) =>
+  createHash('sha256')
+    .update(typeof x === 'string' ? x : JSON.stringify(x))
+    .digest('base64url')
+    .slice(0, 22);
 
 /** A GeoJSON response body: plain, gzip-encoded, or both (each made when first asked for). */
 export interface CachedBody {
@@ -36,9 +40,15 @@ export class IndexCache {
    * that grew is re-measured by deleting and setting it again (lru-cache measures a value that is
    * set again as the same object only once).
    */
-  readonly stats = new LRUCache<string, Map<string, CachedStats>>({ maxSize: 200_000, sizeCalculation: (g) => g.size + 1 });
+  readonly stats = new LRUCache<string, Map<string, CachedStats>>({
+    maxSize: 200_000,
+    sizeCalculation: (g) => g.size + 1,
+  });
   /** Whole GET indices bodies with GeoJSON, bounded in bytes (GEOJSON_CACHE_MB, default 64). */
-  readonly bodies = new LRUCache<string, CachedBody>({ maxSize: bodyLimit(), sizeCalculation: (b) => (b.raw?.byteLength ?? 0) + (b.gzip?.byteLength ?? 0) });
+  readonly bodies = new LRUCache<string, CachedBody>({
+    maxSize: bodyLimit(),
+    sizeCalculation: (b) => (b.raw?.byteLength ?? 0) + (b.gzip?.byteLength ?? 0),
+  });
   /** Work under way, so that a burst of identical misses computes once. */
   private readonly running = new Map<string, Promise<unknown>>();
 

@@ -33,8 +33,16 @@ const head = (r: Omit<Row, 'geojson'>) => ({
   created_at: r.created_at.toISOString(),
 });
 
-export async function createCustomIndex(deps: IndexDeps, accountId: string, fieldId: string, input: CustomCreate): Promise<string> {
-  if (!input.name.trim()) throw new AppError('validation_failed', 'name must not be blank', { errors: [{ path: '/body/name', code: 'blank', message: 'must not be blank' }] });
+export async function createCustomIndex(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  input: CustomCreate,
+): Promise<string> {
+  if (!input.name.trim())
+    throw new AppError('validation_failed', 'name must not be blank', {
+      errors: [{ path: '/body/name', code: 'blank', message: 'must not be blank' }],
+    });
   const { body, geojson } = await evaluateFieldIndex(
     deps,
     accountId,
@@ -48,7 +56,17 @@ export async function createCustomIndex(deps: IndexDeps, accountId: string, fiel
     `INSERT INTO custom_indices (id, account_id, field_id, name, formula, date, imagery_id, zonal_stats, geojson)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)
      RETURNING id, name, formula, field_id, date::text AS date, imagery_id, zonal_stats, geojson, created_at`,
-    [id, accountId, fieldId, input.name, input.formula, body.date, body.imagery_id, JSON.stringify(body.zonal_stats), geojson],
+    [
+      id,
+      accountId,
+      fieldId,
+      input.name,
+      input.formula,
+      body.date,
+      body.imagery_id,
+      JSON.stringify(body.zonal_stats),
+      geojson,
+    ],
   );
   return withGeoJson(head(row!), row!.geojson);
 }
@@ -63,10 +81,18 @@ export async function getCustomIndex(deps: IndexDeps, accountId: string, fieldId
   return withGeoJson(head(row), row.geojson);
 }
 
-export async function listCustomIndices(deps: IndexDeps, accountId: string, fieldId: string, q: { page: number; per_page: number }) {
+export async function listCustomIndices(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  q: { page: number; per_page: number },
+) {
   const f = await deps.db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
   if (!f.length) throw notFound('Field', fieldId);
-  const [{ n }] = (await deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM custom_indices WHERE field_id = $1 AND account_id = $2', [fieldId, accountId])) as [{ n: number }];
+  const [{ n }] = (await deps.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM custom_indices WHERE field_id = $1 AND account_id = $2',
+    [fieldId, accountId],
+  )) as [{ n: number }];
   const rows = await deps.db.query<Omit<Row, 'geojson'>>(
     `SELECT id, name, formula, field_id, date::text AS date, imagery_id, zonal_stats, created_at
        FROM custom_indices WHERE field_id = $1 AND account_id = $2 ORDER BY created_at, id LIMIT $3 OFFSET $4`,

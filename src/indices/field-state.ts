@@ -17,7 +17,6 @@ import type { FieldState } from './types.js';
 
 export type { FieldState } from './types.js';
 
-
 // md5 of the boundary text and of the coverage rows in a fixed order: content, not timestamps,
 // so that any change to what selection or statistics read changes it.
 const STAMP = `md5(f.boundary::text) || ':' || coalesce((
@@ -27,7 +26,16 @@ const STAMP = `md5(f.boundary::text) || ':' || coalesce((
 interface LoadRow {
   stamp: string;
   boundary: Boundary;
-  captures: Array<{ id: string; capture_date: string; field_pixels: number; valid_pixels: number; bands: CaptureSource['bands']; mask: CaptureSource['mask'] | null; scale: number; offset: number }>;
+  captures: Array<{
+    id: string;
+    capture_date: string;
+    field_pixels: number;
+    valid_pixels: number;
+    bands: CaptureSource['bands'];
+    mask: CaptureSource['mask'] | null;
+    scale: number;
+    offset: number;
+  }>;
 }
 
 async function load(db: Database, accountId: string, fieldId: string): Promise<FieldState> {
@@ -44,7 +52,13 @@ async function load(db: Database, accountId: string, fieldId: string): Promise<F
   const sources = new Map<string, CaptureSource>();
   const candidates = row.captures.map((c) => {
     sources.set(c.id, { bands: c.bands, ...(c.mask ? { mask: c.mask } : {}), scale: c.scale, offset: c.offset });
-    return { id: c.id, capture_date: c.capture_date, field_pixels: c.field_pixels, valid_pixels: c.valid_pixels, bands: Object.keys(c.bands) };
+    return {
+      id: c.id,
+      capture_date: c.capture_date,
+      field_pixels: c.field_pixels,
+      valid_pixels: c.valid_pixels,
+      bands: Object.keys(c.bands),
+    };
   });
   const byDate = candidates.map((c) => ({ c, t: Date.parse(`${c.capture_date}T00:00:00Z`) })).sort((a, b) => a.t - b.t);
   return { stamp: row.stamp, boundary: row.boundary, boundaryHash: hash(row.boundary), candidates, byDate, sources };
@@ -59,7 +73,10 @@ export async function fieldState(db: Database, accountId: string, fieldId: strin
   const known = cache.get(key);
   if (known) {
     if (writes !== undefined && known.writes === writes) return known;
-    const [row] = await db.query<{ stamp: string }>(`SELECT ${STAMP} AS stamp FROM fields f WHERE f.id = $1 AND f.account_id = $2`, [fieldId, accountId]);
+    const [row] = await db.query<{ stamp: string }>(
+      `SELECT ${STAMP} AS stamp FROM fields f WHERE f.id = $1 AND f.account_id = $2`,
+      [fieldId, accountId],
+    );
     if (!row) throw notFound('Field', fieldId);
     if (row.stamp === known.stamp) {
       known.writes = writes;

@@ -18,7 +18,10 @@ const Entry = Type.Object({
   range: Type.Array(Type.Number(), { minItems: 2, maxItems: 2 }),
   primary_use: Type.String(),
   source: Type.String(),
-  spec_index: Type.Boolean({ description: 'One of the spec\'s index values (NDVI, NDRE, NDWI, EVI, SAVI, MSAVI2); the others are usable as formulas with index=custom.' }),
+  spec_index: Type.Boolean({
+    description:
+      "One of the spec's index values (NDVI, NDRE, NDWI, EVI, SAVI, MSAVI2); the others are usable as formulas with index=custom.",
+  }),
 });
 
 const Stats = Type.Object({
@@ -42,7 +45,16 @@ export const IndexResult = Type.Object({
   date: Type.String({ description: 'date of the imagery used' }),
   imagery_id: Type.String(),
   zonal_stats: Type.Optional(Stats),
-  geojson: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'FeatureCollection: one Polygon per field pixel (its square in WGS84), property value (number or null where masked)' })),
+  geojson: Type.Optional(
+    Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          'FeatureCollection: one Polygon per field pixel (its square in WGS84), property value (number or null where masked)',
+      },
+    ),
+  ),
 });
 
 declare module 'fastify' {
@@ -53,143 +65,234 @@ declare module 'fastify' {
 }
 
 export const indexRoutes = routePlugin('indices-routes', async (app) => {
-  app.get('/indices/catalog', {
-    schema: {
-      tags: ['indices'],
-      summary: 'The index catalogue',
-      description: 'Every built-in index with its formula (in the custom formula language, on reflectance 0..1), bands, expected range, primary use and source.',
-      response: { 200: Type.Object({ data: Type.Array(Entry), bands: Type.Array(Type.String()) }), ...ProblemResponses },
+  app.get(
+    '/indices/catalog',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'The index catalogue',
+        description:
+          'Every built-in index with its formula (in the custom formula language, on reflectance 0..1), bands, expected range, primary use and source.',
+        response: {
+          200: Type.Object({ data: Type.Array(Entry), bands: Type.Array(Type.String()) }),
+          ...ProblemResponses,
+        },
+      },
     },
-  }, async () => ({
-    data: indexCatalog.map((e) => ({ ...e, spec_index: (SPEC_INDICES as readonly string[]).includes(e.name) })),
-    bands: [...BANDS],
-  }));
+    async () => ({
+      data: indexCatalog.map((e) => ({ ...e, spec_index: (SPEC_INDICES as readonly string[]).includes(e.name) })),
+      bands: [...BANDS],
+    }),
+  );
 
   registerFieldIndex(app, { ...app.indices, publicBaseUrl: app.config.publicBaseUrl });
 
-  app.post('/indices/validate', {
-    schema: {
-      tags: ['indices'],
-      summary: 'Check a custom formula',
-      description: 'Parses and compiles a band-math formula; answers the bands it reads, or 400 with the parser\'s message and character position.',
-      body: Type.Object({ formula: Type.String({ maxLength: 10_000 }) }, { additionalProperties: false }),
-      response: { 200: Type.Object({ formula: Type.String(), bands: Type.Array(Type.String()), operations: Type.Integer() }), ...problemResponses('invalid_formula') },
+  app.post(
+    '/indices/validate',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'Check a custom formula',
+        description:
+          "Parses and compiles a band-math formula; answers the bands it reads, or 400 with the parser's message and character position.",
+        body: Type.Object({ formula: Type.String({ maxLength: 10_000 }) }, { additionalProperties: false }),
+        response: {
+          200: Type.Object({ formula: Type.String(), bands: Type.Array(Type.String()), operations: Type.Integer() }),
+          ...problemResponses('invalid_formula'),
+        },
+      },
     },
-  }, async (req) => {
-    try {
-      const p = compileFormula(req.body.formula);
-      return { formula: req.body.formula, bands: p.bands, operations: p.ops };
-    } catch (err) {
-      if (err instanceof FormulaError) throw new RefusedInput(err, '/body/formula');
-      throw err;
-    }
-  });
+    async (req) => {
+      try {
+        const p = compileFormula(req.body.formula);
+        return { formula: req.body.formula, bands: p.bands, operations: p.ops };
+      } catch (err) {
+        if (err instanceof FormulaError) throw new RefusedInput(err, '/body/formula');
+        throw err;
+      }
+    },
+  );
 });
 
 function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string }): void {
-  app.get('/fields/:id/indices', {
-    schema: {
-      tags: ['indices'],
-      summary: 'Vegetation index of a field on a date',
-      description:
-        'Uses the best available capture: among those with every band the index reads and a usable field pixel, the nearest the date ' +
-        '(ties: lower field cloud cover, then the earlier date); or the pinned imagery_id, even one entirely under cloud. index=custom takes `formula`. Masked and cloudy pixels are excluded from the statistics and are null in the GeoJSON.',
-      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-      querystring: Type.Object(
-        {
-          index: Type.String({ minLength: 1, maxLength: 32, description: 'NDVI, NDRE, NDWI, EVI, SAVI, MSAVI2, custom (or another catalogue name)' }),
-          date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
-          zonal_stats: Type.Boolean({ default: false }),
-          imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
-          formula: Type.Optional(Type.String({ maxLength: 1000 })),
-          geojson: Type.Boolean({ default: true, description: 'false leaves the per-pixel GeoJSON out; with it, the body is gzip-encoded when Accept-Encoding allows gzip' }),
+  app.get(
+    '/fields/:id/indices',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'Vegetation index of a field on a date',
+        description:
+          'Uses the best available capture: among those with every band the index reads and a usable field pixel, the nearest the date ' +
+          '(ties: lower field cloud cover, then the earlier date); or the pinned imagery_id, even one entirely under cloud. index=custom takes `formula`. Masked and cloudy pixels are excluded from the statistics and are null in the GeoJSON.',
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object(
+          {
+            index: Type.String({
+              minLength: 1,
+              maxLength: 32,
+              description: 'NDVI, NDRE, NDWI, EVI, SAVI, MSAVI2, custom (or another catalogue name)',
+            }),
+            date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+            zonal_stats: Type.Boolean({ default: false }),
+            imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
+            formula: Type.Optional(Type.String({ maxLength: 1000 })),
+            geojson: Type.Boolean({
+              default: true,
+              description:
+                'false leaves the per-pixel GeoJSON out; with it, the body is gzip-encoded when Accept-Encoding allows gzip',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: IndexResult,
+          ...problemResponses(
+            'not_found',
+            'invalid_formula',
+            'no_imagery',
+            'imagery_does_not_cover_field',
+            'missing_bands',
+            'no_usable_imagery',
+          ),
         },
-        { additionalProperties: false },
-      ),
-      response: { 200: IndexResult, ...problemResponses('not_found', 'invalid_formula', 'no_imagery', 'imagery_does_not_cover_field', 'missing_bands', 'no_usable_imagery') },
+      },
     },
-  }, async (req, reply) => {
-    const gzip = req.query.geojson !== false && acceptsEncoding(req.headers['accept-encoding'], 'gzip');
-    const r = await computeFieldIndex(deps, req.account.id, req.params.id, req.query, { gzip });
-    if (req.query.geojson !== false) reply.header('vary', 'Accept-Encoding');
-    if (r.encoding) reply.header('content-encoding', r.encoding);
-    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(r.payload as never);
-  });
+    async (req, reply) => {
+      const gzip = req.query.geojson !== false && acceptsEncoding(req.headers['accept-encoding'], 'gzip');
+      const r = await computeFieldIndex(deps, req.account.id, req.params.id, req.query, { gzip });
+      if (req.query.geojson !== false) reply.header('vary', 'Accept-Encoding');
+      if (r.encoding) reply.header('content-encoding', r.encoding);
+      return reply
+        .type('application/json; charset=utf-8')
+        .serializer((p: unknown) => p as string)
+        .send(r.payload as never);
+    },
+  );
 
-  app.get('/fields/:id/indices/timeseries', {
-    schema: {
-      tags: ['indices'],
-      summary: 'Time series of an index over a field',
-      description:
-        'One element per interval (1, 7 or 14 days from start_date, the last cut at end_date), from the capture with the lowest field cloud cover in it (then the earliest). ' +
-        'An interval without a capture, or whose best capture has no usable field pixel or more than max_cloud_cover percent of the field unusable, is a gap: date = interval start, null statistics. ' +
-        `At most ${MAX_INTERVALS} intervals.`,
-      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-      querystring: Type.Object(
-        {
-          index: Type.String({ minLength: 1, maxLength: 32 }),
-          start_date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
-          end_date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
-          interval: Type.Union([Type.Literal('daily'), Type.Literal('weekly'), Type.Literal('biweekly')], { default: 'weekly' }),
-          max_cloud_cover: Type.Number({ minimum: 0, maximum: 100, default: 20 }),
-          formula: Type.Optional(Type.String({ maxLength: 1000 })),
-        },
-        { additionalProperties: false },
-      ),
-      response: { 200: Type.Array(SeriesElement), ...problemResponses('not_found', 'invalid_formula') },
+  app.get(
+    '/fields/:id/indices/timeseries',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'Time series of an index over a field',
+        description:
+          'One element per interval (1, 7 or 14 days from start_date, the last cut at end_date), from the capture with the lowest field cloud cover in it (then the earliest). ' +
+          'An interval without a capture, or whose best capture has no usable field pixel or more than max_cloud_cover percent of the field unusable, is a gap: date = interval start, null statistics. ' +
+          `At most ${MAX_INTERVALS} intervals.`,
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object(
+          {
+            index: Type.String({ minLength: 1, maxLength: 32 }),
+            start_date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+            end_date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+            interval: Type.Union([Type.Literal('daily'), Type.Literal('weekly'), Type.Literal('biweekly')], {
+              default: 'weekly',
+            }),
+            max_cloud_cover: Type.Number({ minimum: 0, maximum: 100, default: 20 }),
+            formula: Type.Optional(Type.String({ maxLength: 1000 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Array(SeriesElement), ...problemResponses('not_found', 'invalid_formula') },
+      },
     },
-  }, async (req, reply) => {
-    const body = await indexTimeSeriesJson(deps, req.account.id, req.params.id, req.query);
-    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
-  });
+    async (req, reply) => {
+      const body = await indexTimeSeriesJson(deps, req.account.id, req.params.id, req.query);
+      return reply
+        .type('application/json; charset=utf-8')
+        .serializer((p: unknown) => p as string)
+        .send(body as never);
+    },
+  );
 
   const CustomParams = Type.Object({ id: Type.String({ maxLength: 64 }), custom_id: Type.String({ maxLength: 64 }) });
   const CustomResult = Type.Object({
-    id: Type.String(), name: Type.String(), formula: Type.String(), field_id: Type.String(), date: Type.String(), imagery_id: Type.String(),
-    zonal_stats: Stats, created_at: Type.String({ format: 'date-time' }),
+    id: Type.String(),
+    name: Type.String(),
+    formula: Type.String(),
+    field_id: Type.String(),
+    date: Type.String(),
+    imagery_id: Type.String(),
+    zonal_stats: Stats,
+    created_at: Type.String({ format: 'date-time' }),
     geojson: Type.Optional(Type.Object({}, { additionalProperties: true })),
   });
-  app.post('/fields/:id/indices/custom', {
-    schema: {
-      tags: ['indices'],
-      summary: 'Compute and store a custom index',
-      description: 'Division by zero yields null values, not an error; a bad formula is a 400 with the parser\'s message and position.',
-      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-      body: Type.Object(
-        {
-          name: Type.String({ minLength: 1, maxLength: 200 }),
-          formula: Type.String({ minLength: 1, maxLength: 1000 }),
-          date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
-          imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
+  app.post(
+    '/fields/:id/indices/custom',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'Compute and store a custom index',
+        description:
+          "Division by zero yields null values, not an error; a bad formula is a 400 with the parser's message and position.",
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            formula: Type.String({ minLength: 1, maxLength: 1000 }),
+            date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+            imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: CustomResult,
+          ...problemResponses(
+            'not_found',
+            'invalid_formula',
+            'no_imagery',
+            'imagery_does_not_cover_field',
+            'missing_bands',
+            'no_usable_imagery',
+          ),
         },
-        { additionalProperties: false },
-      ),
-      response: { 201: CustomResult, ...problemResponses('not_found', 'invalid_formula', 'no_imagery', 'imagery_does_not_cover_field', 'missing_bands', 'no_usable_imagery') },
+      },
     },
-  }, async (req, reply) => {
-    const body = await createCustomIndex(deps, req.account.id, req.params.id, req.body);
-    return reply.code(201).type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
-  });
-  app.get('/fields/:id/indices/custom', {
-    schema: {
-      tags: ['indices'],
-      summary: 'Stored custom indices of a field (without GeoJSON)',
-      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-      querystring: Type.Object({ ...PageQuery.properties }, { additionalProperties: false }),
-      response: { 200: PageEnvelope(CustomResult), ...ProblemResponses },
+    async (req, reply) => {
+      const body = await createCustomIndex(deps, req.account.id, req.params.id, req.body);
+      return reply
+        .code(201)
+        .type('application/json; charset=utf-8')
+        .serializer((p: unknown) => p as string)
+        .send(body as never);
     },
-  }, async (req, reply) => {
-    const { data, total } = await listCustomIndices(deps, req.account.id, req.params.id, req.query);
-    const p = page(data, total, req.query);
-    setLinkHeader(reply, req, deps.publicBaseUrl, p);
-    return p;
-  });
-  app.get('/fields/:id/indices/custom/:custom_id', {
-    schema: { tags: ['indices'], summary: 'A stored custom index with its GeoJSON', params: CustomParams, response: { 200: CustomResult, ...problemResponses('not_found') } },
-  }, async (req, reply) => {
-    const body = await getCustomIndex(deps, req.account.id, req.params.id, req.params.custom_id);
-    return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
-  });
+  );
+  app.get(
+    '/fields/:id/indices/custom',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'Stored custom indices of a field (without GeoJSON)',
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object({ ...PageQuery.properties }, { additionalProperties: false }),
+        response: { 200: PageEnvelope(CustomResult), ...ProblemResponses },
+      },
+    },
+    async (req, reply) => {
+      const { data, total } = await listCustomIndices(deps, req.account.id, req.params.id, req.query);
+      const p = page(data, total, req.query);
+      setLinkHeader(reply, req, deps.publicBaseUrl, p);
+      return p;
+    },
+  );
+  app.get(
+    '/fields/:id/indices/custom/:custom_id',
+    {
+      schema: {
+        tags: ['indices'],
+        summary: 'A stored custom index with its GeoJSON',
+        params: CustomParams,
+        response: { 200: CustomResult, ...problemResponses('not_found') },
+      },
+    },
+    async (req, reply) => {
+      const body = await getCustomIndex(deps, req.account.id, req.params.id, req.params.custom_id);
+      return reply
+        .type('application/json; charset=utf-8')
+        .serializer((p: unknown) => p as string)
+        .send(body as never);
+    },
+  );
 }
 
 const SeriesElement = Type.Object({
@@ -202,6 +305,7 @@ const SeriesElement = Type.Object({
   interval_start: Type.String(),
   interval_end: Type.String(),
   valid_fraction: Type.Union([Type.Number(), Type.Null()]),
-  cloud_cover: Type.Union([Type.Number(), Type.Null()], { description: 'percent of the field unusable in the capture used (or considered)' }),
+  cloud_cover: Type.Union([Type.Number(), Type.Null()], {
+    description: 'percent of the field unusable in the capture used (or considered)',
+  }),
 });
-

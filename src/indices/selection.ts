@@ -19,12 +19,14 @@ export interface Candidate {
 const day = (d: string) => Date.parse(`${d}T00:00:00Z`) / 86_400_000;
 
 /** Share of the field's pixels that are unusable in the capture, 0..1 (1 when it has none). */
-export const fieldCloudShare = (c: Pick<Candidate, 'field_pixels' | 'valid_pixels'>): number => (c.field_pixels ? 1 - c.valid_pixels / c.field_pixels : 1);
+export const fieldCloudShare = (c: Pick<Candidate, 'field_pixels' | 'valid_pixels'>): number =>
+  c.field_pixels ? 1 - c.valid_pixels / c.field_pixels : 1;
 
 /** Whether the capture has at least one usable pixel over the field. */
 export const hasUsablePixels = (c: Pick<Candidate, 'valid_pixels'>): boolean => c.valid_pixels > 0;
 
-export const hasBands = (c: Pick<Candidate, 'bands'>, needed: readonly string[]): boolean => needed.every((b) => c.bands.includes(b));
+export const hasBands = (c: Pick<Candidate, 'bands'>, needed: readonly string[]): boolean =>
+  needed.every((b) => c.bands.includes(b));
 
 /** Lower field cloud cover, then the earlier date: whether `a` is better than `b` (same distance to the date). */
 export function betterCapture(a: Candidate, b: Candidate): boolean {

@@ -19,7 +19,6 @@ import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
 export type { IndexDeps } from './types.js';
 
-
 export interface IndexQuery {
   index: string;
   date: string;
@@ -43,9 +42,16 @@ export interface ZonalStats {
   p90: number | null;
 }
 
-export function resolveProgram(index: string, formula: string | undefined, path = '/query/formula'): { name: string; program: Program } {
+export function resolveProgram(
+  index: string,
+  formula: string | undefined,
+  path = '/query/formula',
+): { name: string; program: Program } {
   if (index.toLowerCase() === 'custom') {
-    if (!formula) throw new AppError('validation_failed', 'index=custom needs a formula', { errors: [{ path, code: 'required', message: 'is required with index=custom' }] });
+    if (!formula)
+      throw new AppError('validation_failed', 'index=custom needs a formula', {
+        errors: [{ path, code: 'required', message: 'is required with index=custom' }],
+      });
     try {
       return { name: 'custom', program: compileFormula(formula) };
     } catch (err) {
@@ -56,7 +62,9 @@ export function resolveProgram(index: string, formula: string | undefined, path 
   const entry = findIndex(index);
   if (!entry) {
     const message = `unknown index "${index}"; use ${SPEC_INDICES.join(', ')}, another name from GET /v1/indices/catalog, or custom`;
-    throw new AppError('validation_failed', message, { errors: [{ path: '/query/index', code: 'unknown_index', message }] });
+    throw new AppError('validation_failed', message, {
+      errors: [{ path: '/query/index', code: 'unknown_index', message }],
+    });
   }
   return { name: entry.name, program: indexProgram(entry.name) };
 }
@@ -76,27 +84,47 @@ export async function fieldCaptures(db: Database, accountId: string, fieldId: st
 }
 
 export async function loadCaptures(db: Database, ids: string[]): Promise<Map<string, CaptureSource>> {
-  const rows = await db.query<{ id: string; bands: CaptureSource['bands']; mask: CaptureSource['mask'] | null; scale: number; offset: number }>(
-    'SELECT id, bands, mask, scale, "offset" FROM imagery WHERE id = ANY($1)',
-    [ids],
+  const rows = await db.query<{
+    id: string;
+    bands: CaptureSource['bands'];
+    mask: CaptureSource['mask'] | null;
+    scale: number;
+    offset: number;
+  }>('SELECT id, bands, mask, scale, "offset" FROM imagery WHERE id = ANY($1)', [ids]);
+  return new Map(
+    rows.map((r) => [r.id, { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset }]),
   );
-  return new Map(rows.map((r) => [r.id, { bands: r.bands, ...(r.mask ? { mask: r.mask } : {}), scale: r.scale, offset: r.offset }]));
 }
 
-const ownsImagery = async (db: Database, accountId: string, id: string) => (await db.query('SELECT 1 FROM imagery WHERE id = $1 AND account_id = $2', [id, accountId])).length > 0;
+const ownsImagery = async (db: Database, accountId: string, id: string) =>
+  (await db.query('SELECT 1 FROM imagery WHERE id = $1 AND account_id = $2', [id, accountId])).length > 0;
 
 /** The pinned capture, or the best one for the date (selection.ts), among a field's captures. */
-async function pickCapture(db: Database, accountId: string, fieldId: string, captures: Candidate[], q: { date: string; imagery_id?: string }, program: Program): Promise<Candidate> {
+async function pickCapture(
+  db: Database,
+  accountId: string,
+  fieldId: string,
+  captures: Candidate[],
+  q: { date: string; imagery_id?: string },
+  program: Program,
+): Promise<Candidate> {
   if (q.imagery_id) {
     const c = captures.find((x) => x.id === q.imagery_id);
     // Not over the field: another account's (or no) imagery is "not found", the caller's own a 422.
     if (!c && !(await ownsImagery(db, accountId, q.imagery_id))) throw notFound('Imagery', q.imagery_id);
-    if (!c) throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`);
+    if (!c)
+      throw new AppError('imagery_does_not_cover_field', `Imagery ${q.imagery_id} does not cover field ${fieldId}`);
     const missing = program.bands.filter((b) => !c.bands.includes(b));
-    if (missing.length) throw new AppError('missing_bands', `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`, { extra: { missing_bands: missing } });
+    if (missing.length)
+      throw new AppError(
+        'missing_bands',
+        `Imagery ${q.imagery_id} has no ${missing.join(', ')}, which the index reads`,
+        { extra: { missing_bands: missing } },
+      );
     return c;
   }
-  if (!captures.length) throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`);
+  if (!captures.length)
+    throw new AppError('no_imagery', `No imagery covers field ${fieldId} yet; register some with POST /v1/imagery`);
   const best = selectBestCapture(captures, q.date, program.bands);
   if (best) return best;
   const withBands = captures.filter((c) => hasBands(c, program.bands));
@@ -109,20 +137,41 @@ async function pickCapture(db: Database, accountId: string, fieldId: string, cap
 
 /** No capture has every band: names only the bands some capture lacks, and in how many it is missing. */
 function missingBands(fieldId: string, captures: Candidate[], needed: string[]): AppError {
-  const missing = needed.map((b) => ({ band: b, lacking: captures.filter((c) => !c.bands.includes(b)).length })).filter((m) => m.lacking > 0);
-  const list = missing.map((m) => (m.lacking === captures.length ? m.band : `${m.band} (missing in ${m.lacking} of ${captures.length})`)).join(', ');
-  return new AppError('missing_bands', `No capture of field ${fieldId} has every band the index reads; missing: ${list}`, {
-    extra: { missing_bands: missing.map((m) => m.band) },
-  });
+  const missing = needed
+    .map((b) => ({ band: b, lacking: captures.filter((c) => !c.bands.includes(b)).length }))
+    .filter((m) => m.lacking > 0);
+  const list = missing
+    .map((m) => (m.lacking === captures.length ? m.band : `${m.band} (missing in ${m.lacking} of ${captures.length})`))
+    .join(', ');
+  return new AppError(
+    'missing_bands',
+    `No capture of field ${fieldId} has every band the index reads; missing: ${list}`,
+    {
+      extra: { missing_bands: missing.map((m) => m.band) },
+    },
+  );
 }
 
-export async function chooseCapture(db: Database, accountId: string, fieldId: string, q: { date: string; imagery_id?: string }, program: Program): Promise<CaptureRow> {
+export async function chooseCapture(
+  db: Database,
+  accountId: string,
+  fieldId: string,
+  q: { date: string; imagery_id?: string },
+  program: Program,
+): Promise<CaptureRow> {
   const c = await pickCapture(db, accountId, fieldId, await fieldCaptures(db, accountId, fieldId), q, program);
   return { ...c, capture: (await loadCaptures(db, [c.id])).get(c.id)! };
 }
 
 export interface Evaluated {
-  body: { field_id: string; index: string; formula?: string; date: string; imagery_id: string; zonal_stats?: ZonalStats };
+  body: {
+    field_id: string;
+    index: string;
+    formula?: string;
+    date: string;
+    imagery_id: string;
+    zonal_stats?: ZonalStats;
+  };
   /** The FeatureCollection as JSON text (written by hand in a compute thread, see imagery/pixel-geojson.ts). */
   geojson?: string;
 }
@@ -135,20 +184,51 @@ interface Chosen {
   head: Evaluated['body'];
 }
 
-async function choose(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath: string, formulaPath: string): Promise<Chosen> {
-  if (!isCalendarDate(q.date)) throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, { errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
+async function choose(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  q: IndexQuery,
+  datePath: string,
+  formulaPath: string,
+): Promise<Chosen> {
+  if (!isCalendarDate(q.date))
+    throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, {
+      errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
+    });
   const state = await fieldState(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
   const capture = await pickCapture(deps.db, accountId, fieldId, state.candidates, q, program);
-  const head = { field_id: fieldId, index: name, ...(name === 'custom' ? { formula: q.formula } : {}), date: capture.capture_date, imagery_id: capture.id };
+  const head = {
+    field_id: fieldId,
+    index: name,
+    ...(name === 'custom' ? { formula: q.formula } : {}),
+    date: capture.capture_date,
+    imagery_id: capture.id,
+  };
   return { state, name, program, capture, head };
 }
 
 /** Computes the index afresh (no response cache): what POST custom stores. */
-export async function evaluateFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, datePath = '/query/date', formulaPath = '/query/formula'): Promise<Evaluated> {
+export async function evaluateFieldIndex(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  q: IndexQuery,
+  datePath = '/query/date',
+  formulaPath = '/query/formula',
+): Promise<Evaluated> {
   const { state, program, capture, head } = await choose(deps, accountId, fieldId, q, datePath, formulaPath);
   const wantGeo = q.geojson !== false;
-  const run = () => (wantGeo ? heavyPool(deps) : deps.compute).runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, ...(wantGeo ? { geojson: { before: 0, after: 0 } } : {}), orderStats: !!q.zonal_stats });
+  const run = () =>
+    (wantGeo ? heavyPool(deps) : deps.compute).runFieldIndex({
+      capture: state.sources.get(capture.id)!,
+      boundary: state.boundary,
+      program,
+      roots: deps.roots,
+      ...(wantGeo ? { geojson: { before: 0, after: 0 } } : {}),
+      orderStats: !!q.zonal_stats,
+    });
   const r = await (wantGeo ? heavily(deps, run) : run());
   const body: Evaluated['body'] = { ...head };
   if (q.zonal_stats) body.zonal_stats = zonal(toCached(r, true));
@@ -189,7 +269,8 @@ function bodyAround(head: string, fc: Buffer): Buffer {
 }
 
 /** Per-pixel GeoJSON work runs under the heavy-work bound (protection.ts), when there is one. */
-const heavily = <T>(deps: IndexDeps, work: () => Promise<T>): Promise<T> => (deps.heavy ? deps.heavy.work.run(work) : work());
+const heavily = <T>(deps: IndexDeps, work: () => Promise<T>): Promise<T> =>
+  deps.heavy ? deps.heavy.work.run(work) : work();
 const heavyPool = (deps: IndexDeps) => deps.heavy?.compute ?? deps.compute;
 
 /** A Buffer over the bytes a worker transferred (no copy). */
@@ -199,8 +280,21 @@ const bytes = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLengt
  * GET indices. Statistics come from the statistics cache (stats-store.ts); a body with GeoJSON is
  * kept whole (plain, gzip-encoded or both, each made once), keyed by everything it is made of.
  */
-export async function computeFieldIndex(deps: IndexDeps, accountId: string, fieldId: string, q: IndexQuery, opts: { gzip?: boolean } = {}): Promise<IndexResponse> {
-  const { state, name, program, capture, head } = await choose(deps, accountId, fieldId, q, '/query/date', '/query/formula');
+export async function computeFieldIndex(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  q: IndexQuery,
+  opts: { gzip?: boolean } = {},
+): Promise<IndexResponse> {
+  const { state, name, program, capture, head } = await choose(
+    deps,
+    accountId,
+    fieldId,
+    q,
+    '/query/date',
+    '/query/formula',
+  );
   const withStats = !!q.zonal_stats;
   if (q.geojson === false) {
     if (!withStats) return { payload: JSON.stringify(head) };
@@ -217,20 +311,29 @@ export async function computeFieldIndex(deps: IndexDeps, accountId: string, fiel
   // stall this thread. The other encoding is made when first asked for, as heavy work too.
   const body =
     cache.bodies.get(key) ??
-    (await cache.once(`body|${key}`, () => heavily(deps, async () => {
-      const r = await heavyPool(deps).runFieldIndex({ capture: state.sources.get(capture.id)!, boundary: state.boundary, program, roots: deps.roots, geojson: { before: HEAD_ROOM, after: 1 }, orderStats: withStats });
-      let text = JSON.stringify(head);
-      if (withStats) {
-        const s = toCached(r, true);
-        await rememberStats(deps, fieldId, state, capture.id, fHash, s);
-        text = JSON.stringify({ ...head, zonal_stats: zonal(s) });
-      }
-      const raw = bodyAround(text, bytes(r.geojson!));
-      // gzip in the same thread pool (the text's buffer goes there, not kept here).
-      const b: CachedBody = opts.gzip ? { gzip: bytes(await heavyPool(deps).gzip(raw, GZIP_LEVEL)) } : { raw };
-      cache.bodies.set(key, b);
-      return b;
-    })));
+    (await cache.once(`body|${key}`, () =>
+      heavily(deps, async () => {
+        const r = await heavyPool(deps).runFieldIndex({
+          capture: state.sources.get(capture.id)!,
+          boundary: state.boundary,
+          program,
+          roots: deps.roots,
+          geojson: { before: HEAD_ROOM, after: 1 },
+          orderStats: withStats,
+        });
+        let text = JSON.stringify(head);
+        if (withStats) {
+          const s = toCached(r, true);
+          await rememberStats(deps, fieldId, state, capture.id, fHash, s);
+          text = JSON.stringify({ ...head, zonal_stats: zonal(s) });
+        }
+        const raw = bodyAround(text, bytes(r.geojson!));
+        // gzip in the same thread pool (the text's buffer goes there, not kept here).
+        const b: CachedBody = opts.gzip ? { gzip: bytes(await heavyPool(deps).gzip(raw, GZIP_LEVEL)) } : { raw };
+        cache.bodies.set(key, b);
+        return b;
+      }),
+    ));
   if (opts.gzip) {
     if (!body.gzip) {
       body.gzip = await cache.once(`gzip|${key}`, () => heavily(deps, () => gzip(body.raw!)));

@@ -23,22 +23,44 @@ export function formulaHash(p: Program): string {
   return h;
 }
 
-
-
 const val = (count: number, x: number | undefined) => (count && x !== undefined && Number.isFinite(x) ? x : null);
 
 /** The cache entry for a pool result (its order statistics when it computed them). */
-export function toCached(r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order'>, withOrder: boolean): CachedStats {
+export function toCached(
+  r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order'>,
+  withOrder: boolean,
+): CachedStats {
   const n = r.stats.count;
-  const s: CachedStats = { count: n, min: val(n, r.stats.min), max: val(n, r.stats.max), mean: val(n, r.stats.mean), std: val(n, r.stats.std), field_pixels: r.fieldPixels };
-  if (withOrder) s.order = r.order ? { median: val(n, r.order.median), p10: val(n, r.order.p10), p25: val(n, r.order.p25), p75: val(n, r.order.p75), p90: val(n, r.order.p90) } : null;
+  const s: CachedStats = {
+    count: n,
+    min: val(n, r.stats.min),
+    max: val(n, r.stats.max),
+    mean: val(n, r.stats.mean),
+    std: val(n, r.stats.std),
+    field_pixels: r.fieldPixels,
+  };
+  if (withOrder)
+    s.order = r.order
+      ? {
+          median: val(n, r.order.median),
+          p10: val(n, r.order.p10),
+          p25: val(n, r.order.p25),
+          p75: val(n, r.order.p75),
+          p90: val(n, r.order.p90),
+        }
+      : null;
   return s;
 }
 
 /** The cached statistics of every capture for one boundary and formula (one LRU entry). */
 function group(deps: IndexDeps, state: FieldState, fHash: string, create: true): Map<string, CachedStats>;
 function group(deps: IndexDeps, state: FieldState, fHash: string, create: false): Map<string, CachedStats> | undefined;
-function group(deps: IndexDeps, state: FieldState, fHash: string, create: boolean): Map<string, CachedStats> | undefined {
+function group(
+  deps: IndexDeps,
+  state: FieldState,
+  fHash: string,
+  create: boolean,
+): Map<string, CachedStats> | undefined {
   const lru = cacheFor(deps.db).stats;
   const key = `${state.boundaryHash}|${fHash}`;
   let g = lru.get(key);
@@ -58,10 +80,18 @@ function keep(deps: IndexDeps, state: FieldState, fHash: string, imageryId: stri
   lru.set(key, g);
 }
 
-const enough = (s: CachedStats | undefined, order: boolean): s is CachedStats => !!s && (!order || s.order !== undefined);
+const enough = (s: CachedStats | undefined, order: boolean): s is CachedStats =>
+  !!s && (!order || s.order !== undefined);
 
 /** Stores a freshly computed entry in process and in index_stats (order statistics win). */
-export async function rememberStats(deps: IndexDeps, fieldId: string, state: FieldState, imageryId: string, fHash: string, s: CachedStats): Promise<void> {
+export async function rememberStats(
+  deps: IndexDeps,
+  fieldId: string,
+  state: FieldState,
+  imageryId: string,
+  fHash: string,
+  s: CachedStats,
+): Promise<void> {
   keep(deps, state, fHash, imageryId, s);
   await deps.db.query(
     `INSERT INTO index_stats (imagery_id, field_id, boundary_hash, formula_hash, stats) VALUES ($1, $2, $3, $4, $5::jsonb)
@@ -72,7 +102,14 @@ export async function rememberStats(deps: IndexDeps, fieldId: string, state: Fie
 }
 
 /** Statistics of each capture over the field: cached, or computed (in parallel across the pool). */
-export async function statsFor(deps: IndexDeps, fieldId: string, state: FieldState, ids: string[], program: Program, opts: { order: boolean }): Promise<Map<string, CachedStats>> {
+export async function statsFor(
+  deps: IndexDeps,
+  fieldId: string,
+  state: FieldState,
+  ids: string[],
+  program: Program,
+  opts: { order: boolean },
+): Promise<Map<string, CachedStats>> {
   const cache = cacheFor(deps.db);
   const fHash = formulaHash(program);
   const known = group(deps, state, fHash, false);
@@ -97,7 +134,13 @@ export async function statsFor(deps: IndexDeps, fieldId: string, state: FieldSta
   await Promise.all(
     missing.map(async (id) => {
       const s = await cache.once(`stats|${id}|${state.boundaryHash}|${fHash}|${opts.order}`, async () => {
-        const r = await deps.compute.runFieldIndex({ capture: state.sources.get(id)!, boundary: state.boundary, program, roots: deps.roots, orderStats: opts.order });
+        const r = await deps.compute.runFieldIndex({
+          capture: state.sources.get(id)!,
+          boundary: state.boundary,
+          program,
+          roots: deps.roots,
+          orderStats: opts.order,
+        });
         const computed = toCached(r, opts.order);
         await rememberStats(deps, fieldId, state, id, fHash, computed);
         return computed;

@@ -56,12 +56,19 @@ export function iso(t: number): string {
 const parse = (s: string, name: string) => {
   const t = Date.parse(`${s}T00:00:00Z`);
   if (!/^\d{4}-\d{2}-\d{2}$/.test(s) || Number.isNaN(t) || iso(t) !== s) {
-    throw new AppError('validation_failed', `${name} ${s} is not a calendar date`, { errors: [{ path: `/query/${name}`, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }] });
+    throw new AppError('validation_failed', `${name} ${s} is not a calendar date`, {
+      errors: [{ path: `/query/${name}`, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
+    });
   }
   return t;
 };
 
-export async function indexTimeSeries(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery): Promise<SeriesElement[]> {
+export async function indexTimeSeries(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  q: SeriesQuery,
+): Promise<SeriesElement[]> {
   const { state, t0, t1, n, step } = await prepare(deps, accountId, fieldId, q);
   return build(deps, fieldId, state, q, t0, t1, n, step);
 }
@@ -72,7 +79,12 @@ const bodies = new WeakMap<FieldState, Map<string, string>>();
 const BODIES_PER_FIELD = 32;
 
 /** The series as JSON text (what GET timeseries answers). */
-export async function indexTimeSeriesJson(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery): Promise<string> {
+export async function indexTimeSeriesJson(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  q: SeriesQuery,
+): Promise<string> {
   const { state, t0, t1, n, step } = await prepare(deps, accountId, fieldId, q);
   const key = `${q.index}|${q.formula ?? ''}|${q.start_date}|${q.end_date}|${q.interval ?? 'weekly'}|${q.max_cloud_cover ?? 20}`;
   let known = bodies.get(state);
@@ -91,17 +103,31 @@ export async function indexTimeSeriesJson(deps: IndexDeps, accountId: string, fi
 async function prepare(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery) {
   const t0 = parse(q.start_date, 'start_date');
   const t1 = parse(q.end_date, 'end_date');
-  if (t1 < t0) throw new AppError('validation_failed', 'end_date is before start_date', { errors: [{ path: '/query/end_date', code: 'before_start', message: 'must not be before start_date' }] });
+  if (t1 < t0)
+    throw new AppError('validation_failed', 'end_date is before start_date', {
+      errors: [{ path: '/query/end_date', code: 'before_start', message: 'must not be before start_date' }],
+    });
   const step = INTERVAL_DAYS[q.interval ?? 'weekly'];
   const n = Math.floor((t1 - t0) / DAY / step) + 1;
   if (n > MAX_INTERVALS) {
-    throw new AppError('validation_failed', `the range has ${n} intervals; at most ${MAX_INTERVALS}`, { errors: [{ path: '/query/end_date', code: 'range_too_long', message: `at most ${MAX_INTERVALS} intervals` }] });
+    throw new AppError('validation_failed', `the range has ${n} intervals; at most ${MAX_INTERVALS}`, {
+      errors: [{ path: '/query/end_date', code: 'range_too_long', message: `at most ${MAX_INTERVALS} intervals` }],
+    });
   }
   const state = await fieldState(deps.db, accountId, fieldId);
   return { state, t0, t1, n, step };
 }
 
-async function build(deps: IndexDeps, fieldId: string, state: FieldState, q: SeriesQuery, t0: number, t1: number, n: number, step: number): Promise<SeriesElement[]> {
+async function build(
+  deps: IndexDeps,
+  fieldId: string,
+  state: FieldState,
+  q: SeriesQuery,
+  t0: number,
+  t1: number,
+  n: number,
+  step: number,
+): Promise<SeriesElement[]> {
   const { program } = resolveProgram(q.index, q.formula);
   const maxCloud = q.max_cloud_cover ?? 20;
   const captures = state.byDate.filter(({ c, t }) => t >= t0 && t <= t1 && hasBands(c, program.bands));
@@ -131,7 +157,17 @@ async function build(deps: IndexDeps, fieldId: string, state: FieldState, q: Ser
     const base = { interval_start: iso(start), interval_end: iso(end) };
     const s = best ? stats.get(best.id) : undefined;
     if (!used(best) || !s) {
-      return { date: iso(start), mean: null, min: null, max: null, std: null, imagery_id: null, ...base, valid_fraction: null, cloud_cover: best ? Math.round(cloudOf(best) * 100) / 100 : null };
+      return {
+        date: iso(start),
+        mean: null,
+        min: null,
+        max: null,
+        std: null,
+        imagery_id: null,
+        ...base,
+        valid_fraction: null,
+        cloud_cover: best ? Math.round(cloudOf(best) * 100) / 100 : null,
+      };
     }
     return {
       date: best.capture_date,

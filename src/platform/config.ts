@@ -25,13 +25,25 @@ const MB = 1_048_576;
 export const ConfigSchema = Type.Object({
   port: Type.Integer({ env: 'PORT', default: 3000, minimum: 0, maximum: 65535, description: 'HTTP port' }),
   host: Type.String({ env: 'HOST', default: '127.0.0.1', description: 'listen address' }),
-  publicBaseUrl: Type.String({ env: 'PUBLIC_BASE_URL', protocols: ['http:', 'https:'], defaultText: 'http://HOST:PORT', description: 'base of the links the service hands out' }),
-  signingKey: Type.Optional(Type.String({ env: 'SIGNING_KEY', minLength: 32, description: 'HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set' })),
+  publicBaseUrl: Type.String({
+    env: 'PUBLIC_BASE_URL',
+    protocols: ['http:', 'https:'],
+    defaultText: 'http://HOST:PORT',
+    description: 'base of the links the service hands out',
+  }),
+  signingKey: Type.Optional(
+    Type.String({
+      env: 'SIGNING_KEY',
+      minLength: 32,
+      description: 'HMAC key for pre-signed download links; generated and kept in DATA_DIR when not set',
+    }),
+  ),
   secretsKey: Type.Optional(
     Type.String({
       env: 'SECRETS_KEY',
       minLength: 32,
-      description: 'key that encrypts webhook secrets at rest. Not set: DATA_DIR/secrets.key (created, mode 0600, with the embedded database; read if present with DATABASE_URL), else SIGNING_KEY with a warning',
+      description:
+        'key that encrypts webhook secrets at rest. Not set: DATA_DIR/secrets.key (created, mode 0600, with the embedded database; read if present with DATABASE_URL), else SIGNING_KEY with a warning',
     }),
   ),
   secretsKeyPrevious: Type.Array(Type.String({ minLength: 32 }), {
@@ -40,27 +52,80 @@ export const ConfigSchema = Type.Object({
     message: 'must list keys of at least 32 characters each, separated by commas',
     description: 'earlier secrets keys: secrets sealed under them are re-sealed at start',
   }),
-  databaseUrl: Type.Optional(Type.String({ env: 'DATABASE_URL', protocols: ['postgres:', 'postgresql:'], description: 'PostgreSQL instead of the embedded PGlite' })),
-  role: Type.Union([Type.Literal('api'), Type.Literal('worker'), Type.Literal('all')], { env: 'ROLE', default: 'all', description: 'what this process runs' }),
+  databaseUrl: Type.Optional(
+    Type.String({
+      env: 'DATABASE_URL',
+      protocols: ['postgres:', 'postgresql:'],
+      description: 'PostgreSQL instead of the embedded PGlite',
+    }),
+  ),
+  role: Type.Union([Type.Literal('api'), Type.Literal('worker'), Type.Literal('all')], {
+    env: 'ROLE',
+    default: 'all',
+    description: 'what this process runs',
+  }),
   metricsPort: Type.Optional(
     Type.Integer({
       env: 'METRICS_PORT',
       minimum: 0,
       maximum: 65535,
       defaultText: 'unset (PORT for ROLE=worker)',
-      description: 'port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process serves nothing else, so it listens there always; api/all processes only when set',
+      description:
+        'port of a second listener serving only /metrics, /healthz and /readyz. A ROLE=worker process serves nothing else, so it listens there always; api/all processes only when set',
     }),
   ),
-  computeThreads: Type.Integer({ env: 'COMPUTE_THREADS', minimum: 1, maximum: 256, defaultText: 'number of cores', description: 'size of the compute worker pool' }),
-  dataDir: Type.String({ env: 'DATA_DIR', default: './data', description: 'embedded database and local files (resolved to an absolute path)' }),
-  redisUrl: Type.Optional(Type.String({ env: 'REDIS_URL', protocols: ['redis:', 'rediss:'], description: 'queues on BullMQ/Redis instead of the database queue' })),
+  computeThreads: Type.Integer({
+    env: 'COMPUTE_THREADS',
+    minimum: 1,
+    maximum: 256,
+    defaultText: 'number of cores',
+    description: 'size of the compute worker pool',
+  }),
+  dataDir: Type.String({
+    env: 'DATA_DIR',
+    default: './data',
+    description: 'embedded database and local files (resolved to an absolute path)',
+  }),
+  redisUrl: Type.Optional(
+    Type.String({
+      env: 'REDIS_URL',
+      protocols: ['redis:', 'rediss:'],
+      description: 'queues on BullMQ/Redis instead of the database queue',
+    }),
+  ),
   logLevel: Type.Union(
-    [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
+    [
+      Type.Literal('fatal'),
+      Type.Literal('error'),
+      Type.Literal('warn'),
+      Type.Literal('info'),
+      Type.Literal('debug'),
+      Type.Literal('trace'),
+      Type.Literal('silent'),
+    ],
     { env: 'LOG_LEVEL', default: 'info', description: 'log level' },
   ),
-  bodyLimitBytes: Type.Integer({ env: 'BODY_LIMIT_BYTES', default: MB, minimum: 1024, maximum: 512 * MB, description: 'largest accepted request body' }),
-  maxFieldAreaHa: Type.Number({ env: 'MAX_FIELD_AREA_HA', default: 10_000, minimum: 0.01, maximum: 1_000_000, description: 'largest accepted field' }),
-  computeTasksPerThread: Type.Integer({ env: 'COMPUTE_TASKS_PER_THREAD', default: 2, minimum: 1, maximum: 16, description: 'compute tasks handed to a pool thread at once' }),
+  bodyLimitBytes: Type.Integer({
+    env: 'BODY_LIMIT_BYTES',
+    default: MB,
+    minimum: 1024,
+    maximum: 512 * MB,
+    description: 'largest accepted request body',
+  }),
+  maxFieldAreaHa: Type.Number({
+    env: 'MAX_FIELD_AREA_HA',
+    default: 10_000,
+    minimum: 0.01,
+    maximum: 1_000_000,
+    description: 'largest accepted field',
+  }),
+  computeTasksPerThread: Type.Integer({
+    env: 'COMPUTE_TASKS_PER_THREAD',
+    default: 2,
+    minimum: 1,
+    maximum: 16,
+    description: 'compute tasks handed to a pool thread at once',
+  }),
   rateLimitPerMinute: Type.Integer({
     env: 'RATE_LIMIT_PER_MINUTE',
     default: 0,
@@ -70,30 +135,98 @@ export const ConfigSchema = Type.Object({
   }),
   /** Load shedding: /v1 requests get 503 + Retry-After while any threshold is exceeded (0: not checked). */
   shed: Type.Object({
-    maxEventLoopDelayMs: Type.Integer({ env: 'SHED_EVENT_LOOP_DELAY_MS', default: 0, minimum: 0, maximum: 60_000, description: 'mean event-loop delay' }),
-    maxHeapUsedBytes: Type.Integer({ env: 'SHED_HEAP_USED_BYTES', default: 0, minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'V8 heap in use' }),
-    maxPoolQueue: Type.Integer({ env: 'SHED_POOL_QUEUE', minimum: 0, maximum: 1_000_000, defaultText: '50 × COMPUTE_THREADS', description: 'compute tasks waiting for a thread' }),
-    retryAfterSeconds: Type.Integer({ env: 'SHED_RETRY_AFTER_S', default: 5, minimum: 1, maximum: 3600, description: 'Retry-After of a shed request' }),
+    maxEventLoopDelayMs: Type.Integer({
+      env: 'SHED_EVENT_LOOP_DELAY_MS',
+      default: 0,
+      minimum: 0,
+      maximum: 60_000,
+      description: 'mean event-loop delay',
+    }),
+    maxHeapUsedBytes: Type.Integer({
+      env: 'SHED_HEAP_USED_BYTES',
+      default: 0,
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'V8 heap in use',
+    }),
+    maxPoolQueue: Type.Integer({
+      env: 'SHED_POOL_QUEUE',
+      minimum: 0,
+      maximum: 1_000_000,
+      defaultText: '50 × COMPUTE_THREADS',
+      description: 'compute tasks waiting for a thread',
+    }),
+    retryAfterSeconds: Type.Integer({
+      env: 'SHED_RETRY_AFTER_S',
+      default: 5,
+      minimum: 1,
+      maximum: 3600,
+      description: 'Retry-After of a shed request',
+    }),
   }),
   /**
    * Heavy requests (per-pixel GeoJSON not cached): prepared at once, each in a compute thread of
    * their own (background priority unless turned off), and waiting beyond that (more: 503).
    */
   heavy: Type.Object({
-    concurrency: Type.Integer({ env: 'HEAVY_CONCURRENCY', minimum: 1, maximum: 1024, defaultText: 'COMPUTE_THREADS / 2 (at least 1)', description: 'heavy requests prepared at once' }),
-    queue: Type.Integer({ env: 'HEAVY_QUEUE', default: 32, minimum: 0, maximum: 100_000, description: 'heavy requests waiting beyond those' }),
-    background: Type.Boolean({ env: 'HEAVY_BACKGROUND', default: true, description: 'heavy threads at background priority' }),
+    concurrency: Type.Integer({
+      env: 'HEAVY_CONCURRENCY',
+      minimum: 1,
+      maximum: 1024,
+      defaultText: 'COMPUTE_THREADS / 2 (at least 1)',
+      description: 'heavy requests prepared at once',
+    }),
+    queue: Type.Integer({
+      env: 'HEAVY_QUEUE',
+      default: 32,
+      minimum: 0,
+      maximum: 100_000,
+      description: 'heavy requests waiting beyond those',
+    }),
+    background: Type.Boolean({
+      env: 'HEAVY_BACKGROUND',
+      default: true,
+      description: 'heavy threads at background priority',
+    }),
   }),
-  imageryTimeoutMs: Type.Integer({ env: 'IMAGERY_TIMEOUT_MS', default: 30_000, minimum: 100, maximum: 600_000, description: 'every HTTP(S) range read of remote imagery must finish within this' }),
-  imageryAllowPrivateNetworks: Type.Boolean({ env: 'IMAGERY_ALLOW_PRIVATE_NETWORKS', default: false, description: 'remote imagery may be read from loopback/private addresses' }),
+  imageryTimeoutMs: Type.Integer({
+    env: 'IMAGERY_TIMEOUT_MS',
+    default: 30_000,
+    minimum: 100,
+    maximum: 600_000,
+    description: 'every HTTP(S) range read of remote imagery must finish within this',
+  }),
+  imageryAllowPrivateNetworks: Type.Boolean({
+    env: 'IMAGERY_ALLOW_PRIVATE_NETWORKS',
+    default: false,
+    description: 'remote imagery may be read from loopback/private addresses',
+  }),
   /**
    * What one GeoTIFF may declare and one request may decode. Defaults take a 10980² Sentinel-2 band
    * even as one uncompressed strip.
    */
   imageryLimits: Type.Object({
-    maxPixels: Type.Integer({ env: 'IMAGERY_MAX_PIXELS', default: 2 ** 32, minimum: 1, maximum: 2 ** 48, description: 'width × height of an image' }),
-    maxBlocks: Type.Integer({ env: 'IMAGERY_MAX_BLOCKS', default: 2 ** 20, minimum: 1, maximum: 2 ** 26, description: 'strips or tiles of an image' }),
-    maxBlockBytes: Type.Integer({ env: 'IMAGERY_MAX_BLOCK_BYTES', default: 256 * MB, minimum: 65_536, maximum: 1024 * MB, description: 'decoded size of one strip or tile' }),
+    maxPixels: Type.Integer({
+      env: 'IMAGERY_MAX_PIXELS',
+      default: 2 ** 32,
+      minimum: 1,
+      maximum: 2 ** 48,
+      description: 'width × height of an image',
+    }),
+    maxBlocks: Type.Integer({
+      env: 'IMAGERY_MAX_BLOCKS',
+      default: 2 ** 20,
+      minimum: 1,
+      maximum: 2 ** 26,
+      description: 'strips or tiles of an image',
+    }),
+    maxBlockBytes: Type.Integer({
+      env: 'IMAGERY_MAX_BLOCK_BYTES',
+      default: 256 * MB,
+      minimum: 65_536,
+      maximum: 1024 * MB,
+      description: 'decoded size of one strip or tile',
+    }),
     maxDecodedBytes: Type.Integer({
       env: 'IMAGERY_MAX_DECODED_BYTES',
       default: 2048 * MB,
@@ -102,32 +235,130 @@ export const ConfigSchema = Type.Object({
       description: 'bytes decoded by one compute task: a registration’s file checks, one field window',
     }),
   }),
-  devBootstrap: Type.Boolean({ env: 'DEV_BOOTSTRAP', defaultText: 'true on the embedded database', description: 'create a development account (and print its key) on the first start of an empty database' }),
-  demo: Type.Boolean({ env: 'DEMO', default: true, description: 'with the development account, also create a demo field and a season of synthetic captures' }),
-  shutdownGraceMs: Type.Integer({ env: 'SHUTDOWN_GRACE_MS', default: 10_000, minimum: 0, maximum: 600_000, description: 'how long a graceful shutdown may take' }),
-  imageryRoots: Type.Array(Type.String(), { env: 'IMAGERY_ROOTS', defaultText: 'DATA_DIR/imagery', description: 'directories local imagery paths must lie in (always including imageryUploadDir)' }),
-  imageryUploadDir: Type.String({ description: 'where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads' }),
-  uploadMaxBytes: Type.Integer({ env: 'UPLOAD_MAX_BYTES', default: 1024 * MB, minimum: 1024, maximum: 64 * 1024 * MB, description: 'largest file accepted by POST /v1/imagery/upload (larger: 413)' }),
+  devBootstrap: Type.Boolean({
+    env: 'DEV_BOOTSTRAP',
+    defaultText: 'true on the embedded database',
+    description: 'create a development account (and print its key) on the first start of an empty database',
+  }),
+  demo: Type.Boolean({
+    env: 'DEMO',
+    default: true,
+    description: 'with the development account, also create a demo field and a season of synthetic captures',
+  }),
+  shutdownGraceMs: Type.Integer({
+    env: 'SHUTDOWN_GRACE_MS',
+    default: 10_000,
+    minimum: 0,
+    maximum: 600_000,
+    description: 'how long a graceful shutdown may take',
+  }),
+  imageryRoots: Type.Array(Type.String(), {
+    env: 'IMAGERY_ROOTS',
+    defaultText: 'DATA_DIR/imagery',
+    description: 'directories local imagery paths must lie in (always including imageryUploadDir)',
+  }),
+  imageryUploadDir: Type.String({
+    description: 'where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads',
+  }),
+  uploadMaxBytes: Type.Integer({
+    env: 'UPLOAD_MAX_BYTES',
+    default: 1024 * MB,
+    minimum: 1024,
+    maximum: 64 * 1024 * MB,
+    description: 'largest file accepted by POST /v1/imagery/upload (larger: 413)',
+  }),
   webhooks: Type.Object({
-    retryDelaysMs: Type.Array(Type.Integer(), { env: 'WEBHOOK_RETRY_DELAYS', format: 'durations', default: [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000], defaultText: '1m,5m,30m,2h,24h', description: 'delays before the 1st..5th retry' }),
-    timeoutMs: Type.Integer({ env: 'WEBHOOK_TIMEOUT_MS', default: 5000, minimum: 100, maximum: 60_000, description: 'a delivery must be answered within this' }),
-    allowPrivateNetworks: Type.Boolean({ env: 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', default: false, description: 'webhook URLs may point at loopback/private addresses' }),
-    maxPerAccount: Type.Integer({ env: 'WEBHOOK_MAX_PER_ACCOUNT', default: 50, minimum: 1, maximum: 10_000, description: 'webhooks an account may register' }),
-    sweepGraceMs: Type.Integer({ env: 'WEBHOOK_SWEEP_GRACE_MS', default: 30_000, minimum: 1000, maximum: 3_600_000, description: 'pending deliveries overdue by more than this are queued again (their job was lost)' }),
-    concurrency: Type.Integer({ env: 'WEBHOOK_CONCURRENCY', default: 128, minimum: 1, maximum: 4096, description: 'HTTP requests in flight per worker process' }),
-    batchSize: Type.Integer({ env: 'WEBHOOK_BATCH_SIZE', default: 50, minimum: 1, maximum: 1000, description: 'first attempts fanned out into one queue job' }),
+    retryDelaysMs: Type.Array(Type.Integer(), {
+      env: 'WEBHOOK_RETRY_DELAYS',
+      format: 'durations',
+      default: [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000],
+      defaultText: '1m,5m,30m,2h,24h',
+      description: 'delays before the 1st..5th retry',
+    }),
+    timeoutMs: Type.Integer({
+      env: 'WEBHOOK_TIMEOUT_MS',
+      default: 5000,
+      minimum: 100,
+      maximum: 60_000,
+      description: 'a delivery must be answered within this',
+    }),
+    allowPrivateNetworks: Type.Boolean({
+      env: 'WEBHOOK_ALLOW_PRIVATE_NETWORKS',
+      default: false,
+      description: 'webhook URLs may point at loopback/private addresses',
+    }),
+    maxPerAccount: Type.Integer({
+      env: 'WEBHOOK_MAX_PER_ACCOUNT',
+      default: 50,
+      minimum: 1,
+      maximum: 10_000,
+      description: 'webhooks an account may register',
+    }),
+    sweepGraceMs: Type.Integer({
+      env: 'WEBHOOK_SWEEP_GRACE_MS',
+      default: 30_000,
+      minimum: 1000,
+      maximum: 3_600_000,
+      description: 'pending deliveries overdue by more than this are queued again (their job was lost)',
+    }),
+    concurrency: Type.Integer({
+      env: 'WEBHOOK_CONCURRENCY',
+      default: 128,
+      minimum: 1,
+      maximum: 4096,
+      description: 'HTTP requests in flight per worker process',
+    }),
+    batchSize: Type.Integer({
+      env: 'WEBHOOK_BATCH_SIZE',
+      default: 50,
+      minimum: 1,
+      maximum: 1000,
+      description: 'first attempts fanned out into one queue job',
+    }),
     direct: Type.Boolean({
       env: 'WEBHOOK_DIRECT',
       default: true,
-      description: "a worker's dispatcher hands first attempts to the same process's sending slots instead of queueing them (false: every first attempt through the queue)",
+      description:
+        "a worker's dispatcher hands first attempts to the same process's sending slots instead of queueing them (false: every first attempt through the queue)",
     }),
   }),
-  queueLeaseMs: Type.Integer({ env: 'QUEUE_LEASE_MS', default: 30_000, minimum: 1000, maximum: 3_600_000, description: 'how long a claimed job stays owned without a heartbeat before another worker may take it' }),
+  queueLeaseMs: Type.Integer({
+    env: 'QUEUE_LEASE_MS',
+    default: 30_000,
+    minimum: 1000,
+    maximum: 3_600_000,
+    description: 'how long a claimed job stays owned without a heartbeat before another worker may take it',
+  }),
   reports: Type.Object({
-    urlTtlMs: Type.Integer({ env: 'REPORT_URL_TTL', format: 'duration', default: 7 * 86_400_000, defaultText: '7d', description: 'lifetime of a signed download link' }),
-    stallMs: Type.Integer({ env: 'REPORT_STALL_MS', default: 120_000, minimum: 1000, maximum: 86_400_000, description: 'a pending/processing report without a heartbeat for this long and no live job is taken again or failed' }),
-    maxAttempts: Type.Integer({ env: 'REPORT_MAX_ATTEMPTS', default: 3, minimum: 1, maximum: 20, description: 'times a worker may take a report before it is failed (a worker that dies counts)' }),
-    concurrency: Type.Integer({ env: 'REPORT_CONCURRENCY', default: 2, minimum: 1, maximum: 64, description: 'reports generated at once per worker process' }),
+    urlTtlMs: Type.Integer({
+      env: 'REPORT_URL_TTL',
+      format: 'duration',
+      default: 7 * 86_400_000,
+      defaultText: '7d',
+      description: 'lifetime of a signed download link',
+    }),
+    stallMs: Type.Integer({
+      env: 'REPORT_STALL_MS',
+      default: 120_000,
+      minimum: 1000,
+      maximum: 86_400_000,
+      description:
+        'a pending/processing report without a heartbeat for this long and no live job is taken again or failed',
+    }),
+    maxAttempts: Type.Integer({
+      env: 'REPORT_MAX_ATTEMPTS',
+      default: 3,
+      minimum: 1,
+      maximum: 20,
+      description: 'times a worker may take a report before it is failed (a worker that dies counts)',
+    }),
+    concurrency: Type.Integer({
+      env: 'REPORT_CONCURRENCY',
+      default: 2,
+      minimum: 1,
+      maximum: 64,
+      description: 'reports generated at once per worker process',
+    }),
   }),
   queuePrefix: Type.Optional(
     Type.String({
@@ -145,7 +376,10 @@ export type LogLevel = Config['logLevel'];
 export type ImageryLimits = Config['imageryLimits'];
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`invalid configuration: ${variable} ${message}`);
     this.name = 'ConfigError';
   }
@@ -188,7 +422,8 @@ function number(name: string, v: string, s: Setting): number {
 }
 
 function within(name: string, n: number, s: Setting): number {
-  if (n < s.minimum! || n > s.maximum!) throw new ConfigError(name, `must be between ${s.minimum} and ${s.maximum}, got ${n}`);
+  if (n < s.minimum! || n > s.maximum!)
+    throw new ConfigError(name, `must be between ${s.minimum} and ${s.maximum}, got ${n}`);
   return n;
 }
 
@@ -206,14 +441,17 @@ function url(name: string, v: string, protocols: string[]): string {
   } catch {
     throw new ConfigError(name, 'is not a valid URL');
   }
-  if (!protocols.includes(u.protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${u.protocol}"`);
+  if (!protocols.includes(u.protocol))
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${u.protocol}"`);
   return v;
 }
 
 function text(name: string, v: string, s: Setting): string {
   if (s.protocols) return url(name, v, s.protocols);
-  if (s.minLength !== undefined && v.length < s.minLength) throw new ConfigError(name, s.message ?? `must be at least ${s.minLength} characters`);
-  if (s.pattern !== undefined && !new RegExp(s.pattern).test(v)) throw new ConfigError(name, s.message ?? `must match ${s.pattern}`);
+  if (s.minLength !== undefined && v.length < s.minLength)
+    throw new ConfigError(name, s.message ?? `must be at least ${s.minLength} characters`);
+  if (s.pattern !== undefined && !new RegExp(s.pattern).test(v))
+    throw new ConfigError(name, s.message ?? `must match ${s.pattern}`);
   return v;
 }
 
@@ -221,7 +459,10 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 /** `1m,5m,30m,2h,24h` → milliseconds; also accepts `250ms`, `10s`, `1d`. */
 export function parseDurations(name: string, text: string): number[] {
-  const parts = text.split(',').map((p) => p.trim()).filter(Boolean);
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   if (!parts.length) throw new ConfigError(name, 'must list at least one delay, e.g. 1m,5m,30m,2h,24h');
   return parts.map((p) => {
     const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(p);
@@ -232,7 +473,8 @@ export function parseDurations(name: string, text: string): number[] {
 
 function duration(name: string, v: string): number {
   const list = parseDurations(name, v);
-  if (list.length !== 1 || list[0]! < 1000) throw new ConfigError(name, 'must be one duration of at least 1s, e.g. 7d, 12h or 90s');
+  if (list.length !== 1 || list[0]! < 1000)
+    throw new ConfigError(name, 'must be one duration of at least 1s, e.g. 7d, 12h or 90s');
   return list[0]!;
 }
 
@@ -256,7 +498,10 @@ function read(env: Env, s: Setting, fallback: unknown = s.default): unknown {
     case 'boolean':
       return bool(name, v);
     case 'array': {
-      const list = v.split(',').map((p) => p.trim()).filter(Boolean);
+      const list = v
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean);
       for (const p of list) text(name, p, { ...s.items, message: s.message });
       return list;
     }

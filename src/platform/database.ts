@@ -112,7 +112,8 @@ async function openPglite(dataDir: string | undefined, schema: string): Promise<
     kind: 'pglite',
     schema,
     query: root.query,
-    transaction: (fn) => withAfterCommit((hooks) => pg.transaction((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) }))),
+    transaction: (fn) =>
+      withAfterCommit((hooks) => pg.transaction((tx) => fn({ ...wrap(tx), afterCommit: (f) => hooks.push(f) }))),
     afterCommit: (f) => setImmediate(f),
     close: () => pg.close(),
     writeCount: () => writes,
@@ -146,7 +147,11 @@ async function openPostgres(url: string, schema: string, max: number): Promise<D
   const sql = postgres(url, { ...options, max });
   const wrap = (s: postgres.Sql | postgres.TransactionSql): Sql => ({
     async query<T>(text: string, params?: unknown[], opts?: QueryOptions) {
-      const rows = await s.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[], opts?.prepare ? { prepare: true } : undefined);
+      const rows = await s.unsafe(
+        text,
+        (params ?? []) as postgres.ParameterOrJSON<never>[],
+        opts?.prepare ? { prepare: true } : undefined,
+      );
       return rows as unknown as T[];
     },
   });
@@ -237,7 +242,11 @@ export function loadMigrations(dir = migrationsDir): Migration[] {
   return readdirSync(dir)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
     .sort()
-    .map((f) => ({ version: Number(f.slice(0, 4)), name: f.slice(5, -4), sql: readFileSync(path.join(dir, f), 'utf8') }));
+    .map((f) => ({
+      version: Number(f.slice(0, 4)),
+      name: f.slice(5, -4),
+      sql: readFileSync(path.join(dir, f), 'utf8'),
+    }));
 }
 
 /**
@@ -250,7 +259,9 @@ export async function migrate(db: Database, migrations = loadMigrations()): Prom
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`migrations:${db.schema}`]);
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set((await tx.query<{ version: number }>(`SELECT version FROM schema_migrations`)).map((r) => r.version));
+    const done = new Set(
+      (await tx.query<{ version: number }>(`SELECT version FROM schema_migrations`)).map((r) => r.version),
+    );
     const applied: number[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) continue;

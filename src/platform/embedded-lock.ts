@@ -28,7 +28,9 @@ export function lockDataDir(dataDir: string): () => void {
   mkdirSync(dataDir, { recursive: true });
   const holder = holderOf(dataDir);
   if (holder) {
-    throw new Error(`DATA_DIR ${dataDir} is in use by process ${holder}; the embedded database allows one process (set DATABASE_URL to share PostgreSQL)`);
+    throw new Error(
+      `DATA_DIR ${dataDir} is in use by process ${holder}; the embedded database allows one process (set DATABASE_URL to share PostgreSQL)`,
+    );
   }
   const file = path.join(dataDir, 'service.pid');
   writeFileSync(file, String(process.pid));

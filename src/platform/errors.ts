@@ -124,7 +124,10 @@ export interface DomainProblem<E extends Error = Error> {
 }
 
 /** Rows of different error types in one array, each row checked against its own class. */
-export function domainProblem<E extends Error>(error: ErrorClass<E>, problem: (err: E, path: string | undefined) => AppError): DomainProblem {
+export function domainProblem<E extends Error>(
+  error: ErrorClass<E>,
+  problem: (err: E, path: string | undefined) => AppError,
+): DomainProblem {
   return { error, problem } as unknown as DomainProblem;
 }
 
@@ -169,4 +172,5 @@ export function toProblem(err: AppError, requestId?: string, instance?: string):
   };
 }
 
-export const notFound = (what: string, id: string): AppError => new AppError('not_found', `${what} ${id} does not exist`);
+export const notFound = (what: string, id: string): AppError =>
+  new AppError('not_found', `${what} ${id} does not exist`);

@@ -37,8 +37,17 @@ export interface ReportFile {
   contentType: string;
 }
 
-export const CONTENT_TYPES = { pdf: 'application/pdf', json: 'application/json', csv: 'text/csv; charset=utf-8' } as const;
-const TITLES = { scouting: 'Scouting report', seasonal: 'Seasonal analysis', health_summary: 'Health summary', prescription: 'Prescription map' } as const;
+export const CONTENT_TYPES = {
+  pdf: 'application/pdf',
+  json: 'application/json',
+  csv: 'text/csv; charset=utf-8',
+} as const;
+const TITLES = {
+  scouting: 'Scouting report',
+  seasonal: 'Seasonal analysis',
+  health_summary: 'Health summary',
+  prescription: 'Prescription map',
+} as const;
 
 const DAY = 86_400_000;
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
@@ -52,7 +61,8 @@ async function loadField(deps: ReportDeps, row: ReportRow): Promise<Field> {
   try {
     return await getField(deps.db, row.account_id, row.field_id);
   } catch (err) {
-    if (err instanceof AppError && err.status === 404) throw new ReportFailure(`field ${row.field_id} was deleted before the report was generated`);
+    if (err instanceof AppError && err.status === 404)
+      throw new ReportFailure(`field ${row.field_id} was deleted before the report was generated`);
     throw err;
   }
 }
@@ -78,51 +88,118 @@ function metaOf(row: ReportRow, field: Field, index: string): Meta {
 }
 
 /** The capture of a scouting or prescription report: pinned, nearest a date, or the latest usable one. */
-async function pickCapture(deps: ReportDeps, row: ReportRow, field: Field, o: ResolvedOptions): Promise<{ id: string; date: string; usable: number }> {
+async function pickCapture(
+  deps: ReportDeps,
+  row: ReportRow,
+  field: Field,
+  o: ResolvedOptions,
+): Promise<{ id: string; date: string; usable: number }> {
   const program = indexProgram(o.index);
   if (o.imagery_id || o.date) {
-    const c = await chooseCapture(deps.db, row.account_id, row.field_id, { date: o.date ?? '', imagery_id: o.imagery_id }, program);
+    const c = await chooseCapture(
+      deps.db,
+      row.account_id,
+      row.field_id,
+      { date: o.date ?? '', imagery_id: o.imagery_id },
+      program,
+    );
     return { id: c.id, date: c.capture_date, usable: c.field_pixels ? c.valid_pixels / c.field_pixels : 0 };
   }
-  const all = (await fieldCaptures(deps.db, row.account_id, row.field_id)).filter((c) => program.bands.every((b) => c.bands.includes(b)));
-  if (!all.length) throw new ReportFailure(`no imagery of field ${row.field_id} has the bands ${o.index} needs (${program.bands.join(', ')})`);
+  const all = (await fieldCaptures(deps.db, row.account_id, row.field_id)).filter((c) =>
+    program.bands.every((b) => c.bands.includes(b)),
+  );
+  if (!all.length)
+    throw new ReportFailure(
+      `no imagery of field ${row.field_id} has the bands ${o.index} needs (${program.bands.join(', ')})`,
+    );
   all.sort((a, b) => b.capture_date.localeCompare(a.capture_date));
   const clear = all.filter((c) => c.field_pixels > 0 && c.valid_pixels / c.field_pixels >= MIN_VALID_FRACTION);
   // Scouting and prescription look at the crop: prefer the latest clear capture inside the season.
-  const inSeason = field.planting_date ? clear.find((c) => c.capture_date >= field.planting_date! && (!field.harvest_date || c.capture_date <= field.harvest_date)) : undefined;
+  const inSeason = field.planting_date
+    ? clear.find(
+        (c) => c.capture_date >= field.planting_date! && (!field.harvest_date || c.capture_date <= field.harvest_date),
+      )
+    : undefined;
   const usable = inSeason ?? clear[0];
-  if (!usable) throw new ReportFailure(`none of the ${all.length} captures of the field has at least ${MIN_VALID_FRACTION * 100} % of it clear of cloud; give options.date or options.imagery_id to use one anyway`);
+  if (!usable)
+    throw new ReportFailure(
+      `none of the ${all.length} captures of the field has at least ${MIN_VALID_FRACTION * 100} % of it clear of cloud; give options.date or options.imagery_id to use one anyway`,
+    );
   return { id: usable.id, date: usable.capture_date, usable: usable.valid_pixels / usable.field_pixels };
 }
 
-async function readRaster(deps: ReportDeps, field: Field, imageryId: string, index: string): Promise<{ raster: IndexRaster; capture: Capture; mean: number | null }> {
+async function readRaster(
+  deps: ReportDeps,
+  field: Field,
+  imageryId: string,
+  index: string,
+): Promise<{ raster: IndexRaster; capture: Capture; mean: number | null }> {
   const sources = await loadCaptures(deps.db, [imageryId]);
-  const [info] = await deps.db.query<{ source: string; capture_date: string }>('SELECT source, capture_date::text AS capture_date FROM imagery WHERE id = $1', [imageryId]);
-  const r = await deps.compute.runFieldIndex({ capture: sources.get(imageryId)!, boundary: field.boundary as unknown as Boundary, program: indexProgram(index), roots: deps.roots, values: true });
-  if (!r.stats.count) throw new ReportFailure(`the capture of ${info!.capture_date} has no usable pixel over the field`);
+  const [info] = await deps.db.query<{ source: string; capture_date: string }>(
+    'SELECT source, capture_date::text AS capture_date FROM imagery WHERE id = $1',
+    [imageryId],
+  );
+  const r = await deps.compute.runFieldIndex({
+    capture: sources.get(imageryId)!,
+    boundary: field.boundary as unknown as Boundary,
+    program: indexProgram(index),
+    roots: deps.roots,
+    values: true,
+  });
+  if (!r.stats.count)
+    throw new ReportFailure(`the capture of ${info!.capture_date} has no usable pixel over the field`);
   return {
     raster: { ...r.window, values: r.values!, inside: r.inside! },
-    capture: { imagery_id: imageryId, date: info!.capture_date, source: info!.source, usable_fraction: Math.round((r.stats.count / r.fieldPixels) * 1e4) / 1e4 },
+    capture: {
+      imagery_id: imageryId,
+      date: info!.capture_date,
+      source: info!.source,
+      usable_fraction: Math.round((r.stats.count / r.fieldPixels) * 1e4) / 1e4,
+    },
     mean: r.stats.mean,
   };
 }
 
 /** The clear captures of a period as series points (daily intervals: one element per capture day). */
-async function seriesOf(deps: ReportDeps, row: ReportRow, index: string, start: string, end: string): Promise<{ points: Point[]; skipped: number }> {
-  const els = await indexTimeSeries(deps, row.account_id, row.field_id, { index, start_date: start, end_date: end, interval: 'daily', max_cloud_cover: 30 });
+async function seriesOf(
+  deps: ReportDeps,
+  row: ReportRow,
+  index: string,
+  start: string,
+  end: string,
+): Promise<{ points: Point[]; skipped: number }> {
+  const els = await indexTimeSeries(deps, row.account_id, row.field_id, {
+    index,
+    start_date: start,
+    end_date: end,
+    interval: 'daily',
+    max_cloud_cover: 30,
+  });
   const points = els
     .filter((e) => e.mean !== null && e.imagery_id)
-    .map((e) => ({ date: e.date, mean: r6(e.mean!), min: r6n(e.min), max: r6n(e.max), std: r6n(e.std), valid_fraction: e.valid_fraction, imagery_id: e.imagery_id! }));
+    .map((e) => ({
+      date: e.date,
+      mean: r6(e.mean!),
+      min: r6n(e.min),
+      max: r6n(e.max),
+      std: r6n(e.std),
+      valid_fraction: e.valid_fraction,
+      imagery_id: e.imagery_id!,
+    }));
   return { points, skipped: els.filter((e) => e.mean === null && e.cloud_cover !== null).length };
 }
 
 async function captureDates(deps: ReportDeps, row: ReportRow): Promise<string[]> {
   const all = await fieldCaptures(deps.db, row.account_id, row.field_id);
-  if (!all.length) throw new ReportFailure(`no imagery covers field ${row.field_id}; register some with POST /v1/imagery`);
+  if (!all.length)
+    throw new ReportFailure(`no imagery covers field ${row.field_id}; register some with POST /v1/imagery`);
   return all.map((c) => c.capture_date).sort();
 }
 
-export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ content: ReportContent; map?: MapImage }> {
+export async function buildContent(
+  deps: ReportDeps,
+  row: ReportRow,
+): Promise<{ content: ReportContent; map?: MapImage }> {
   const o = row.options as unknown as ResolvedOptions;
   const field = await loadField(deps, row);
   await deps.onStage?.('data', row.id);
@@ -133,11 +210,22 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       const { raster, capture } = await readRaster(deps, field, pick.id, o.index);
       let previous: { imagery_id: string; date: string; mean: number } | null = null;
       const earlier = (await fieldCaptures(deps.db, row.account_id, row.field_id))
-        .filter((c) => c.capture_date < capture.date && c.field_pixels > 0 && c.valid_pixels / c.field_pixels >= MIN_VALID_FRACTION && indexProgram(o.index).bands.every((b) => c.bands.includes(b)))
+        .filter(
+          (c) =>
+            c.capture_date < capture.date &&
+            c.field_pixels > 0 &&
+            c.valid_pixels / c.field_pixels >= MIN_VALID_FRACTION &&
+            indexProgram(o.index).bands.every((b) => c.bands.includes(b)),
+        )
         .sort((a, b) => b.capture_date.localeCompare(a.capture_date))[0];
       if (earlier) {
         const src = await loadCaptures(deps.db, [earlier.id]);
-        const r = await deps.compute.runFieldIndex({ capture: src.get(earlier.id)!, boundary: field.boundary as unknown as Boundary, program: indexProgram(o.index), roots: deps.roots });
+        const r = await deps.compute.runFieldIndex({
+          capture: src.get(earlier.id)!,
+          boundary: field.boundary as unknown as Boundary,
+          program: indexProgram(o.index),
+          roots: deps.roots,
+        });
         if (r.stats.count) previous = { imagery_id: earlier.id, date: earlier.capture_date, mean: r.stats.mean };
       }
       const colour = colourRange(validValues(raster));
@@ -145,7 +233,16 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       // The map image is drawn only for the PDF; JSON and CSV carry the numbers.
       if (row.format !== 'pdf') return { content };
       const pins = anomalies.slice(0, 9).map((a) => ({ i: a.at[0], j: a.at[1], label: String(a.content.rank) }));
-      return { content, map: { png: indexMapPng(raster, colour), gridW: raster.width, gridH: raster.height, pixelSizeM: Math.abs(raster.resX), pins } };
+      return {
+        content,
+        map: {
+          png: indexMapPng(raster, colour),
+          gridW: raster.width,
+          gridH: raster.height,
+          pixelSizeM: Math.abs(raster.resX),
+          pins,
+        },
+      };
     }
     case 'seasonal': {
       let basis = 'options';
@@ -182,25 +279,62 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
       }
       // Default: the 12 ISO weeks (Monday to Sunday) or 6 calendar months ending with end_date's.
       const e = new Date(day(end));
-      const start = o.start_date ?? (granularity === 'weekly' ? iso(day(end) - ((e.getUTCDay() + 6) % 7) * DAY - 11 * 7 * DAY) : iso(Date.UTC(e.getUTCFullYear(), e.getUTCMonth() - 5, 1)));
+      const start =
+        o.start_date ??
+        (granularity === 'weekly'
+          ? iso(day(end) - ((e.getUTCDay() + 6) % 7) * DAY - 11 * 7 * DAY)
+          : iso(Date.UTC(e.getUTCFullYear(), e.getUTCMonth() - 5, 1)));
       const { points } = await seriesOf(deps, row, o.index, start, end);
-      if (!points.length) throw new ReportFailure(`no clear capture of the field between ${start} and ${end} (captures with more than 30 % of the field under cloud are not used)`);
-      const alerts = await deps.db.query<{ triggered_at: Date; capture_date: string | null; alert_type: string; index_name: string; value: number; threshold: number; imagery_id: string | null }>(
+      if (!points.length)
+        throw new ReportFailure(
+          `no clear capture of the field between ${start} and ${end} (captures with more than 30 % of the field under cloud are not used)`,
+        );
+      const alerts = await deps.db.query<{
+        triggered_at: Date;
+        capture_date: string | null;
+        alert_type: string;
+        index_name: string;
+        value: number;
+        threshold: number;
+        imagery_id: string | null;
+      }>(
         `SELECT h.triggered_at, i.capture_date::text AS capture_date, h.alert_type, h.index_name, h.value, h.threshold, h.imagery_id
            FROM alert_history h LEFT JOIN imagery i ON i.id = h.imagery_id
           WHERE h.account_id = $1 AND h.field_id = $2 AND COALESCE(i.capture_date, h.triggered_at::date) BETWEEN $3::date AND $4::date
           ORDER BY COALESCE(i.capture_date, h.triggered_at::date), h.triggered_at, h.id LIMIT 200`,
         [row.account_id, row.field_id, start, end],
       );
-      const list: HealthContent['alerts'] = alerts.map((a) => ({ triggered_at: a.triggered_at.toISOString(), capture_date: a.capture_date, alert_type: a.alert_type, index: a.index_name, value: a.value, threshold: a.threshold, imagery_id: a.imagery_id }));
+      const list: HealthContent['alerts'] = alerts.map((a) => ({
+        triggered_at: a.triggered_at.toISOString(),
+        capture_date: a.capture_date,
+        alert_type: a.alert_type,
+        index: a.index_name,
+        value: a.value,
+        threshold: a.threshold,
+        imagery_id: a.imagery_id,
+      }));
       return { content: buildHealth(meta, { start, end, granularity }, points, list) };
     }
     case 'prescription': {
       const pick = await pickCapture(deps, row, field, o);
       const { raster, capture } = await readRaster(deps, field, pick.id, o.index);
-      const { content, labels } = buildPrescription(meta, capture, raster, field.boundary as unknown as Boundary, o.prescription!);
+      const { content, labels } = buildPrescription(
+        meta,
+        capture,
+        raster,
+        field.boundary as unknown as Boundary,
+        o.prescription!,
+      );
       if (row.format !== 'pdf') return { content };
-      return { content, map: { png: zoneMapPng(labels, raster.width, raster.height, content.zones.length), gridW: raster.width, gridH: raster.height, pixelSizeM: Math.abs(raster.resX) } };
+      return {
+        content,
+        map: {
+          png: zoneMapPng(labels, raster.width, raster.height, content.zones.length),
+          gridW: raster.width,
+          gridH: raster.height,
+          pixelSizeM: Math.abs(raster.resX),
+        },
+      };
     }
     default:
       throw new ReportFailure(`unknown report type ${String(row.type)}`);
@@ -208,10 +342,21 @@ export async function buildContent(deps: ReportDeps, row: ReportRow): Promise<{ 
 }
 
 function slug(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'field';
+  return (
+    s
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'field'
+  );
 }
 
-export async function renderContent(type: string, format: 'pdf' | 'json' | 'csv', content: ReportContent, map?: MapImage): Promise<Buffer> {
+export async function renderContent(
+  type: string,
+  format: 'pdf' | 'json' | 'csv',
+  content: ReportContent,
+  map?: MapImage,
+): Promise<Buffer> {
   if (format === 'json') return Buffer.from(JSON.stringify(content, null, 2));
   if (format === 'csv') return renderCsv(type, content);
   return renderPdf(type, content, map);

@@ -9,7 +9,10 @@ import { AppError, type FieldIssue } from '../platform/errors.js';
 import type { PrescriptionInput, ReportOptions, ReportType } from './schemas.js';
 
 /** Per input: the default unit, base rate, and which way rates follow the index. */
-export const INPUT_DEFAULTS: Record<PrescriptionInput, { unit: string; base_rate: number; direction: 'inverse' | 'proportional'; product: string }> = {
+export const INPUT_DEFAULTS: Record<
+  PrescriptionInput,
+  { unit: string; base_rate: number; direction: 'inverse' | 'proportional'; product: string }
+> = {
   // More nitrogen where biomass is low (compensating), the common choice for in-season N.
   nitrogen: { unit: 'kg/ha', base_rate: 150, direction: 'inverse', product: 'Nitrogen (N)' },
   // More seed where the soil has shown it can carry more plants (maize/cereal practice).
@@ -60,29 +63,54 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}): Resolve
   const issues: FieldIssue[] = [];
   const at = (k: string) => `/body/options/${k}`;
   for (const k of Object.keys(o) as Array<keyof ReportOptions>) {
-    if (o[k] !== undefined && !APPLIES[k].includes(type)) issues.push({ path: at(k), code: 'not_applicable', message: `does not apply to ${type} reports (only ${APPLIES[k].join(', ')})` });
+    if (o[k] !== undefined && !APPLIES[k].includes(type))
+      issues.push({
+        path: at(k),
+        code: 'not_applicable',
+        message: `does not apply to ${type} reports (only ${APPLIES[k].join(', ')})`,
+      });
   }
   let index = 'NDVI';
   if (o.index !== undefined) {
     const e = o.index.toLowerCase() === 'custom' ? undefined : findIndex(o.index);
-    if (!e) issues.push({ path: at('index'), code: 'unknown_index', message: `"${o.index}" is not in the catalogue (GET /v1/indices/catalog); custom formulas are not available in reports` });
+    if (!e)
+      issues.push({
+        path: at('index'),
+        code: 'unknown_index',
+        message: `"${o.index}" is not in the catalogue (GET /v1/indices/catalog); custom formulas are not available in reports`,
+      });
     else index = e.name;
   }
   for (const k of ['start_date', 'end_date', 'date'] as const) {
-    if (o[k] !== undefined && !isCalendarDate(o[k]!)) issues.push({ path: at(k), code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' });
+    if (o[k] !== undefined && !isCalendarDate(o[k]!))
+      issues.push({ path: at(k), code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' });
   }
-  if (o.start_date && o.end_date && isCalendarDate(o.start_date) && isCalendarDate(o.end_date) && o.end_date < o.start_date) {
+  if (
+    o.start_date &&
+    o.end_date &&
+    isCalendarDate(o.start_date) &&
+    isCalendarDate(o.end_date) &&
+    o.end_date < o.start_date
+  ) {
     issues.push({ path: at('end_date'), code: 'before_start', message: 'must not be before start_date' });
   }
-  if (o.date !== undefined && o.imagery_id !== undefined) issues.push({ path: at('imagery_id'), code: 'conflict', message: 'give date or imagery_id, not both' });
+  if (o.date !== undefined && o.imagery_id !== undefined)
+    issues.push({ path: at('imagery_id'), code: 'conflict', message: 'give date or imagery_id, not both' });
   let prescription: ResolvedOptions['prescription'];
   if (type === 'prescription') {
     const input = o.prescription_input ?? 'nitrogen';
     const d = INPUT_DEFAULTS[input];
     const unit = o.unit ?? d.unit;
-    if (input === 'seed_rate' && unit !== 'seeds/ha') issues.push({ path: at('unit'), code: 'unit_mismatch', message: 'seed_rate is in seeds/ha' });
-    if (input !== 'seed_rate' && unit === 'seeds/ha') issues.push({ path: at('unit'), code: 'unit_mismatch', message: `seeds/ha is for seed_rate, not ${input}` });
-    if (unit !== d.unit && o.base_rate === undefined) issues.push({ path: at('base_rate'), code: 'required', message: `is required when unit is ${unit} (the default ${d.base_rate} is in ${d.unit})` });
+    if (input === 'seed_rate' && unit !== 'seeds/ha')
+      issues.push({ path: at('unit'), code: 'unit_mismatch', message: 'seed_rate is in seeds/ha' });
+    if (input !== 'seed_rate' && unit === 'seeds/ha')
+      issues.push({ path: at('unit'), code: 'unit_mismatch', message: `seeds/ha is for seed_rate, not ${input}` });
+    if (unit !== d.unit && o.base_rate === undefined)
+      issues.push({
+        path: at('base_rate'),
+        code: 'required',
+        message: `is required when unit is ${unit} (the default ${d.base_rate} is in ${d.unit})`,
+      });
     prescription = {
       input,
       product: d.product,
@@ -95,7 +123,8 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}): Resolve
       min_zone_ha: o.min_zone_ha ?? 0.5,
     };
   }
-  if (issues.length) throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  if (issues.length)
+    throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
   return {
     index,
     ...(o.start_date ? { start_date: o.start_date } : {}),

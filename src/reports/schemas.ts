@@ -13,25 +13,79 @@ export type ReportFormat = (typeof REPORT_FORMATS)[number];
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
 export type PrescriptionInput = (typeof PRESCRIPTION_INPUTS)[number];
 
-const lit = <const T extends string[]>(values: readonly [...T], description?: string) => Type.Enum(values, description ? { description } : {});
+const lit = <const T extends string[]>(values: readonly [...T], description?: string) =>
+  Type.Enum(values, description ? { description } : {});
 const DATE = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' });
 
 export const ReportOptions = Type.Object(
   {
-    start_date: Type.Optional({ ...DATE, description: 'Start of the analysis period (seasonal, health_summary). Default: planting_date (seasonal); for health_summary the start of the 12 ISO weeks (weekly) or 6 months (monthly) ending with end_date.' }),
-    end_date: Type.Optional({ ...DATE, description: 'End of the analysis period (seasonal, health_summary). Default: harvest_date (seasonal) or the latest capture (health_summary).' }),
-    index: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'Index from GET /v1/indices/catalog. Default NDVI.' })),
-    date: Type.Optional({ ...DATE, description: 'scouting, prescription: use the capture nearest this date (default: the latest capture with at least 70 % of the field usable).' }),
-    imagery_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'scouting, prescription: use this capture.' })),
+    start_date: Type.Optional({
+      ...DATE,
+      description:
+        'Start of the analysis period (seasonal, health_summary). Default: planting_date (seasonal); for health_summary the start of the 12 ISO weeks (weekly) or 6 months (monthly) ending with end_date.',
+    }),
+    end_date: Type.Optional({
+      ...DATE,
+      description:
+        'End of the analysis period (seasonal, health_summary). Default: harvest_date (seasonal) or the latest capture (health_summary).',
+    }),
+    index: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 32, description: 'Index from GET /v1/indices/catalog. Default NDVI.' }),
+    ),
+    date: Type.Optional({
+      ...DATE,
+      description:
+        'scouting, prescription: use the capture nearest this date (default: the latest capture with at least 70 % of the field usable).',
+    }),
+    imagery_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'scouting, prescription: use this capture.' }),
+    ),
     period: Type.Optional(lit(['weekly', 'monthly'] as const, 'health_summary: period of the means. Default weekly.')),
     prescription_input: Type.Optional(lit(PRESCRIPTION_INPUTS, 'prescription (required): the input to vary.')),
-    base_rate: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'prescription: the field-average rate the zones are scaled around. Default per input (nitrogen 150 kg/ha, seed_rate 80,000 seeds/ha, phosphorus 60 kg/ha, potassium 80 kg/ha, lime 2 t/ha).' })),
-    unit: Type.Optional(lit(RATE_UNITS, 'prescription: rate unit. seeds/ha for seed_rate only; default kg/ha (t/ha for lime).')),
-    zones: Type.Optional(Type.Integer({ minimum: 2, maximum: 7, description: 'prescription: number of management zones, 2-7. Default 4.' })),
-    zoning: Type.Optional(lit(['quantiles', 'kmeans'] as const, 'prescription: quantiles (equal-area classes, default) or kmeans (1-D k-means of the index).')),
-    rate_direction: Type.Optional(lit(['inverse', 'proportional'] as const, 'prescription: inverse = more input where the index is low (default, except seed_rate); proportional = more where it is high (default for seed_rate).')),
-    rate_spread: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'prescription: largest relative departure from base_rate (0.2 = ±20 %, the default).' })),
-    min_zone_ha: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'prescription: fragments smaller than this are merged into their neighbour. Default 0.5 ha.' })),
+    base_rate: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 1_000_000,
+        description:
+          'prescription: the field-average rate the zones are scaled around. Default per input (nitrogen 150 kg/ha, seed_rate 80,000 seeds/ha, phosphorus 60 kg/ha, potassium 80 kg/ha, lime 2 t/ha).',
+      }),
+    ),
+    unit: Type.Optional(
+      lit(RATE_UNITS, 'prescription: rate unit. seeds/ha for seed_rate only; default kg/ha (t/ha for lime).'),
+    ),
+    zones: Type.Optional(
+      Type.Integer({
+        minimum: 2,
+        maximum: 7,
+        description: 'prescription: number of management zones, 2-7. Default 4.',
+      }),
+    ),
+    zoning: Type.Optional(
+      lit(
+        ['quantiles', 'kmeans'] as const,
+        'prescription: quantiles (equal-area classes, default) or kmeans (1-D k-means of the index).',
+      ),
+    ),
+    rate_direction: Type.Optional(
+      lit(
+        ['inverse', 'proportional'] as const,
+        'prescription: inverse = more input where the index is low (default, except seed_rate); proportional = more where it is high (default for seed_rate).',
+      ),
+    ),
+    rate_spread: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description: 'prescription: largest relative departure from base_rate (0.2 = ±20 %, the default).',
+      }),
+    ),
+    min_zone_ha: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description: 'prescription: fragments smaller than this are merged into their neighbour. Default 0.5 ha.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -54,7 +108,9 @@ export const Report = Type.Object({
   format: lit(REPORT_FORMATS),
   status: lit(REPORT_STATUSES),
   created_at: Type.String({ format: 'date-time' }),
-  download_url: Type.Union([Type.String(), Type.Null()], { description: 'Pre-signed, no API key needed; only when ready.' }),
+  download_url: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pre-signed, no API key needed; only when ready.',
+  }),
   expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   options: Type.Object({}, { additionalProperties: true }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why generation failed (status failed).' }),
@@ -83,7 +139,9 @@ export const ReportList = PageEnvelope(Report);
 export const DownloadQuery = Type.Object(
   {
     expires: Type.Optional(Type.String({ maxLength: 32, description: 'Unix seconds at which the link expires.' })),
-    signature: Type.Optional(Type.String({ maxLength: 256, description: 'HMAC-SHA256 of `<report id>.<expires>` (base64url).' })),
+    signature: Type.Optional(
+      Type.String({ maxLength: 256, description: 'HMAC-SHA256 of `<report id>.<expires>` (base64url).' }),
+    ),
   },
   { additionalProperties: true },
 );

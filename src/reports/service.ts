@@ -106,12 +106,16 @@ export async function createReport(
 ): Promise<{ report: Report; replayed: boolean }> {
   if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(idempotencyKey)) {
     throw new AppError('validation_failed', 'Idempotency-Key must be 1-255 visible ASCII characters', {
-      errors: [{ path: '/headers/idempotency-key', code: 'invalid', message: 'must be 1-255 visible ASCII characters' }],
+      errors: [
+        { path: '/headers/idempotency-key', code: 'invalid', message: 'must be 1-255 visible ASCII characters' },
+      ],
     });
   }
   await getField(deps.db, accountId, fieldId);
   const options = resolveOptions(body.type, body.options);
-  const bodyHash = createHash('sha256').update(canonical({ field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} })).digest('base64url');
+  const bodyHash = createHash('sha256')
+    .update(canonical({ field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} }))
+    .digest('base64url');
   for (let round = 0; ; round++) {
     try {
       const out = await deps.db.transaction(async (tx) => {
@@ -122,12 +126,22 @@ export async function createReport(
           );
           if (prior && Date.now() - prior.created_at.getTime() < IDEMPOTENCY_WINDOW_MS) {
             if (prior.body_hash !== bodyHash) {
-              throw new AppError('idempotency_key_reused', `Idempotency-Key "${idempotencyKey}" was used within 24 h with a different request body; use a new key`);
+              throw new AppError(
+                'idempotency_key_reused',
+                `Idempotency-Key "${idempotencyKey}" was used within 24 h with a different request body; use a new key`,
+              );
             }
-            const [row] = await tx.query<ReportRow>(`SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`, [prior.report_id, accountId]);
+            const [row] = await tx.query<ReportRow>(
+              `SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`,
+              [prior.report_id, accountId],
+            );
             if (row) return { row, replayed: true };
           }
-          if (prior) await tx.query('DELETE FROM report_idempotency WHERE account_id = $1 AND key = $2', [accountId, idempotencyKey]);
+          if (prior)
+            await tx.query('DELETE FROM report_idempotency WHERE account_id = $1 AND key = $2', [
+              accountId,
+              idempotencyKey,
+            ]);
         }
         const id = newId('rpt');
         const [row] = await tx.query<ReportRow>(
@@ -163,7 +177,9 @@ export async function createReport(
  */
 async function renewExpired(deps: ReportDeps, accountId: string, rows: ReportRow[]): Promise<ReportRow[]> {
   const now = Date.now();
-  const expired = rows.filter((r) => r.status === 'ready' && r.expires_at && r.expires_at.getTime() <= now).map((r) => r.id);
+  const expired = rows
+    .filter((r) => r.status === 'ready' && r.expires_at && r.expires_at.getTime() <= now)
+    .map((r) => r.id);
   if (!expired.length) return rows;
   const renewed = await deps.db.query<ReportRow>(
     `UPDATE reports SET expires_at = $3 WHERE id = ANY($1) AND account_id = $2 AND status = 'ready' RETURNING ${REPORT_COLUMNS}`,
@@ -174,14 +190,22 @@ async function renewExpired(deps: ReportDeps, accountId: string, rows: ReportRow
 }
 
 export async function getReport(deps: ReportDeps, accountId: string, id: string): Promise<Report> {
-  const [row] = await deps.db.query<ReportRow>(`SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  const [row] = await deps.db.query<ReportRow>(
+    `SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`,
+    [id, accountId],
+  );
   if (!row) throw notFound('Report', id);
   return toReport(deps, (await renewExpired(deps, accountId, [row]))[0]!);
 }
 
-export async function listReports(deps: ReportDeps, accountId: string, q: ReportListQuery): Promise<{ data: Report[]; total: number }> {
+export async function listReports(
+  deps: ReportDeps,
+  accountId: string,
+  q: ReportListQuery,
+): Promise<{ data: Report[]; total: number }> {
   const params = [accountId, q.field_id ?? null, q.type ?? null, q.status ?? null];
-  const where = 'account_id = $1 AND ($2::text IS NULL OR field_id = $2) AND ($3::text IS NULL OR type = $3) AND ($4::text IS NULL OR status = $4)';
+  const where =
+    'account_id = $1 AND ($2::text IS NULL OR field_id = $2) AND ($3::text IS NULL OR type = $3) AND ($4::text IS NULL OR status = $4)';
   const [count] = await deps.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reports WHERE ${where}`, params);
   const rows = await deps.db.query<ReportRow>(
     `SELECT ${REPORT_COLUMNS} FROM reports WHERE ${where} ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`,
@@ -193,7 +217,10 @@ export async function listReports(deps: ReportDeps, accountId: string, q: Report
 
 /** Deletes the report and its file (cascade); a queued job finds nothing and does nothing. */
 export async function deleteReport(deps: ReportDeps, accountId: string, id: string): Promise<void> {
-  const rows = await deps.db.query<{ job_id: string | null }>('DELETE FROM reports WHERE id = $1 AND account_id = $2 RETURNING job_id', [id, accountId]);
+  const rows = await deps.db.query<{ job_id: string | null }>(
+    'DELETE FROM reports WHERE id = $1 AND account_id = $2 RETURNING job_id',
+    [id, accountId],
+  );
   if (!rows.length) throw notFound('Report', id);
   if (rows[0]!.job_id) await deps.queues.remove(REPORT_QUEUE, rows[0]!.job_id).catch(() => false);
 }
@@ -204,14 +231,34 @@ export interface Download {
   contentType: string;
 }
 
-export async function openDownload(deps: ReportDeps, id: string, expires: string | undefined, signature: string | undefined): Promise<Download> {
-  const check = expires !== undefined && /^\d{1,15}$/.test(expires) && signature ? checkDownload(deps.signingKey, id, Number(expires), signature) : 'tampered';
-  if (check === 'tampered') throw new AppError('invalid_signature', 'The download link is not valid (its signature does not match); ask GET /v1/reports/{id} for a fresh one');
-  if (check === 'expired') throw new AppError('link_expired', 'The download link has expired; GET /v1/reports/{id} returns a freshly signed one');
+export async function openDownload(
+  deps: ReportDeps,
+  id: string,
+  expires: string | undefined,
+  signature: string | undefined,
+): Promise<Download> {
+  const check =
+    expires !== undefined && /^\d{1,15}$/.test(expires) && signature
+      ? checkDownload(deps.signingKey, id, Number(expires), signature)
+      : 'tampered';
+  if (check === 'tampered')
+    throw new AppError(
+      'invalid_signature',
+      'The download link is not valid (its signature does not match); ask GET /v1/reports/{id} for a fresh one',
+    );
+  if (check === 'expired')
+    throw new AppError(
+      'link_expired',
+      'The download link has expired; GET /v1/reports/{id} returns a freshly signed one',
+    );
   const [row] = await deps.db.query<{ content: Uint8Array; filename: string; content_type: string }>(
     `SELECT f.content, r.filename, r.content_type FROM reports r JOIN report_files f ON f.report_id = r.id WHERE r.id = $1 AND r.status = 'ready'`,
     [id],
   );
   if (!row) throw notFound('Report', id);
-  return { content: Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength), filename: row.filename, contentType: row.content_type };
+  return {
+    content: Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength),
+    filename: row.filename,
+    contentType: row.content_type,
+  };
 }

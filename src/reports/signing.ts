@@ -17,7 +17,13 @@ export function downloadUrl(baseUrl: string, key: string, reportId: string, expi
 export type LinkCheck = 'ok' | 'tampered' | 'expired';
 
 /** The signature is checked before the expiry, so a forged "later expiry" reads as tampered. */
-export function checkDownload(key: string, reportId: string, expires: number, signature: string, now = Date.now()): LinkCheck {
+export function checkDownload(
+  key: string,
+  reportId: string,
+  expires: number,
+  signature: string,
+  now = Date.now(),
+): LinkCheck {
   const want = Buffer.from(signDownload(key, reportId, expires));
   const got = Buffer.from(signature);
   if (want.length !== got.length || !timingSafeEqual(want, got)) return 'tampered';

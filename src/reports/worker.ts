@@ -11,7 +11,15 @@ import { AppError } from '../platform/errors.js';
 import { registry } from '../platform/metrics.js';
 import type { JobContext } from '../platform/queue/job-queues.js';
 import { generateReport, ReportFailure } from './generate.js';
-import { expiryFrom, jobIdFor, REPORT_COLUMNS, REPORT_QUEUE, toReport, type ReportDeps, type ReportRow } from './service.js';
+import {
+  expiryFrom,
+  jobIdFor,
+  REPORT_COLUMNS,
+  REPORT_QUEUE,
+  toReport,
+  type ReportDeps,
+  type ReportRow,
+} from './service.js';
 
 export const reportsGenerated = new Counter({
   name: 'reports_generated_total',
@@ -50,12 +58,21 @@ export async function processReportJob(deps: ReportDeps, job: ReportJob, ctx?: J
   // Deleted, already finished, or handed to a newer job by the sweeper: nothing to do.
   if (!row) return;
   if (row.attempts > deps.maxAttempts) {
-    await fail(deps, row, `generation was interrupted ${row.attempts - 1} times (the worker stopped before finishing); request the report again`);
+    await fail(
+      deps,
+      row,
+      `generation was interrupted ${row.attempts - 1} times (the worker stopped before finishing); request the report again`,
+    );
     return;
   }
-  const beat = setInterval(() => {
-    void deps.db.query(`UPDATE reports SET heartbeat_at = now() WHERE id = $1 AND status = 'processing'`, [row.id]).catch(() => {});
-  }, Math.max(250, Math.floor(deps.stallMs / 4)));
+  const beat = setInterval(
+    () => {
+      void deps.db
+        .query(`UPDATE reports SET heartbeat_at = now() WHERE id = $1 AND status = 'processing'`, [row.id])
+        .catch(() => {});
+    },
+    Math.max(250, Math.floor(deps.stallMs / 4)),
+  );
   beat.unref();
   const timer = reportDuration.startTimer({ type: row.type, format: row.format });
   try {
@@ -70,7 +87,10 @@ export async function processReportJob(deps: ReportDeps, job: ReportJob, ctx?: J
         [row.id, expiresAt, file.filename, file.contentType, file.content.length],
       );
       if (!updated) return null;
-      await tx.query('INSERT INTO report_files (report_id, content) VALUES ($1, $2::bytea) ON CONFLICT (report_id) DO UPDATE SET content = EXCLUDED.content', [row.id, file.content]);
+      await tx.query(
+        'INSERT INTO report_files (report_id, content) VALUES ($1, $2::bytea) ON CONFLICT (report_id) DO UPDATE SET content = EXCLUDED.content',
+        [row.id, file.content],
+      );
       const r = toReport(deps, updated);
       await emit(tx, row.account_id, 'report.ready', {
         field_id: r.field_id,
@@ -95,8 +115,12 @@ export async function processReportJob(deps: ReportDeps, job: ReportJob, ctx?: J
     if (row.attempts < deps.maxAttempts) {
       // An unexpected error (database or file hiccup): try again shortly under a new job.
       const next = jobIdFor(row.id, row.attempts + 1);
-      const moved = await deps.db.query(`UPDATE reports SET status = 'pending', job_id = $2, heartbeat_at = NULL, updated_at = now() WHERE id = $1 AND status = 'processing' RETURNING id`, [row.id, next]);
-      if (moved.length) await deps.queues.enqueue(REPORT_QUEUE, { report_id: row.id }, { jobId: next, delayMs: 1000 * row.attempts });
+      const moved = await deps.db.query(
+        `UPDATE reports SET status = 'pending', job_id = $2, heartbeat_at = NULL, updated_at = now() WHERE id = $1 AND status = 'processing' RETURNING id`,
+        [row.id, next],
+      );
+      if (moved.length)
+        await deps.queues.enqueue(REPORT_QUEUE, { report_id: row.id }, { jobId: next, delayMs: 1000 * row.attempts });
       return;
     }
     await fail(deps, row, `generation failed after ${row.attempts} attempts: ${message}`);
@@ -121,7 +145,11 @@ export async function sweepStalledReports(deps: ReportDeps): Promise<number> {
   for (const r of stale) {
     if (r.job_id && (await deps.queues.pending(REPORT_QUEUE, r.job_id))) continue;
     if (r.attempts >= deps.maxAttempts) {
-      await fail(deps, r, `generation was interrupted ${r.attempts} times (the worker stopped before finishing); request the report again`);
+      await fail(
+        deps,
+        r,
+        `generation was interrupted ${r.attempts} times (the worker stopped before finishing); request the report again`,
+      );
     } else {
       const next = jobIdFor(r.id, r.attempts + 1);
       const hit = await deps.db.query(
@@ -137,13 +165,16 @@ export async function sweepStalledReports(deps: ReportDeps): Promise<number> {
 
 export function startReportSweeper(deps: ReportDeps, onError: (err: unknown) => void): () => void {
   let running = false;
-  const t = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepStalledReports(deps)
-      .catch(onError)
-      .finally(() => (running = false));
-  }, Math.max(200, Math.min(30_000, Math.floor(deps.stallMs / 2))));
+  const t = setInterval(
+    () => {
+      if (running) return;
+      running = true;
+      sweepStalledReports(deps)
+        .catch(onError)
+        .finally(() => (running = false));
+    },
+    Math.max(200, Math.min(30_000, Math.floor(deps.stallMs / 2))),
+  );
   t.unref();
   return () => clearInterval(t);
 }

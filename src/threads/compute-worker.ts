@@ -13,11 +13,27 @@ import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
 import { Kernel } from '../compute/kernel-host.js';
-import type { CoverageResult, CoverageTask as AnyCoverageTask, FieldIndexResult, FieldIndexTask as AnyFieldIndexTask, GzipTask, IndexResult, IndexTask, InspectTask as AnyInspectTask, PingTask } from '../compute/tasks.js';
+import type {
+  CoverageResult,
+  CoverageTask as AnyCoverageTask,
+  FieldIndexResult,
+  FieldIndexTask as AnyFieldIndexTask,
+  GzipTask,
+  IndexResult,
+  IndexTask,
+  InspectTask as AnyInspectTask,
+  PingTask,
+} from '../compute/tasks.js';
 import type { Boundary } from '../fields/boundary.js';
 // The readers themselves, not the imagery entry: a thread loads no service, database or HTTP code.
 import { inspectCapture } from '../imagery/inspect.js';
-import { coverageBands, readFieldWindow, type CaptureBand, type CaptureSource, type FieldWindow } from '../imagery/window-reader.js';
+import {
+  coverageBands,
+  readFieldWindow,
+  type CaptureBand,
+  type CaptureSource,
+  type FieldWindow,
+} from '../imagery/window-reader.js';
 import { registerFastDecoders } from '../imagery/decoders.js';
 import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
 import { pixelGeoJson } from '../imagery/pixel-geojson.js';
@@ -33,14 +49,21 @@ registerFastDecoders();
 // something wakes. Nice 19 where chrt (util-linux) is missing: also per thread on Linux.
 if ((workerData as { background?: boolean } | undefined)?.background && process.platform === 'linux') {
   try {
-    execFileSync('chrt', ['--idle', '-p', '0', readlinkSync('/proc/thread-self').split('/').pop()!], { stdio: 'ignore' });
+    execFileSync('chrt', ['--idle', '-p', '0', readlinkSync('/proc/thread-self').split('/').pop()!], {
+      stdio: 'ignore',
+    });
   } catch {
     os.setPriority(19);
   }
 }
 
 /** The field window, from the cache when this thread read it before. */
-async function windowFor(capture: FieldIndexTask['capture'], boundary: FieldIndexTask['boundary'], bands: CaptureBand[], roots: string[]): Promise<FieldWindow> {
+async function windowFor(
+  capture: FieldIndexTask['capture'],
+  boundary: FieldIndexTask['boundary'],
+  bands: CaptureBand[],
+  roots: string[],
+): Promise<FieldWindow> {
   const key = windowKey(capture, boundary, bands);
   const hit = getWindow(key);
   if (hit) return hit;
@@ -54,14 +77,22 @@ const kernel = new Kernel();
 function warmUp(): void {
   const n = 1 << 16;
   // NDVI and EVI through the per-formula JIT; a formula with log through the interpreter
-  const programs = [compileFormula('(B08 - B04) / (B08 + B04)'), compileFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'), compileFormula('log(B08) - B04')];
+  const programs = [
+    compileFormula('(B08 - B04) / (B08 + B04)'),
+    compileFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'),
+    compileFormula('log(B08) - B04'),
+  ];
   // Sentinel-2 L2A before and since processing baseline 04.00 (offset 0 and −0.1), with and without
   // a mask (field windows have one): the JIT compiles a module per band layout, so the common ones
   // are compiled and optimised here
   for (const p of programs) {
     for (const offset of [0, -0.1]) {
       for (const mask of [false, true]) {
-        const prep = kernel.prepare(n, p.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })), { mask });
+        const prep = kernel.prepare(
+          n,
+          p.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset })),
+          { mask },
+        );
         prep.bands.forEach((b, j) => {
           for (let i = 0; i < n; i++) b[i] = 500 + ((i * (7 + j)) % 4000);
         });
@@ -77,7 +108,11 @@ warmUp();
 function runIndex(t: IndexTask): IndexResult {
   const started = performance.now();
   const n = t.bands[0]?.data.length ?? t.mask?.length ?? 0;
-  const prep = kernel.prepare(n, t.bands.map(({ data: _d, ...spec }) => spec), { mask: !!t.mask });
+  const prep = kernel.prepare(
+    n,
+    t.bands.map(({ data: _d, ...spec }) => spec),
+    { mask: !!t.mask },
+  );
   t.bands.forEach((b, i) => {
     if (b.data.length !== n) throw new Error(`band ${i} has ${b.data.length} pixels, expected ${n}`);
     prep.bands[i]!.set(b.data as never);
@@ -105,22 +140,35 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   const read = t.program.bands.length ? (t.program.bands as CaptureBand[]) : coverageBands(t.capture);
   const win = await windowFor(t.capture, t.boundary, read, t.roots);
   const n = win.width * win.height;
-  const prep = kernel.prepare(n, t.program.bands.map((b) => {
-    const wb = win.bands[b as CaptureBand]!;
-    return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
-  }), { mask: true });
+  const prep = kernel.prepare(
+    n,
+    t.program.bands.map((b) => {
+      const wb = win.bands[b as CaptureBand]!;
+      return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
+    }),
+    { mask: true },
+  );
   for (const [j, b] of t.program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
   const stats = kernel.run(t.program);
   const result: FieldIndexResult = {
     stats,
     kernelMs: 0,
-    window: { width: win.width, height: win.height, epsg: win.epsg, originX: win.originX, originY: win.originY, resX: win.resX, resY: win.resY },
+    window: {
+      width: win.width,
+      height: win.height,
+      epsg: win.epsg,
+      originX: win.originX,
+      originY: win.originY,
+      resX: win.resX,
+      resY: win.resY,
+    },
     fieldPixels: win.fieldPixels,
     validPixels: win.validPixels,
   };
   if (t.orderStats) result.order = kernel.orderStats();
-  if (t.geojson) result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
+  if (t.geojson)
+    result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
   else if (t.values) {
     result.values = kernel.copyValues(new Float32Array(n));
     result.inside = win.inside.slice(); // transferred back: the cached window keeps its own
@@ -139,7 +187,9 @@ class Movable {
   constructor(private readonly value: IndexResult) {}
   get [transferableSymbol](): ArrayBuffer[] {
     const v = this.value as FieldIndexResult;
-    return [v.values?.buffer, v.histogram?.buffer, v.inside?.buffer, v.geojson?.buffer].filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
+    return [v.values?.buffer, v.histogram?.buffer, v.inside?.buffer, v.geojson?.buffer].filter(
+      (b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i,
+    );
   }
   get [valueSymbol](): IndexResult {
     return this.value;

@@ -49,14 +49,24 @@ function prepareDispatch(deps: WebhookDeps, d: Claimed): PendingDispatch {
   // The stored text, signed and sent as its UTF-8 bytes (HMAC.update and the request both encode
   // a string as UTF-8): the signature covers exactly the bytes on the wire.
   const body = d.body;
-  const headers = signDelivery({ secret: openSecret(deps.box, d.secret_sealed), event: d.event_type, deliveryId: d.id, rawBody: body });
+  const headers = signDelivery({
+    secret: openSecret(deps.box, d.secret_sealed),
+    event: d.event_type,
+    deliveryId: d.id,
+    rawBody: body,
+  });
   return { url: d.url, body, headers: headers as unknown as Record<string, string> };
 }
 
 /** call: sends the request. */
 async function makeHttpCall(deps: WebhookDeps, d: Claimed, p: PendingDispatch): Promise<CompletedDispatch> {
   const attemptedAt = new Date();
-  const r = await postJson(p.url, p.body, p.headers, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca, cacheResolution: true });
+  const r = await postJson(p.url, p.body, p.headers, {
+    timeoutMs: deps.timeoutMs,
+    allowPrivateNetworks: deps.allowPrivateNetworks,
+    ca: deps.ca,
+    cacheResolution: true,
+  });
   return { d, r, attemptedAt };
 }
 
@@ -82,22 +92,39 @@ function retryPlan(deps: WebhookDeps, d: Claimed, r: PostResult, attempt: number
 }
 
 /** handle: records the attempt, then its outcome. */
-export async function handleDispatch(deps: WebhookDeps, w: Worker, { d, r, attemptedAt }: CompletedDispatch): Promise<AttemptOutcome> {
+export async function handleDispatch(
+  deps: WebhookDeps,
+  w: Worker,
+  { d, r, attemptedAt }: CompletedDispatch,
+): Promise<AttemptOutcome> {
   const attempt = d.attempt_count + 1;
   webhookAttemptDuration.observe({ result: r.ok ? 'ok' : 'error' }, r.latencyMs / 1000);
   if (r.ok) webhookDeliveryLag.observe((Date.now() - new Date(d.created_at).getTime()) / 1000);
   const plan = retryPlan(deps, d, r, attempt);
   const row: AttemptRow = {
-    id: d.id, webhook_id: d.webhook_id, attempt, attempted_at: attemptedAt, status_code: r.status ?? null, error: errorText(r),
-    latency_ms: r.latencyMs, first_attempt_at: d.first_attempt_at ?? attemptedAt, ok: r.ok,
-    next_attempt_at: plan.retry ? new Date(Date.now() + plan.delay) : null, job_id: plan.jobId,
+    id: d.id,
+    webhook_id: d.webhook_id,
+    attempt,
+    attempted_at: attemptedAt,
+    status_code: r.status ?? null,
+    error: errorText(r),
+    latency_ms: r.latencyMs,
+    first_attempt_at: d.first_attempt_at ?? attemptedAt,
+    ok: r.ok,
+    next_attempt_at: plan.retry ? new Date(Date.now() + plan.delay) : null,
+    job_id: plan.jobId,
   };
   const disabled = await w.records.add(row);
   if (r.ok) return 'succeeded';
   return handleFailedDispatch(deps, d, plan, disabled);
 }
 
-async function handleFailedDispatch(deps: WebhookDeps, d: Claimed, plan: RetryPlan, disabled: boolean): Promise<AttemptOutcome> {
+async function handleFailedDispatch(
+  deps: WebhookDeps,
+  d: Claimed,
+  plan: RetryPlan,
+  disabled: boolean,
+): Promise<AttemptOutcome> {
   // Disabled (by this failure or before it was recorded): the delivery was cancelled with the
   // webhook's other pending ones; no retry job.
   if (disabled) return 'webhook_disabled';

@@ -47,7 +47,11 @@ export async function claim(db: Database, ids: string[], leaseMs: number): Promi
  * made (its exact expiry is the token): one that lapsed and was taken by a queue job meanwhile
  * stays with that job. Returns each item's new expiry, or null.
  */
-export async function renewClaims(db: Database, items: Array<{ id: string; token: Date }>, leaseMs: number): Promise<Array<Date | null>> {
+export async function renewClaims(
+  db: Database,
+  items: Array<{ id: string; token: Date }>,
+  leaseMs: number,
+): Promise<Array<Date | null>> {
   const rows = await db.query<{ id: string; claimed_until: Date }>(
     `UPDATE deliveries d SET claimed_until = date_trunc('milliseconds', now()) + ($3 || ' milliseconds')::interval
        FROM unnest($1::text[], $2::timestamptz[]) AS u(id, token), webhooks w

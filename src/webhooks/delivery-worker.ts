@@ -11,7 +11,14 @@ import { Batcher } from '../platform/batcher.js';
 import { backendUnavailable } from '../platform/http/problems.js';
 import { keyedLimit, type KeyedLimit, limit, type Limit } from '../platform/limit.js';
 import {
-  type AttemptRow, claim, type Claimed, DISABLE_AFTER_FAILURES, disableFailing, recordAttempts, releaseClaims, renewClaims,
+  type AttemptRow,
+  claim,
+  type Claimed,
+  DISABLE_AFTER_FAILURES,
+  disableFailing,
+  recordAttempts,
+  releaseClaims,
+  renewClaims,
 } from './delivery-store.js';
 import { CONNECTIONS_PER_ENDPOINT } from './outbound.js';
 import type { WebhookDeps } from './service.js';

@@ -127,9 +127,15 @@ export function directSink(deps: WebhookDeps, onError: (err: unknown) => void = 
       waiting.clear();
       directSinks.delete(gauge);
       if (!back.length) return;
-      await deps.db.query(`UPDATE deliveries SET claimed_until = NULL WHERE id = ANY($1) AND status = 'pending'`, [back]);
+      await deps.db.query(`UPDATE deliveries SET claimed_until = NULL WHERE id = ANY($1) AND status = 'pending'`, [
+        back,
+      ]);
       const stamp = Date.now();
-      await enqueueDeliveries(deps.db, deps.queues, back.map((id) => ({ deliveryIds: [id], jobId: `${jobIdFor(id, 1)}.handback${stamp}` })));
+      await enqueueDeliveries(
+        deps.db,
+        deps.queues,
+        back.map((id) => ({ deliveryIds: [id], jobId: `${jobIdFor(id, 1)}.handback${stamp}` })),
+      );
     },
   };
 }

@@ -46,19 +46,45 @@ export async function dispatchBatch(
       [limit, String(direct?.leaseMs ?? 0)],
       { prepare: true },
     );
-    if (!events.length) return { events: 0, jobs: [] as Array<{ deliveryIds: string[]; jobId: string }>, direct: [] as Claimed[], token: null };
+    if (!events.length)
+      return {
+        events: 0,
+        jobs: [] as Array<{ deliveryIds: string[]; jobId: string }>,
+        direct: [] as Claimed[],
+        token: null,
+      };
     events.sort((a, b) => a.seq - b.seq);
     // The claim of the direct deliveries; exact to the millisecond, so it survives the round trip
     // as a Date and identifies the claim later (renewal).
     const token = events[0]!.lease_until;
     const accounts = [...new Set(events.map((e) => e.account_id))];
-    const hooks = await tx.query<{ id: string; account_id: string; events: string[]; url: string; secret_sealed: string }>(
+    const hooks = await tx.query<{
+      id: string;
+      account_id: string;
+      events: string[];
+      url: string;
+      secret_sealed: string;
+    }>(
       `SELECT id, account_id, events, url, secret_sealed FROM webhooks WHERE status = 'active' AND account_id = ANY($1) ORDER BY id`,
       [accounts],
       { prepare: true },
     );
-    const cols: { id: string[]; webhook: string[]; account: string[]; event: string[]; type: string[]; body: string[]; job: (string | null)[] } = {
-      id: [], webhook: [], account: [], event: [], type: [], body: [], job: [],
+    const cols: {
+      id: string[];
+      webhook: string[];
+      account: string[];
+      event: string[];
+      type: string[];
+      body: string[];
+      job: (string | null)[];
+    } = {
+      id: [],
+      webhook: [],
+      account: [],
+      event: [],
+      type: [],
+      body: [],
+      job: [],
     };
     const jobs: Array<{ deliveryIds: string[]; jobId: string }> = [];
     const handed: Claimed[] = [];
@@ -86,8 +112,17 @@ export async function dispatchBatch(
           room--;
           cols.job.push(null);
           handed.push({
-            id, webhook_id: h.id, event_type: e.type, body, attempt_count: 0, cycle_base: 0, first_attempt_at: null,
-            url: h.url, secret_sealed: h.secret_sealed, webhook_status: 'active', created_at: now,
+            id,
+            webhook_id: h.id,
+            event_type: e.type,
+            body,
+            attempt_count: 0,
+            cycle_base: 0,
+            first_attempt_at: null,
+            url: h.url,
+            secret_sealed: h.secret_sealed,
+            webhook_status: 'active',
+            created_at: now,
           });
           continue;
         }
@@ -116,7 +151,12 @@ export async function dispatchBatch(
       );
       if (handed.length && rows.length < cols.id.length) inserted = new Set(rows.map((r) => r.id));
     }
-    return { events: events.length, jobs, direct: inserted ? handed.filter((d) => inserted!.has(d.id)) : handed, token };
+    return {
+      events: events.length,
+      jobs,
+      direct: inserted ? handed.filter((d) => inserted!.has(d.id)) : handed,
+      token,
+    };
   });
   if (direct && created.direct.length) direct.deliver(created.direct, created.token!, t0 + direct.leaseMs);
   await enqueueDeliveries(db, queues, created.jobs, true);
@@ -135,7 +175,12 @@ export async function dispatchBatch(
  * carries the sweep time so that a finished job with the usual id cannot swallow it; the claim keeps
  * a duplicate job from sending twice.
  */
-export async function sweepOverdue(db: Database, queues: DeliveryQueue, graceMs = 60_000, limit = 1000): Promise<number> {
+export async function sweepOverdue(
+  db: Database,
+  queues: DeliveryQueue,
+  graceMs = 60_000,
+  limit = 1000,
+): Promise<number> {
   const rows = await db.query<{ id: string; attempt_count: number; job_id: string | null }>(
     `SELECT d.id, d.attempt_count, d.job_id FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id
       WHERE d.status = 'pending' AND w.status = 'active'
@@ -175,7 +220,14 @@ export class Dispatcher {
   constructor(
     private readonly db: Database,
     private readonly queues: DeliveryQueue,
-    private readonly opts: { pollMs?: number; sweepMs?: number; sweepGraceMs?: number; batchSize?: number; direct?: DirectSink; onError?: (err: unknown) => void } = {},
+    private readonly opts: {
+      pollMs?: number;
+      sweepMs?: number;
+      sweepGraceMs?: number;
+      batchSize?: number;
+      direct?: DirectSink;
+      onError?: (err: unknown) => void;
+    } = {},
   ) {}
 
   /** Deliveries per event in the last batch (a first guess before any). */
@@ -247,7 +299,7 @@ export class Dispatcher {
     if (this.stopped) return;
     const more = busy || this.again;
     this.again = false;
-    this.schedule(more ? 0 : this.opts.pollMs ?? 250);
+    this.schedule(more ? 0 : (this.opts.pollMs ?? 250));
   }
 
   async stop(): Promise<void> {

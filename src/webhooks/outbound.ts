@@ -60,7 +60,11 @@ export function clearResolveCache(): void {
  * resolveTarget with the cache above. Registration and URL changes use resolveTarget itself, so
  * that a new URL is always looked up afresh.
  */
-export async function resolveTargetCached(rawUrl: string, allowPrivate: boolean, now = Date.now()): Promise<ResolvedTarget & { at: number }> {
+export async function resolveTargetCached(
+  rawUrl: string,
+  allowPrivate: boolean,
+  now = Date.now(),
+): Promise<ResolvedTarget & { at: number }> {
   const url = checkUrl(rawUrl);
   const key = `${allowPrivate ? 1 : 0}|${url.hostname}`;
   const hit = resolved.get(key);
@@ -75,7 +79,11 @@ export async function resolveTargetCached(rawUrl: string, allowPrivate: boolean,
  * Validates the URL (https only, no credentials) and resolves it, every address checked (see
  * platform/net/address.ts); throws OutboundError. `lookup` replaces the system resolver (tests).
  */
-export async function resolveTarget(rawUrl: string, allowPrivate: boolean, lookup: HostLookup = systemLookup): Promise<ResolvedTarget> {
+export async function resolveTarget(
+  rawUrl: string,
+  allowPrivate: boolean,
+  lookup: HostLookup = systemLookup,
+): Promise<ResolvedTarget> {
   const url = checkUrl(rawUrl);
   try {
     return { url, addresses: await resolvePublic(url.hostname, allowPrivate, lookup) };
@@ -99,7 +107,10 @@ function checkUrl(rawUrl: string): URL {
 }
 
 export class OutboundError extends Error {
-  constructor(readonly kind: OutboundErrorKind, message: string) {
+  constructor(
+    readonly kind: OutboundErrorKind,
+    message: string,
+  ) {
     super(message);
     this.name = 'OutboundError';
   }
@@ -107,10 +118,16 @@ export class OutboundError extends Error {
 
 function classify(err: NodeJS.ErrnoException): { kind: OutboundErrorKind; message: string } {
   const code = err.code ?? '';
-  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code === 'EPROTO' || /certificate|SSL|TLS/i.test(err.message)) {
+  if (
+    code.startsWith('ERR_TLS') ||
+    code.includes('CERT') ||
+    code === 'EPROTO' ||
+    /certificate|SSL|TLS/i.test(err.message)
+  ) {
     return { kind: 'tls', message: `TLS handshake failed: ${code || err.message}` };
   }
-  if (['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'].includes(code)) return { kind: 'connect', message: `connection failed: ${code}` };
+  if (['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'].includes(code))
+    return { kind: 'connect', message: `connection failed: ${code}` };
   return { kind: 'network', message: err.message };
 }
 
@@ -137,7 +154,9 @@ async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], ca
     const hit = targets.get(key);
     if (hit && now - hit.at < RESOLVE_TTL_MS) return hit;
   }
-  const target = cache ? await resolveTargetCached(rawUrl, allowPrivate, now) : { ...(await resolveTarget(rawUrl, allowPrivate)), at: now };
+  const target = cache
+    ? await resolveTargetCached(rawUrl, allowPrivate, now)
+    : { ...(await resolveTarget(rawUrl, allowPrivate)), at: now };
   const chosen = target.addresses[0]!;
   const agent = pinnedAgent(target.url, chosen, ca, CONNECTIONS_PER_ENDPOINT);
   const t: Target = {
@@ -164,16 +183,30 @@ async function targetFor(rawUrl: string, allowPrivate: boolean, ca: string[], ca
  * `body`: the exact bytes, or a string sent as its UTF-8 bytes. A string goes out in the same
  * write (one TLS record) as the request head; a Buffer makes Node write the two separately.
  */
-export async function postJson(rawUrl: string, body: Buffer | string, headers: Record<string, string>, opts: OutboundOptions = {}): Promise<PostResult> {
+export async function postJson(
+  rawUrl: string,
+  body: Buffer | string,
+  headers: Record<string, string>,
+  opts: OutboundOptions = {},
+): Promise<PostResult> {
   const timeoutMs = opts.timeoutMs ?? 5000;
   const maxBytes = opts.maxResponseBytes ?? 65_536;
   const started = performance.now();
   let target: Target;
   try {
-    target = await targetFor(rawUrl, opts.allowPrivateNetworks ?? false, opts.ca ?? trustedCas(), opts.cacheResolution ?? false);
+    target = await targetFor(
+      rawUrl,
+      opts.allowPrivateNetworks ?? false,
+      opts.ca ?? trustedCas(),
+      opts.cacheResolution ?? false,
+    );
   } catch (err) {
     const e = err as OutboundError;
-    return { ok: false, error: { kind: e.kind ?? 'network', message: e.message }, latencyMs: performance.now() - started };
+    return {
+      ok: false,
+      error: { kind: e.kind ?? 'network', message: e.message },
+      latencyMs: performance.now() - started,
+    };
   }
   const address = target.address;
   return new Promise<PostResult>((resolve) => {
@@ -184,20 +217,30 @@ export async function postJson(rawUrl: string, body: Buffer | string, headers: R
       clearTimeout(timer);
       resolve({ ...r, latencyMs: performance.now() - started, address });
     };
-    const req = https.request({ ...target.options, headers: { ...headers, 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length), 'user-agent': USER_AGENT } }, (res) => {
-      let read = 0;
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
-      });
-      const done = () => {
-        const status = res.statusCode ?? 0;
-        finish({ ok: status >= 200 && status < 300, status });
-      };
-      res.on('end', done);
-      res.on('close', done);
-      res.on('error', done);
-    });
+    const req = https.request(
+      {
+        ...target.options,
+        headers: {
+          ...headers,
+          'content-length': String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length),
+          'user-agent': USER_AGENT,
+        },
+      },
+      (res) => {
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
+        });
+        const done = () => {
+          const status = res.statusCode ?? 0;
+          finish({ ok: status >= 200 && status < 300, status });
+        };
+        res.on('end', done);
+        res.on('close', done);
+        res.on('error', done);
+      },
+    );
     const timer = setTimeout(() => {
       finish({ ok: false, error: { kind: 'timeout', message: `no complete response within ${timeoutMs} ms` } });
       req.destroy();

@@ -96,7 +96,9 @@ export function resolveSecretKeys(s: SecretKeySource): SecretKeys {
  * Returns the counts; secrets no key opens are left as they are (and counted).
  */
 export async function resealWebhookSecrets(db: Sql, box: SecretBox): Promise<{ resealed: number; unreadable: number }> {
-  const rows = await db.query<{ id: string; secret_sealed: string }>('SELECT id, secret_sealed FROM webhooks ORDER BY id');
+  const rows = await db.query<{ id: string; secret_sealed: string }>(
+    'SELECT id, secret_sealed FROM webhooks ORDER BY id',
+  );
   let resealed = 0;
   let unreadable = 0;
   for (const row of rows) {
@@ -108,7 +110,10 @@ export async function resealWebhookSecrets(db: Sql, box: SecretBox): Promise<{ r
       unreadable++;
       continue;
     }
-    const done = await db.query('UPDATE webhooks SET secret_sealed = $1 WHERE id = $2 AND secret_sealed = $3 RETURNING id', [box.seal(plain), row.id, row.secret_sealed]);
+    const done = await db.query(
+      'UPDATE webhooks SET secret_sealed = $1 WHERE id = $2 AND secret_sealed = $3 RETURNING id',
+      [box.seal(plain), row.id, row.secret_sealed],
+    );
     resealed += done.length;
   }
   return { resealed, unreadable };

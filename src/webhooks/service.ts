@@ -15,13 +15,22 @@ import { generateSecret, signDelivery, type SecretBox } from './signing.js';
 /** The part of the job queues webhooks use (structural, so any backend fits). */
 export interface DeliveryQueue {
   enqueue<T>(queue: string, data: T, opts?: { delayMs?: number; jobId?: string }): Promise<string>;
-  enqueueMany<T>(queue: string, jobs: Array<{ data: T; opts?: { delayMs?: number; jobId?: string } }>): Promise<string[]>;
+  enqueueMany<T>(
+    queue: string,
+    jobs: Array<{ data: T; opts?: { delayMs?: number; jobId?: string } }>,
+  ): Promise<string[]>;
   remove(queue: string, jobId: string): Promise<boolean>;
   pending(queue: string, jobId: string): Promise<boolean>;
 }
 
 /** Queues the next attempt of a delivery and remembers the job, for the sweeper. */
-export async function enqueueDelivery(db: { query: Database['query'] }, queues: DeliveryQueue, deliveryId: string, jobId: string, delayMs = 0): Promise<void> {
+export async function enqueueDelivery(
+  db: { query: Database['query'] },
+  queues: DeliveryQueue,
+  deliveryId: string,
+  jobId: string,
+  delayMs = 0,
+): Promise<void> {
   await queues.enqueue(WEBHOOK_QUEUE, { delivery_id: deliveryId }, { jobId, delayMs });
   await db.query('UPDATE deliveries SET job_id = $2 WHERE id = $1', [deliveryId, jobId]);
 }
@@ -39,12 +48,18 @@ export async function enqueueDeliveries(
   if (!jobs.length) return;
   await queues.enqueueMany(
     WEBHOOK_QUEUE,
-    jobs.map((j) => ({ data: j.deliveryIds.length === 1 ? { delivery_id: j.deliveryIds[0]! } : { delivery_ids: j.deliveryIds }, opts: { jobId: j.jobId, delayMs: j.delayMs ?? 0 } })),
+    jobs.map((j) => ({
+      data: j.deliveryIds.length === 1 ? { delivery_id: j.deliveryIds[0]! } : { delivery_ids: j.deliveryIds },
+      opts: { jobId: j.jobId, delayMs: j.delayMs ?? 0 },
+    })),
   );
   if (recorded) return;
   const ids = jobs.flatMap((j) => j.deliveryIds);
   const jobIds = jobs.flatMap((j) => j.deliveryIds.map(() => j.jobId));
-  await db.query('UPDATE deliveries d SET job_id = u.job_id FROM unnest($1::text[], $2::text[]) AS u(id, job_id) WHERE d.id = u.id', [ids, jobIds]);
+  await db.query(
+    'UPDATE deliveries d SET job_id = u.job_id FROM unnest($1::text[], $2::text[]) AS u(id, job_id) WHERE d.id = u.id',
+    [ids, jobIds],
+  );
 }
 
 export const WEBHOOK_QUEUE = 'webhooks';
@@ -95,10 +110,15 @@ function checkEvents(events: string[], path: string): void {
   const issues: FieldIssue[] = [];
   events.forEach((e, i) => {
     if (e !== '*' && !(SUBSCRIBABLE as readonly string[]).includes(e)) {
-      issues.push({ path: `${path}/${i}`, code: 'unknown_event', message: `"${e}" is not an event type; use one of ${SUBSCRIBABLE.join(', ')} or *` });
+      issues.push({
+        path: `${path}/${i}`,
+        code: 'unknown_event',
+        message: `"${e}" is not an event type; use one of ${SUBSCRIBABLE.join(', ')} or *`,
+      });
     }
   });
-  if (issues.length) throw new AppError('validation_failed', issues.map((i) => i.message).join('; '), { errors: issues });
+  if (issues.length)
+    throw new AppError('validation_failed', issues.map((i) => i.message).join('; '), { errors: issues });
 }
 
 async function checkUrl(url: string, allowPrivate: boolean, path: string): Promise<void> {
@@ -131,28 +151,46 @@ function describeFailure(r: PostResult, timeoutMs: number): string {
 async function testEndpoint(deps: WebhookDeps, url: string, secret: string): Promise<void> {
   const deliveryId = newId('dlv');
   const raw = Buffer.from(
-    JSON.stringify({ event: 'webhook.test', timestamp: new Date().toISOString(), data: { challenge: randomBytes(24).toString('base64url') } }),
+    JSON.stringify({
+      event: 'webhook.test',
+      timestamp: new Date().toISOString(),
+      data: { challenge: randomBytes(24).toString('base64url') },
+    }),
   );
   const headers = signDelivery({ secret, event: 'webhook.test', deliveryId, rawBody: raw });
-  const r = await postJson(url, raw, { ...headers }, { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca });
+  const r = await postJson(
+    url,
+    raw,
+    { ...headers },
+    { timeoutMs: deps.timeoutMs, allowPrivateNetworks: deps.allowPrivateNetworks, ca: deps.ca },
+  );
   if (r.ok && r.status === 200) return;
-  throw new AppError('webhook_test_failed', `The webhook.test delivery failed: ${describeFailure(r, deps.timeoutMs)}. Nothing was stored.`, {
-    extra: {
-      test_delivery: {
-        status_code: r.status ?? null,
-        error: r.error?.kind ?? (r.ok ? 'non_200_status' : 'http_status'),
-        latency_ms: Math.round(r.latencyMs),
+  throw new AppError(
+    'webhook_test_failed',
+    `The webhook.test delivery failed: ${describeFailure(r, deps.timeoutMs)}. Nothing was stored.`,
+    {
+      extra: {
+        test_delivery: {
+          status_code: r.status ?? null,
+          error: r.error?.kind ?? (r.ok ? 'non_200_status' : 'http_status'),
+          latency_ms: Math.round(r.latencyMs),
+        },
       },
     },
-  });
+  );
 }
 
 export async function createWebhook(deps: WebhookDeps, accountId: string, input: WebhookCreate): Promise<Webhook> {
   checkEvents(input.events, '/body/events');
   await checkUrl(input.url, deps.allowPrivateNetworks, '/body/url');
-  const [{ n }] = (await deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1', [accountId])) as [{ n: number }];
+  const [{ n }] = (await deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1', [
+    accountId,
+  ])) as [{ n: number }];
   if (n >= deps.maxPerAccount) {
-    throw new AppError('webhook_limit_reached', `An account may register at most ${deps.maxPerAccount} webhooks; delete one first`);
+    throw new AppError(
+      'webhook_limit_reached',
+      `An account may register at most ${deps.maxPerAccount} webhooks; delete one first`,
+    );
   }
   const generated = input.secret === undefined;
   const secret = input.secret ?? generateSecret();
@@ -166,13 +204,22 @@ export async function createWebhook(deps: WebhookDeps, accountId: string, input:
 }
 
 export async function getWebhook(db: Database, accountId: string, id: string): Promise<Webhook> {
-  const rows = await db.query<WebhookRow>(`SELECT ${COLUMNS} FROM webhooks WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  const rows = await db.query<WebhookRow>(`SELECT ${COLUMNS} FROM webhooks WHERE id = $1 AND account_id = $2`, [
+    id,
+    accountId,
+  ]);
   if (!rows[0]) throw notFound('Webhook', id);
   return toWebhook(rows[0]);
 }
 
-export async function listWebhooks(db: Database, accountId: string, q: { page: number; per_page: number }): Promise<{ data: Webhook[]; total: number }> {
-  const [{ n }] = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1', [accountId])) as [{ n: number }];
+export async function listWebhooks(
+  db: Database,
+  accountId: string,
+  q: { page: number; per_page: number },
+): Promise<{ data: Webhook[]; total: number }> {
+  const [{ n }] = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1', [
+    accountId,
+  ])) as [{ n: number }];
   const rows = await db.query<WebhookRow>(
     `SELECT ${COLUMNS} FROM webhooks WHERE account_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`,
     [accountId, q.per_page, (q.page - 1) * q.per_page],
@@ -185,10 +232,17 @@ export async function listWebhooks(db: Database, accountId: string, q: { page: n
  * its test); with `replay: true` the deliveries stopped or failed while it was disabled are queued
  * again. A new url is tested like at registration before anything is changed.
  */
-export async function updateWebhook(deps: WebhookDeps, accountId: string, id: string, patch: WebhookPatch): Promise<Webhook> {
+export async function updateWebhook(
+  deps: WebhookDeps,
+  accountId: string,
+  id: string,
+  patch: WebhookPatch,
+): Promise<Webhook> {
   if (patch.events) checkEvents(patch.events, '/body/events');
   if (patch.replay && patch.status !== 'active') {
-    throw new AppError('validation_failed', 'replay goes with status: active', { errors: [{ path: '/body/replay', code: 'requires_status_active', message: 'replay goes with status: active' }] });
+    throw new AppError('validation_failed', 'replay goes with status: active', {
+      errors: [{ path: '/body/replay', code: 'requires_status_active', message: 'replay goes with status: active' }],
+    });
   }
   const current = await deps.db.query<WebhookRow & { secret_sealed: string; disabled_at: Date | null }>(
     `SELECT ${COLUMNS}, secret_sealed, disabled_at FROM webhooks WHERE id = $1 AND account_id = $2`,
@@ -227,11 +281,19 @@ export async function updateWebhook(deps: WebhookDeps, accountId: string, id: st
     return replay.map((r) => r.id);
   });
   const stamp = Date.now();
-  await enqueueDeliveries(deps.db, deps.queues, replayIds.map((dlv) => ({ deliveryIds: [dlv], jobId: `${dlv}.replay${stamp}` })));
+  await enqueueDeliveries(
+    deps.db,
+    deps.queues,
+    replayIds.map((dlv) => ({ deliveryIds: [dlv], jobId: `${dlv}.replay${stamp}` })),
+  );
   return getWebhook(deps.db, accountId, id);
 }
 
-export async function stopPendingDeliveries(tx: { query: Database['query'] }, webhookId: string, reason: string): Promise<string[]> {
+export async function stopPendingDeliveries(
+  tx: { query: Database['query'] },
+  webhookId: string,
+  reason: string,
+): Promise<string[]> {
   const rows = await tx.query<{ id: string }>(
     `UPDATE deliveries SET status = 'cancelled', stopped_reason = $2, next_attempt_at = NULL, updated_at = now()
       WHERE webhook_id = $1 AND status = 'pending' RETURNING id`,
@@ -243,7 +305,10 @@ export async function stopPendingDeliveries(tx: { query: Database['query'] }, we
 /** Deletes the webhook; its pending deliveries stop at once (cancelled rows, queued jobs removed). */
 export async function deleteWebhook(deps: WebhookDeps, accountId: string, id: string): Promise<void> {
   const pending = await deps.db.transaction(async (tx) => {
-    const hit = await tx.query<{ id: string }>('SELECT id FROM webhooks WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
+    const hit = await tx.query<{ id: string }>('SELECT id FROM webhooks WHERE id = $1 AND account_id = $2 FOR UPDATE', [
+      id,
+      accountId,
+    ]);
     if (!hit[0]) throw notFound('Webhook', id);
     const rows = await tx.query<{ id: string; job_id: string | null }>(
       `SELECT id, job_id FROM deliveries WHERE webhook_id = $1 AND status = 'pending'`,
@@ -254,7 +319,9 @@ export async function deleteWebhook(deps: WebhookDeps, accountId: string, id: st
   });
   // The rows are gone with the webhook, so a job that still runs finds nothing and sends nothing;
   // removing the jobs just keeps the queue clean.
-  await Promise.all(pending.filter((d) => d.job_id).map((d) => deps.queues.remove(WEBHOOK_QUEUE, d.job_id!).catch(() => false)));
+  await Promise.all(
+    pending.filter((d) => d.job_id).map((d) => deps.queues.remove(WEBHOOK_QUEUE, d.job_id!).catch(() => false)),
+  );
 }
 
 export function jobIdFor(deliveryId: string, attempt: number): string {

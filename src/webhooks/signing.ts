@@ -41,7 +41,13 @@ export interface SignedHeaders {
 }
 
 /** `rawBody`: the bytes sent, or a string sent as its UTF-8 bytes (the same bytes are signed). */
-export function signDelivery(opts: { secret: string; event: string; deliveryId: string; rawBody: Buffer | string; now?: Date }): SignedHeaders {
+export function signDelivery(opts: {
+  secret: string;
+  event: string;
+  deliveryId: string;
+  rawBody: Buffer | string;
+  now?: Date;
+}): SignedHeaders {
   const ts = Math.floor((opts.now ?? new Date()).getTime() / 1000);
   return {
     'content-type': 'application/json',

@@ -15,7 +15,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/backends.js';
-import { demoField, devKey, dropRedisPrefix, freePort, privateDatabase, startService, stopService, waitReady, waitUntil, type Service } from '../helpers/processes.js';
+import {
+  demoField,
+  devKey,
+  dropRedisPrefix,
+  freePort,
+  privateDatabase,
+  startService,
+  stopService,
+  waitReady,
+  waitUntil,
+  type Service,
+} from '../helpers/processes.js';
 
 interface Outcome {
   status?: number;
@@ -24,13 +35,28 @@ interface Outcome {
 }
 
 /** One request on a connection of its own; `pauseMs` holds the second half of the body back. */
-function request(port: number, method: string, url: string, key: string, body?: unknown, opts: { pauseMs?: number; onHalf?: () => void; id?: string } = {}): Promise<Outcome> {
+function request(
+  port: number,
+  method: string,
+  url: string,
+  key: string,
+  body?: unknown,
+  opts: { pauseMs?: number; onHalf?: () => void; id?: string } = {},
+): Promise<Outcome> {
   return new Promise((resolve) => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const req = http.request(
       {
-        host: '127.0.0.1', port, method, path: url, agent: false,
-        headers: { authorization: `Bearer ${key}`, ...(opts.id ? { 'x-request-id': opts.id } : {}), ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+        host: '127.0.0.1',
+        port,
+        method,
+        path: url,
+        agent: false,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(opts.id ? { 'x-request-id': opts.id } : {}),
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -61,7 +87,18 @@ function request(port: number, method: string, url: string, key: string, body?: 
 const boundary = (i: number) => {
   const lon = 4.6 + (i % 100) * 0.01;
   const lat = 50.5 + Math.floor(i / 100) * 0.01;
-  return { type: 'Polygon', coordinates: [[[lon, lat], [lon + 0.004, lat], [lon + 0.004, lat + 0.004], [lon, lat + 0.004], [lon, lat]]] };
+  return {
+    type: 'Polygon',
+    coordinates: [
+      [
+        [lon, lat],
+        [lon + 0.004, lat],
+        [lon + 0.004, lat + 0.004],
+        [lon, lat + 0.004],
+        [lon, lat],
+      ],
+    ],
+  };
 };
 
 interface Backend {
@@ -72,20 +109,28 @@ interface Backend {
 const backends: Backend[] = [
   { name: 'the embedded default (PGlite, database queue)', setup: async () => ({ env: {}, cleanup: async () => {} }) },
   ...(TEST_DATABASE_URL && TEST_REDIS_URL
-    ? [{
-        name: 'PostgreSQL and BullMQ on Redis',
-        setup: async () => {
-          const db = await privateDatabase(TEST_DATABASE_URL!);
-          const prefix = uniqueName('sig');
-          return {
-            env: { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL!, QUEUE_PREFIX: prefix, DEV_BOOTSTRAP: 'true', SIGNING_KEY: 'shutdown-test-signing-key-0123456789ab' },
-            cleanup: async () => {
-              await db.drop();
-              await dropRedisPrefix(TEST_REDIS_URL!, prefix);
-            },
-          };
+    ? [
+        {
+          name: 'PostgreSQL and BullMQ on Redis',
+          setup: async () => {
+            const db = await privateDatabase(TEST_DATABASE_URL!);
+            const prefix = uniqueName('sig');
+            return {
+              env: {
+                DATABASE_URL: db.url,
+                REDIS_URL: TEST_REDIS_URL!,
+                QUEUE_PREFIX: prefix,
+                DEV_BOOTSTRAP: 'true',
+                SIGNING_KEY: 'shutdown-test-signing-key-0123456789ab',
+              },
+              cleanup: async () => {
+                await db.drop();
+                await dropRedisPrefix(TEST_REDIS_URL!, prefix);
+              },
+            };
+          },
         },
-      }]
+      ]
     : []),
 ];
 
@@ -103,7 +148,15 @@ describe.each(backends)('SIGTERM during load on $name', (backend) => {
     const setup = await backend.setup();
     cleanup = setup.cleanup;
     const port = await freePort();
-    const env = { ...setup.env, LOG_LEVEL: 'debug', DATA_DIR: dataDir, PORT: String(port), SHUTDOWN_GRACE_MS: '15000', REPORT_CONCURRENCY: '2', RATE_LIMIT_PER_MINUTE: '0' };
+    const env = {
+      ...setup.env,
+      LOG_LEVEL: 'debug',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      SHUTDOWN_GRACE_MS: '15000',
+      REPORT_CONCURRENCY: '2',
+      RATE_LIMIT_PER_MINUTE: '0',
+    };
     svc = startService(env);
     const base = `http://127.0.0.1:${port}`;
     await waitReady(svc, `${base}/readyz`);
@@ -120,7 +173,9 @@ describe.each(backends)('SIGTERM during load on $name', (backend) => {
       while (!stop) {
         const i = n++;
         if (i % 6 === 5) {
-          reports.push(await request(port, 'POST', `/v1/fields/${fieldId}/reports`, key, { type: 'scouting', format: 'json' }));
+          reports.push(
+            await request(port, 'POST', `/v1/fields/${fieldId}/reports`, key, { type: 'scouting', format: 'json' }),
+          );
         } else {
           const name = `load ${i}`;
           const out = await request(port, 'POST', '/v1/fields', key, { name, boundary: boundary(i) });
@@ -134,15 +189,35 @@ describe.each(backends)('SIGTERM during load on $name', (backend) => {
       }
     };
     const loops = Array.from({ length: 6 }, loop);
-    await waitUntil('load under way', () => fields.filter((f) => f.out.status === 201).length >= 30 && reports.length >= 4, 60_000, 20);
+    await waitUntil(
+      'load under way',
+      () => fields.filter((f) => f.out.status === 201).length >= 30 && reports.length >= 4,
+      60_000,
+      20,
+    );
 
     // Requests in flight at the signal: the service has read their headers (its debug log says so,
     // by the request id we gave) and waits for the rest of the body, sent 1.5 s later.
     const tag = uniqueName('slow');
     const slow = Array.from({ length: 3 }, (_, k) =>
-      request(port, 'POST', '/v1/fields', key, { name: `slow ${k}`, boundary: boundary(900 + k) }, { pauseMs: 1500, id: `${tag}-${k}` }),
+      request(
+        port,
+        'POST',
+        '/v1/fields',
+        key,
+        { name: `slow ${k}`, boundary: boundary(900 + k) },
+        { pauseMs: 1500, id: `${tag}-${k}` },
+      ),
     );
-    await waitUntil('the slow requests received', () => [0, 1, 2].every((k) => svc!.output().includes(`"reqId":"${tag}-${k}","method":"POST","path":"/v1/fields","msg":"request received"`)), 10_000, 5);
+    await waitUntil(
+      'the slow requests received',
+      () =>
+        [0, 1, 2].every((k) =>
+          svc!.output().includes(`"reqId":"${tag}-${k}","method":"POST","path":"/v1/fields","msg":"request received"`),
+        ),
+      10_000,
+      5,
+    );
     const signalled = Date.now();
     svc.child.kill('SIGTERM');
     const code = await svc.exited;
@@ -178,10 +253,17 @@ describe.each(backends)('SIGTERM during load on $name', (backend) => {
     // then dropped.
     expect(fields.filter((f) => f.out.status !== 201 && names.has(f.name)).map((f) => f.name)).toEqual([]);
 
-    await waitUntil('every accepted report ready', async () => {
-      const states = await Promise.all(accepted.map(async (r) => (await request(port, 'GET', `/v1/reports/${r.body.id}`, key)).body.status));
-      return states.every((st) => st === 'ready');
-    }, 120_000, 500);
+    await waitUntil(
+      'every accepted report ready',
+      async () => {
+        const states = await Promise.all(
+          accepted.map(async (r) => (await request(port, 'GET', `/v1/reports/${r.body.id}`, key)).body.status),
+        );
+        return states.every((st) => st === 'ready');
+      },
+      120_000,
+      500,
+    );
     expect(await stopService(svc)).toBe(0);
     svc = undefined;
   }, 300_000);

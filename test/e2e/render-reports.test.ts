@@ -20,9 +20,15 @@ describe('render-reports without pdftoppm', () => {
   it('names the package to install and exits 69, with no stack trace', async () => {
     const out = mkdtempSync(path.join(os.tmpdir(), 'rendered-'));
     try {
-      const r = await run(process.execPath, [path.join(packageRoot, 'scripts/render-reports.mjs'), out], { cwd: packageRoot, env: { ...process.env, PATH: bin }, timeout: 240_000 }).catch((e) => e);
+      const r = await run(process.execPath, [path.join(packageRoot, 'scripts/render-reports.mjs'), out], {
+        cwd: packageRoot,
+        env: { ...process.env, PATH: bin },
+        timeout: 240_000,
+      }).catch((e) => e);
       expect(r.code, r.stderr).toBe(69);
-      expect(r.stderr).toMatch(/^render-reports: pdftoppm, which turns the PDF pages into PNG, is not installed \(not found on PATH\)\./);
+      expect(r.stderr).toMatch(
+        /^render-reports: pdftoppm, which turns the PDF pages into PNG, is not installed \(not found on PATH\)\./,
+      );
       expect(r.stderr).toContain('sudo apt-get install poppler-utils');
       expect(r.stderr).toContain('brew install poppler');
       expect(r.stderr).not.toMatch(/\n\s+at |ENOENT|Error:/);

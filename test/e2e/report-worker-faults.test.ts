@@ -44,7 +44,10 @@ interface Child {
 }
 
 function startChild(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/report-worker-child.mjs')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/report-worker-child.mjs')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -55,7 +58,8 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await cond()) return;
-    if (child && child.proc.exitCode !== null) throw new Error(`child exited while waiting for ${what}:\n${child.out()}`);
+    if (child && child.proc.exitCode !== null)
+      throw new Error(`child exited while waiting for ${what}:\n${child.out()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}${child ? `\n${child.out()}` : ''}`);
@@ -76,7 +80,10 @@ describe('embedded default (PGlite data directory): the worker process killed mi
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   /** Requests a report with an api-only service on the data directory, then closes it. */
-  async function requestReport(dataDir: string, env: Record<string, string>): Promise<{ reportId: string; accountId: string }> {
+  async function requestReport(
+    dataDir: string,
+    env: Record<string, string>,
+  ): Promise<{ reportId: string; accountId: string }> {
     const db = await openDatabase({ dataDir });
     await migrate(db);
     const runtime = await openRuntime(loadConfig({ ...env, ROLE: 'api' }), { db, pollMs: 50, log: () => {} });
@@ -85,7 +92,12 @@ describe('embedded default (PGlite data directory): the worker process killed mi
     const { key } = await createApiKey(db, account.id);
     const t = { app, auth: (k = key) => ({ authorization: `Bearer ${k}` }) } as unknown as TestApp;
     const { fieldId } = await seedSeason(t, path.join(dataDir, 'imagery'), { size: 80 });
-    const res = await app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'prescription', format: 'pdf', options: { date: '2025-07-01' } } });
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/fields/${fieldId}/reports`,
+      headers: t.auth(),
+      payload: { type: 'prescription', format: 'pdf', options: { date: '2025-07-01' } },
+    });
     expect(res.statusCode, res.body).toBe(202);
     await app.close();
     await runtime.close();
@@ -109,13 +121,19 @@ describe('embedded default (PGlite data directory): the worker process killed mi
       }
       const db = await openDatabase({ dataDir });
       try {
-        const [mid] = await db.query<{ status: string; attempts: number }>('SELECT status, attempts FROM reports WHERE id = $1', [reportId]);
+        const [mid] = await db.query<{ status: string; attempts: number }>(
+          'SELECT status, attempts FROM reports WHERE id = $1',
+          [reportId],
+        );
         expect(mid).toEqual({ status: 'processing', attempts: 1 });
         const runtime = await openRuntime(loadConfig({ ...env, ROLE: 'all' }), { db, pollMs: 50, log: () => {} });
         try {
           let row: { status: string; attempts: number; error: string | null } | undefined;
           await until('the report to finish', async () => {
-            [row] = await db.query<{ status: string; attempts: number; error: string | null }>('SELECT status, attempts, error FROM reports WHERE id = $1', [reportId]);
+            [row] = await db.query<{ status: string; attempts: number; error: string | null }>(
+              'SELECT status, attempts, error FROM reports WHERE id = $1',
+              [reportId],
+            );
             return row!.status === 'ready' || row!.status === 'failed';
           });
           expect(row!.status).toBe(variant.expect);
@@ -138,45 +156,67 @@ describe('embedded default (PGlite data directory): the worker process killed mi
   }
 });
 
-describe.each(queueBackends.filter((b) => b.db.name === 'postgres'))('$name: the worker process killed mid-generation', (backend) => {
-  let dir: string;
-  let t: TestApp;
-  const prefix = uniqueName('q');
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'rpt-kill-'));
-    t = await buildServiceApp(backend, { env: common(dir, { ROLE: 'api' }), queuePrefix: prefix });
-  }, 120_000);
-  afterAll(async () => {
-    await t?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+describe.each(queueBackends.filter((b) => b.db.name === 'postgres'))(
+  '$name: the worker process killed mid-generation',
+  (backend) => {
+    let dir: string;
+    let t: TestApp;
+    const prefix = uniqueName('q');
+    beforeAll(async () => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'rpt-kill-'));
+      t = await buildServiceApp(backend, { env: common(dir, { ROLE: 'api' }), queuePrefix: prefix });
+    }, 120_000);
+    afterAll(async () => {
+      await t?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
 
-  it('the report is picked up again by another worker and generated once', async () => {
-    const { fieldId } = await seedSeason(t, dir, { size: 80 });
-    const res = await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'seasonal', format: 'pdf' } });
-    expect(res.statusCode).toBe(202);
-    const id = res.json().id;
-    const env = { ...common(dir), DB_URL: backend.db.url!, DB_SCHEMA: t.db.schema, PREFIX: prefix, ...(backend.redisUrl ? { REDIS_URL: backend.redisUrl } : { REDIS_URL: '' }) };
-    const child = startChild(env);
-    try {
-      await until('the child to render the report', () => child.out().includes(`mid ${id}`), 90_000, child);
-    } finally {
-      await kill9(child);
-    }
-    const [mid] = await t.db.query<{ status: string; attempts: number }>('SELECT status, attempts FROM reports WHERE id = $1', [id]);
-    expect(mid).toEqual({ status: 'processing', attempts: 1 });
-    const worker = await openRuntime(loadConfig({ ...common(dir), ROLE: 'worker', ...(backend.redisUrl ? { REDIS_URL: backend.redisUrl } : {}) }), { db: t.db, queuePrefix: prefix, pollMs: 50, log: () => {} });
-    try {
-      const r = await waitReport(t, id, 90_000);
-      expect(r.status, r.error).toBe('ready');
-      const [row] = await t.db.query<{ attempts: number }>('SELECT attempts FROM reports WHERE id = $1', [id]);
-      expect(row!.attempts).toBe(2);
-      expect((await listOutbox(t.db, t.accountId, 'report.ready')).filter((e) => e.data.report_id === id)).toHaveLength(1);
-    } finally {
-      await worker.close();
-    }
-  }, 180_000);
-});
+    it('the report is picked up again by another worker and generated once', async () => {
+      const { fieldId } = await seedSeason(t, dir, { size: 80 });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${fieldId}/reports`,
+        headers: t.auth(),
+        payload: { type: 'seasonal', format: 'pdf' },
+      });
+      expect(res.statusCode).toBe(202);
+      const id = res.json().id;
+      const env = {
+        ...common(dir),
+        DB_URL: backend.db.url!,
+        DB_SCHEMA: t.db.schema,
+        PREFIX: prefix,
+        ...(backend.redisUrl ? { REDIS_URL: backend.redisUrl } : { REDIS_URL: '' }),
+      };
+      const child = startChild(env);
+      try {
+        await until('the child to render the report', () => child.out().includes(`mid ${id}`), 90_000, child);
+      } finally {
+        await kill9(child);
+      }
+      const [mid] = await t.db.query<{ status: string; attempts: number }>(
+        'SELECT status, attempts FROM reports WHERE id = $1',
+        [id],
+      );
+      expect(mid).toEqual({ status: 'processing', attempts: 1 });
+      const worker = await openRuntime(
+        loadConfig({ ...common(dir), ROLE: 'worker', ...(backend.redisUrl ? { REDIS_URL: backend.redisUrl } : {}) }),
+        { db: t.db, queuePrefix: prefix, pollMs: 50, log: () => {} },
+      );
+      try {
+        const r = await waitReport(t, id, 90_000);
+        expect(r.status, r.error).toBe('ready');
+        const [row] = await t.db.query<{ attempts: number }>('SELECT attempts FROM reports WHERE id = $1', [id]);
+        expect(row!.attempts).toBe(2);
+        expect(
+          (await listOutbox(t.db, t.accountId, 'report.ready')).filter((e) => e.data.report_id === id),
+        ).toHaveLength(1);
+      } finally {
+        await worker.close();
+      }
+    }, 180_000);
+  },
+);
 
 describe('failures without a live worker (api-only service, the worker steps run by hand)', () => {
   let dir: string;
@@ -192,10 +232,23 @@ describe('failures without a live worker (api-only service, the worker steps run
 
   it('a report whose field was deleted before generation fails, saying so', async () => {
     const { fieldId } = await seedSeason(t, dir, { size: 60, step: 30 });
-    const r = (await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'scouting', format: 'json' } })).json();
-    expect((await t.app.inject({ method: 'DELETE', url: `/v1/fields/${fieldId}`, headers: t.auth() })).statusCode).toBe(204);
+    const r = (
+      await t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${fieldId}/reports`,
+        headers: t.auth(),
+        payload: { type: 'scouting', format: 'json' },
+      })
+    ).json();
+    expect((await t.app.inject({ method: 'DELETE', url: `/v1/fields/${fieldId}`, headers: t.auth() })).statusCode).toBe(
+      204,
+    );
     const [job] = await t.db.query<{ job_id: string }>('SELECT job_id FROM reports WHERE id = $1', [r.id]);
-    await processReportJob(t.runtime.reports, { report_id: r.id }, { id: job!.job_id, queue: REPORT_QUEUE, attempt: 1 });
+    await processReportJob(
+      t.runtime.reports,
+      { report_id: r.id },
+      { id: job!.job_id, queue: REPORT_QUEUE, attempt: 1 },
+    );
     const after = (await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth() })).json();
     expect(after).toMatchObject({ status: 'failed', download_url: null });
     expect(after.error).toBe(`field ${fieldId} was deleted before the report was generated`);
@@ -203,13 +256,29 @@ describe('failures without a live worker (api-only service, the worker steps run
 
   it('the sweeper re-queues a stalled report whose job is gone, and fails it once its attempts are used', async () => {
     const { fieldId } = await seedSeason(t, dir, { size: 60, step: 30, name: 'second' });
-    const r = (await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'scouting', format: 'csv' } })).json();
+    const r = (
+      await t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${fieldId}/reports`,
+        headers: t.auth(),
+        payload: { type: 'scouting', format: 'csv' },
+      })
+    ).json();
     const deps = t.runtime.reports;
-    const jobOf = async () => (await t.db.query<{ job_id: string; status: string; attempts: number; error: string | null }>('SELECT job_id, status, attempts, error FROM reports WHERE id = $1', [r.id]))[0]!;
+    const jobOf = async () =>
+      (
+        await t.db.query<{ job_id: string; status: string; attempts: number; error: string | null }>(
+          'SELECT job_id, status, attempts, error FROM reports WHERE id = $1',
+          [r.id],
+        )
+      )[0]!;
     // Fresh and queued: left alone.
     expect(await sweepStalledReports(deps)).toBe(0);
     // A worker took it (attempt 1) and died; its job was lost with it.
-    await t.db.query(`UPDATE reports SET status = 'processing', attempts = 1, heartbeat_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' WHERE id = $1`, [r.id]);
+    await t.db.query(
+      `UPDATE reports SET status = 'processing', attempts = 1, heartbeat_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' WHERE id = $1`,
+      [r.id],
+    );
     await t.runtime.queues.remove(REPORT_QUEUE, (await jobOf()).job_id);
     await t.db.query(`DELETE FROM jobs WHERE id = $1`, [(await jobOf()).job_id]);
     expect(await sweepStalledReports(deps)).toBe(1);
@@ -217,7 +286,10 @@ describe('failures without a live worker (api-only service, the worker steps run
     expect(requeued).toMatchObject({ status: 'pending', job_id: `${r.id}.2` });
     expect(await t.runtime.queues.pending(REPORT_QUEUE, `${r.id}.2`)).toBe(true);
     // The second attempt dies too: with REPORT_MAX_ATTEMPTS=2 the sweeper now fails it.
-    await t.db.query(`UPDATE reports SET status = 'processing', attempts = 2, heartbeat_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' WHERE id = $1`, [r.id]);
+    await t.db.query(
+      `UPDATE reports SET status = 'processing', attempts = 2, heartbeat_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' WHERE id = $1`,
+      [r.id],
+    );
     await t.db.query(`DELETE FROM jobs WHERE id = $1`, [`${r.id}.2`]);
     expect(await sweepStalledReports(deps)).toBe(1);
     const failed = await jobOf();

@@ -30,4 +30,7 @@ export const EMBEDDED_PRIVATE: Array<[string, string]> = [
 ];
 
 /** A resolver that answers every name with these addresses. */
-export const answering = (...addresses: string[]): HostLookup => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+export const answering =
+  (...addresses: string[]): HostLookup =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));

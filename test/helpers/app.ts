@@ -9,7 +9,14 @@ import { loadConfig, type Config } from '../../src/platform/config.js';
 import type { Database } from '../../src/platform/database.js';
 import type { Api } from '../../src/platform/http/context.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
-import { TEST_DATABASE_URL, TEST_REDIS_URL, disposeDatabase, freshDatabase, uniqueName, type DbBackend } from './backends.js';
+import {
+  TEST_DATABASE_URL,
+  TEST_REDIS_URL,
+  disposeDatabase,
+  freshDatabase,
+  uniqueName,
+  type DbBackend,
+} from './backends.js';
 
 export interface TestApp {
   app: Api;
@@ -35,9 +42,17 @@ export interface QueueBackend {
 /** Embedded queue on PGlite always; the database queue on PostgreSQL and BullMQ on Redis when configured. */
 export const queueBackends: QueueBackend[] = [
   { name: 'embedded queue on pglite', db: { name: 'pglite' } },
-  ...(TEST_DATABASE_URL ? [{ name: 'database queue on postgres', db: { name: 'postgres' as const, url: TEST_DATABASE_URL } }] : []),
+  ...(TEST_DATABASE_URL
+    ? [{ name: 'database queue on postgres', db: { name: 'postgres' as const, url: TEST_DATABASE_URL } }]
+    : []),
   ...(TEST_REDIS_URL
-    ? [{ name: 'bullmq on redis', db: TEST_DATABASE_URL ? { name: 'postgres' as const, url: TEST_DATABASE_URL } : { name: 'pglite' as const }, redisUrl: TEST_REDIS_URL }]
+    ? [
+        {
+          name: 'bullmq on redis',
+          db: TEST_DATABASE_URL ? { name: 'postgres' as const, url: TEST_DATABASE_URL } : { name: 'pglite' as const },
+          redisUrl: TEST_REDIS_URL,
+        },
+      ]
     : []),
 ];
 
@@ -62,7 +77,13 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl } : {}),
     ...opts.env,
   });
-  const runtime = await openRuntime(config, { db, queuePrefix: opts.queuePrefix ?? uniqueName('q'), webhookCa: opts.ca, pollMs: 50, log: () => {} });
+  const runtime = await openRuntime(config, {
+    db,
+    queuePrefix: opts.queuePrefix ?? uniqueName('q'),
+    webhookCa: opts.ca,
+    pollMs: 50,
+    log: () => {},
+  });
   const app = await buildApp(runtime);
   await app.ready();
   const account = await findOrCreateAccount(db, 'test');
@@ -96,5 +117,13 @@ export function buildServiceApp(backend: QueueBackend, opts: TestAppOptions = {}
 
 export const square = (lon: number, lat: number, d = 0.005) => ({
   type: 'Polygon',
-  coordinates: [[[lon, lat], [lon + d, lat], [lon + d, lat + d], [lon, lat + d], [lon, lat]]],
+  coordinates: [
+    [
+      [lon, lat],
+      [lon + d, lat],
+      [lon + d, lat + d],
+      [lon, lat + d],
+      [lon, lat],
+    ],
+  ],
 });

@@ -15,18 +15,37 @@ export function close(a: number, b: number, rel: number, abs = 0): boolean {
  * Trees over `bands`, the literals `constants` and random float32 values in ±10, the four
  * operators, unary minus, sqrt, abs, and min/max of 2 to `maxCallArgs` arguments.
  */
-export function formulaTree(o: { bands: readonly BandId[]; constants: number[]; maxCallArgs: number }): fc.Arbitrary<Node> {
+export function formulaTree(o: {
+  bands: readonly BandId[];
+  constants: number[];
+  maxCallArgs: number;
+}): fc.Arbitrary<Node> {
   const leaf = fc.oneof(
     fc.constantFrom(...o.bands).map((b): Node => ({ k: 'band', b })),
-    fc.oneof(...o.constants.map((v) => fc.constant(v)), fc.double({ min: -10, max: 10, noNaN: true }).map(Math.fround)).map((v): Node => ({ k: 'num', v })),
+    fc
+      .oneof(...o.constants.map((v) => fc.constant(v)), fc.double({ min: -10, max: 10, noNaN: true }).map(Math.fround))
+      .map((v): Node => ({ k: 'num', v })),
   );
   return fc.letrec((tie) => ({
     node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('bin'), tie('un'), tie('call')),
-    bin: fc.record({ k: fc.constant('bin' as const), op: fc.constantFrom('+', '-', '*', '/') as fc.Arbitrary<'+' | '-' | '*' | '/'>, a: tie('node') as fc.Arbitrary<Node>, b: tie('node') as fc.Arbitrary<Node> }),
+    bin: fc.record({
+      k: fc.constant('bin' as const),
+      op: fc.constantFrom('+', '-', '*', '/') as fc.Arbitrary<'+' | '-' | '*' | '/'>,
+      a: tie('node') as fc.Arbitrary<Node>,
+      b: tie('node') as fc.Arbitrary<Node>,
+    }),
     un: fc.record({ k: fc.constant('neg' as const), a: tie('node') as fc.Arbitrary<Node> }),
     call: fc.oneof(
-      fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('sqrt', 'abs') as fc.Arbitrary<'sqrt' | 'abs'>, args: fc.tuple(tie('node') as fc.Arbitrary<Node>) }),
-      fc.record({ k: fc.constant('call' as const), f: fc.constantFrom('min', 'max') as fc.Arbitrary<'min' | 'max'>, args: fc.array(tie('node') as fc.Arbitrary<Node>, { minLength: 2, maxLength: o.maxCallArgs }) }),
+      fc.record({
+        k: fc.constant('call' as const),
+        f: fc.constantFrom('sqrt', 'abs') as fc.Arbitrary<'sqrt' | 'abs'>,
+        args: fc.tuple(tie('node') as fc.Arbitrary<Node>),
+      }),
+      fc.record({
+        k: fc.constant('call' as const),
+        f: fc.constantFrom('min', 'max') as fc.Arbitrary<'min' | 'max'>,
+        args: fc.array(tie('node') as fc.Arbitrary<Node>, { minLength: 2, maxLength: o.maxCallArgs }),
+      }),
     ),
   })).node as fc.Arbitrary<Node>;
 }

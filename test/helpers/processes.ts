@@ -21,7 +21,15 @@ export interface Service {
 
 export function startService(env: Record<string, string>): Service {
   const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
-    env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'warn', COMPUTE_THREADS: '1', NODE_ENV: 'production', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      LOG_LEVEL: 'warn',
+      COMPUTE_THREADS: '1',
+      NODE_ENV: 'production',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -38,7 +46,12 @@ export async function stopService(s: Service, signal: NodeJS.Signals = 'SIGTERM'
   return s.exited;
 }
 
-export async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, ms = 60_000, stepMs = 100): Promise<void> {
+export async function waitUntil(
+  what: string,
+  cond: () => boolean | Promise<boolean>,
+  ms = 60_000,
+  stepMs = 100,
+): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     try {
@@ -53,10 +66,14 @@ export async function waitUntil(what: string, cond: () => boolean | Promise<bool
 
 /** Waits for GET url to answer 200 (or the process to die, which fails with its output). */
 export async function waitReady(s: Service, url: string, ms = 90_000): Promise<void> {
-  await waitUntil(`${url} (output: ${s.output().slice(-2000)})`, async () => {
-    if (s.child.exitCode !== null) throw new Error(`the service exited with ${s.child.exitCode}: ${s.output()}`);
-    return (await fetch(url)).ok;
-  }, ms);
+  await waitUntil(
+    `${url} (output: ${s.output().slice(-2000)})`,
+    async () => {
+      if (s.child.exitCode !== null) throw new Error(`the service exited with ${s.child.exitCode}: ${s.output()}`);
+      return (await fetch(url)).ok;
+    },
+    ms,
+  );
 }
 
 export function freePort(): Promise<number> {
@@ -147,7 +164,11 @@ export function devKey(s: Service): string | undefined {
  */
 export async function demoField(s: Service, ms = 180_000): Promise<string | undefined> {
   const find = () => /Demo field (fld_[A-Za-z0-9_-]+)/.exec(s.output())?.[1];
-  await waitUntil('the demo field', () => find() !== undefined || /Demo not created|Demo: stopped/.test(s.output()) || s.child.exitCode !== null, ms).catch(() => {});
+  await waitUntil(
+    'the demo field',
+    () => find() !== undefined || /Demo not created|Demo: stopped/.test(s.output()) || s.child.exitCode !== null,
+    ms,
+  ).catch(() => {});
   return find();
 }
 
@@ -157,7 +178,8 @@ export async function scrapeNames(url: string): Promise<Set<string>> {
   const names = new Set(parseMetrics(text).map((s) => s.name));
   for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
     names.add(m[1]!);
-    if (m[2] === 'histogram' || m[2] === 'summary') for (const suffix of ['_bucket', '_sum', '_count']) names.add(m[1]! + suffix);
+    if (m[2] === 'histogram' || m[2] === 'summary')
+      for (const suffix of ['_bucket', '_sum', '_count']) names.add(m[1]! + suffix);
   }
   return names;
 }

@@ -9,7 +9,8 @@ import type { CaptureSource } from '../../src/imagery/window-reader.js';
 
 export const realDataDir = path.resolve(packageRoot, '..', 'shared', 'data', 'real');
 export const hasRealData = existsSync(path.join(realDataDir, 'reference', 'reference_values.json'));
-if (!hasRealData) console.warn(`[test] real Sentinel-2 data not found at ${realDataDir}: the real-data checks are SKIPPED`);
+if (!hasRealData)
+  console.warn(`[test] real Sentinel-2 data not found at ${realDataDir}: the real-data checks are SKIPPED`);
 
 export interface RefStats {
   min: number;
@@ -45,7 +46,12 @@ export const scenes: Record<string, { capture: CaptureSource; date: string; sour
     capture: {
       scale: 0.0001,
       offset: 0,
-      bands: Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [b, { href: d('s2_l2a_29RKH_20200219_riotilerpds', `${b}.tif`) }])),
+      bands: Object.fromEntries(
+        ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [
+          b,
+          { href: d('s2_l2a_29RKH_20200219_riotilerpds', `${b}.tif`) },
+        ]),
+      ),
       mask: { href: d('s2_l2a_29RKH_20200219_riotilerpds', 'SCL.tif'), kind: 'scl' },
     },
   },
@@ -55,7 +61,12 @@ export const scenes: Record<string, { capture: CaptureSource; date: string; sour
     capture: {
       scale: 0.0001,
       offset: 0,
-      bands: { B04: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 1 }, B03: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 2 }, B02: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 3 }, B08: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 4 } },
+      bands: {
+        B04: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 1 },
+        B03: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 2 },
+        B02: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 3 },
+        B08: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 4 },
+      },
     },
   },
   AT_T33UUP_20210925_L2A_FTW: {
@@ -64,7 +75,12 @@ export const scenes: Record<string, { capture: CaptureSource; date: string; sour
     capture: {
       scale: 0.0001,
       offset: 0,
-      bands: { B04: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 5 }, B03: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 6 }, B02: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 7 }, B08: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 8 } },
+      bands: {
+        B04: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 5 },
+        B03: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 6 },
+        B02: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 7 },
+        B08: { href: d('s2_l2a_at_T33UUP_2021_ftw', 'inference-img.tif'), index: 8 },
+      },
     },
   },
   DE_T32UPC_20200406_L1C_N0209: {
@@ -75,7 +91,16 @@ export const scenes: Record<string, { capture: CaptureSource; date: string; sour
       offset: 0,
       bands: Object.fromEntries(
         ['B01', 'B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B09', 'B10', 'B11', 'B12']
-          .map((b, i) => [b, { href: d('s2_l1c_de_T32UPC_2020_2022_ukis', 'S2B_MSIL1C_20200406T101559_N0209_R065_T32UPC_20200406T130159.tif'), index: i + 1 }])
+          .map((b, i) => [
+            b,
+            {
+              href: d(
+                's2_l1c_de_T32UPC_2020_2022_ukis',
+                'S2B_MSIL1C_20200406T101559_N0209_R065_T32UPC_20200406T130159.tif',
+              ),
+              index: i + 1,
+            },
+          ])
           .filter(([b]) => b !== 'B10'),
       ),
     },
@@ -83,4 +108,11 @@ export const scenes: Record<string, { capture: CaptureSource; date: string; sour
 };
 
 /** Reference index names → catalogue names. */
-export const REF_INDEX: Record<string, string> = { NDVI: 'NDVI', SAVI: 'SAVI', MSAVI2: 'MSAVI2', NDRE: 'NDRE', NDWI_Gao: 'NDWI', EVI: 'EVI' };
+export const REF_INDEX: Record<string, string> = {
+  NDVI: 'NDVI',
+  SAVI: 'SAVI',
+  MSAVI2: 'MSAVI2',
+  NDRE: 'NDRE',
+  NDWI_Gao: 'NDWI',
+  EVI: 'EVI',
+};

@@ -8,15 +8,31 @@ export interface SeededField {
   areaHa: number;
 }
 
-export async function seedSeason(t: TestApp, dir: string, opts: { size?: number; seed?: number; step?: number; name?: string; originX?: number } = {}): Promise<SeededField> {
-  const spec = { epsg: 32631, originX: opts.originX ?? 630_000, originY: 5_602_000, size: opts.size ?? 100, seed: opts.seed ?? 7 };
+export async function seedSeason(
+  t: TestApp,
+  dir: string,
+  opts: { size?: number; seed?: number; step?: number; name?: string; originX?: number } = {},
+): Promise<SeededField> {
+  const spec = {
+    epsg: 32631,
+    originX: opts.originX ?? 630_000,
+    originY: 5_602_000,
+    size: opts.size ?? 100,
+    seed: opts.seed ?? 7,
+  };
   const dates = datesEvery('2025-03-26', '2025-10-07', opts.step ?? 8);
   const caps = writeSyntheticSeason(dir, spec, dates, '2025-04-10', '2025-09-20');
   const f = await t.app.inject({
     method: 'POST',
     url: '/v1/fields',
     headers: t.auth(),
-    payload: { name: opts.name ?? 'Synthetic maize', boundary: sceneField(spec), crop_type: 'maize', planting_date: '2025-04-10', harvest_date: '2025-09-20' },
+    payload: {
+      name: opts.name ?? 'Synthetic maize',
+      boundary: sceneField(spec),
+      crop_type: 'maize',
+      planting_date: '2025-04-10',
+      harvest_date: '2025-09-20',
+    },
   });
   if (f.statusCode !== 201) throw new Error(f.body);
   for (const c of caps) {
@@ -24,7 +40,13 @@ export async function seedSeason(t: TestApp, dir: string, opts: { size?: number;
       method: 'POST',
       url: '/v1/imagery',
       headers: t.auth(),
-      payload: { source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, offset: -0.1 },
+      payload: {
+        source: 'sentinel-2-l2a',
+        capture_date: c.date,
+        bands: c.files,
+        mask: { href: c.scl, kind: 'scl' },
+        offset: -0.1,
+      },
     });
     if (res.statusCode !== 201) throw new Error(res.body);
   }

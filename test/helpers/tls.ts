@@ -21,7 +21,27 @@ export interface TestPki {
 function makeCa(dir: string, name: string) {
   const key = path.join(dir, `${name}.key`);
   const crt = path.join(dir, `${name}.crt`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', crt, '-days', '2', '-subj', `/CN=${name}`], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      crt,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+    ],
+    { stdio: 'ignore' },
+  );
   return { key, crt };
 }
 
@@ -30,9 +50,49 @@ function makeLeaf(dir: string, name: string, ca: { key: string; crt: string }) {
   const csr = path.join(dir, `${name}.csr`);
   const crt = path.join(dir, `${name}.crt`);
   const ext = path.join(dir, `${name}.ext`);
-  execFileSync('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=localhost'], { stdio: 'ignore' });
-  execFileSync('sh', ['-c', `printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > ${ext}`]);
-  execFileSync('openssl', ['x509', '-req', '-in', csr, '-CA', ca.crt, '-CAkey', ca.key, '-CAcreateserial', '-out', crt, '-days', '2', '-extfile', ext], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      csr,
+      '-subj',
+      '/CN=localhost',
+    ],
+    { stdio: 'ignore' },
+  );
+  execFileSync('sh', [
+    '-c',
+    `printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > ${ext}`,
+  ]);
+  execFileSync(
+    'openssl',
+    [
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      ca.crt,
+      '-CAkey',
+      ca.key,
+      '-CAcreateserial',
+      '-out',
+      crt,
+      '-days',
+      '2',
+      '-extfile',
+      ext,
+    ],
+    { stdio: 'ignore' },
+  );
   return { key: readFileSync(key, 'utf8'), cert: readFileSync(crt, 'utf8') };
 }
 
@@ -43,7 +103,13 @@ export function makePki(): TestPki {
     const rogue = makeCa(dir, 'rogue-ca');
     const leaf = makeLeaf(dir, 'server', ca);
     const bad = makeLeaf(dir, 'rogue', rogue);
-    return { ca: readFileSync(ca.crt, 'utf8'), key: leaf.key, cert: leaf.cert, untrustedKey: bad.key, untrustedCert: bad.cert };
+    return {
+      ca: readFileSync(ca.crt, 'utf8'),
+      key: leaf.key,
+      cert: leaf.cert,
+      untrustedKey: bad.key,
+      untrustedCert: bad.cert,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -61,7 +127,7 @@ export interface Receiver {
   port: number;
   received: Received[];
   /** Decides the answer per request (default 200 at once). */
-  respond: (r: Received, n: number) => { status: number; delayMs?: number } ;
+  respond: (r: Received, n: number) => { status: number; delayMs?: number };
   close(): Promise<void>;
 }
 
@@ -70,7 +136,11 @@ export interface Receiver {
  * keeps no connection to a server announcing `Keep-Alive: timeout=1` (it subtracts a second), so
  * a benchmark passes Node's default of 5 s, as a real receiver would have.
  */
-export async function startReceiver(tlsOpts: { key: string; cert: string }, path_ = '/hook', opts: { keepAliveTimeoutMs?: number } = {}): Promise<Receiver> {
+export async function startReceiver(
+  tlsOpts: { key: string; cert: string },
+  path_ = '/hook',
+  opts: { keepAliveTimeoutMs?: number } = {},
+): Promise<Receiver> {
   const received: Received[] = [];
   const r: Receiver = {
     url: '',

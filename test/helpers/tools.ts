@@ -18,8 +18,11 @@ export function toolAvailable(what: string, install: string, probe: () => void):
 
 export const hasGdal = (): boolean =>
   toolAvailable('GDAL (gdalinfo, gdal_translate, ogr2ogr)', 'gdal-bin', () => {
-    for (const tool of ['gdalinfo', 'gdal_translate', 'ogr2ogr']) execFileSync(tool, ['--version'], { stdio: 'ignore' });
+    for (const tool of ['gdalinfo', 'gdal_translate', 'ogr2ogr'])
+      execFileSync(tool, ['--version'], { stdio: 'ignore' });
   });
 
 export const hasRasterio = (): boolean =>
-  toolAvailable('python3-rasterio', 'python3-rasterio', () => execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' }));
+  toolAvailable('python3-rasterio', 'python3-rasterio', () =>
+    execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' }),
+  );

@@ -59,10 +59,31 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
     mkdirSync(root(), { recursive: true });
     // The compute threads read the limits from the environment they inherit when the pool starts.
     process.env.IMAGERY_MAX_DECODED_BYTES = String(BUDGET);
-    t = await buildTestApp({ name: 'pglite' }, { env: { DATA_DIR: path.join(scratch, 'data'), IMAGERY_ROOTS: root(), IMAGERY_MAX_DECODED_BYTES: String(BUDGET) } });
+    t = await buildTestApp(
+      { name: 'pglite' },
+      {
+        env: { DATA_DIR: path.join(scratch, 'data'), IMAGERY_ROOTS: root(), IMAGERY_MAX_DECODED_BYTES: String(BUDGET) },
+      },
+    );
     // A field over the files' footprint: a registration that gets through computes its coverage.
-    const boundary = { type: 'Polygon', coordinates: [[[4.45, 51.41], [4.46, 51.41], [4.46, 51.42], [4.45, 51.42], [4.45, 51.41]]] };
-    const f = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'under the bombs', boundary } });
+    const boundary = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [4.45, 51.41],
+          [4.46, 51.41],
+          [4.46, 51.42],
+          [4.45, 51.42],
+          [4.45, 51.41],
+        ],
+      ],
+    };
+    const f = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name: 'under the bombs', boundary },
+    });
     expect(f.statusCode, f.body).toBe(201);
     base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   }, 180_000);
@@ -75,7 +96,11 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
 
   const meta = (href: string) => ({ source: 'sentinel-2-l2a', capture_date: '2025-06-01', bands: { B04: href } });
   const byPath = async (file: string) => {
-    const res = await fetch(`${base}/v1/imagery`, { method: 'POST', headers: { ...t.auth(), 'content-type': 'application/json' }, body: JSON.stringify(meta(file)) });
+    const res = await fetch(`${base}/v1/imagery`, {
+      method: 'POST',
+      headers: { ...t.auth(), 'content-type': 'application/json' },
+      body: JSON.stringify(meta(file)),
+    });
     return { res, body: await res.json() };
   };
   const upload = async (file: Buffer) => {
@@ -98,12 +123,21 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
     for (const h of hostile) {
       const file = path.join(root(), `${h.name.replace(/\W+/g, '_')}.tif`);
       writeFileSync(file, h.file);
-      for (const [route, send] of [['path', () => byPath(file)], ['upload', () => upload(h.file)]] as const) {
+      for (const [route, send] of [
+        ['path', () => byPath(file)],
+        ['upload', () => upload(h.file)],
+      ] as const) {
         const { res, body } = await send();
-        const problem = /^application\/problem\+json/.test(res.headers.get('content-type') ?? '') && body.code === 'invalid_imagery' && body.errors?.[0]?.path === '/body/bands/B04';
+        const problem =
+          /^application\/problem\+json/.test(res.headers.get('content-type') ?? '') &&
+          body.code === 'invalid_imagery' &&
+          body.errors?.[0]?.path === '/body/bands/B04';
         // The detail names the band and the reason in words; the code is in errors[0].code only.
-        const detail = typeof body.detail === 'string' && body.detail.startsWith('B04: ') && !/\[[a-z_]+\]/.test(body.detail);
-        got.push(`${h.name} (${route}): ${res.status} ${problem && detail ? body.errors[0].code : JSON.stringify(body).slice(0, 300)}`);
+        const detail =
+          typeof body.detail === 'string' && body.detail.startsWith('B04: ') && !/\[[a-z_]+\]/.test(body.detail);
+        got.push(
+          `${h.name} (${route}): ${res.status} ${problem && detail ? body.errors[0].code : JSON.stringify(body).slice(0, 300)}`,
+        );
         expected.push(`${h.name} (${route}): 400 ${h.code}`);
       }
       got.push(`${h.name}: ${stored().length} upload folder(s) left`);
@@ -115,8 +149,16 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
   }, 120_000);
 
   it('the limits still take real imagery: a 10980² Sentinel-2 band and a normal capture register, by path and uploaded', async () => {
-    const normal = writeGeoTiff({ width: 512, height: 512, data: Uint16Array.from({ length: 512 * 512 }, (_, i) => 500 + (i % 3000)), ...GRID });
-    for (const [name, buf] of [['sentinel.tif', sentinelSizedBand()], ['normal.tif', normal]] as const) {
+    const normal = writeGeoTiff({
+      width: 512,
+      height: 512,
+      data: Uint16Array.from({ length: 512 * 512 }, (_, i) => 500 + (i % 3000)),
+      ...GRID,
+    });
+    for (const [name, buf] of [
+      ['sentinel.tif', sentinelSizedBand()],
+      ['normal.tif', normal],
+    ] as const) {
       const file = path.join(root(), name);
       writeFileSync(file, buf);
       for (const { res, body } of [await byPath(file), await upload(buf)]) {

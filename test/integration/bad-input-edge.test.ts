@@ -39,7 +39,11 @@ function expectProblem(res: Answer, status: number, code: string): Record<string
   return body;
 }
 
-const fromInject = (r: { statusCode: number; headers: Record<string, unknown>; body: string }): Answer => ({ status: r.statusCode, contentType: String(r.headers['content-type'] ?? ''), body: r.body });
+const fromInject = (r: { statusCode: number; headers: Record<string, unknown>; body: string }): Answer => ({
+  status: r.statusCode,
+  contentType: String(r.headers['content-type'] ?? ''),
+  body: r.body,
+});
 
 const NUL = '\u0000';
 const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 40, seed: 7 };
@@ -59,42 +63,129 @@ interface NulCase {
 
 const field = { name: 'north', boundary: square(5, 51) };
 const nulCases: NulCase[] = [
-  { name: 'field name', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, name: `a${NUL}b` }), path: '/body/name' },
-  { name: 'crop_type', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, crop_type: `maize${NUL}` }), path: '/body/crop_type' },
-  { name: 'crop_type in a PATCH', method: 'PATCH', url: (c) => `/v1/fields/${c.fieldId}`, payload: () => ({ crop_type: NUL }), path: '/body/crop_type' },
-  { name: 'a property name', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, [`na${NUL}me`]: 'x' }), path: `/body/na${NUL}me` },
-  { name: 'a boundary member', method: 'POST', url: () => '/v1/fields', payload: () => ({ ...field, boundary: { ...field.boundary, type: `Polygon${NUL}` } }), path: '/body/boundary/type' },
+  {
+    name: 'field name',
+    method: 'POST',
+    url: () => '/v1/fields',
+    payload: () => ({ ...field, name: `a${NUL}b` }),
+    path: '/body/name',
+  },
+  {
+    name: 'crop_type',
+    method: 'POST',
+    url: () => '/v1/fields',
+    payload: () => ({ ...field, crop_type: `maize${NUL}` }),
+    path: '/body/crop_type',
+  },
+  {
+    name: 'crop_type in a PATCH',
+    method: 'PATCH',
+    url: (c) => `/v1/fields/${c.fieldId}`,
+    payload: () => ({ crop_type: NUL }),
+    path: '/body/crop_type',
+  },
+  {
+    name: 'a property name',
+    method: 'POST',
+    url: () => '/v1/fields',
+    payload: () => ({ ...field, [`na${NUL}me`]: 'x' }),
+    path: `/body/na${NUL}me`,
+  },
+  {
+    name: 'a boundary member',
+    method: 'POST',
+    url: () => '/v1/fields',
+    payload: () => ({ ...field, boundary: { ...field.boundary, type: `Polygon${NUL}` } }),
+    path: '/body/boundary/type',
+  },
   { name: 'a field id in the path', method: 'GET', url: () => '/v1/fields/fld_%00', path: '/path/id' },
   { name: 'a field id in a nested path', method: 'GET', url: () => '/v1/fields/fld_%00x/imagery', path: '/path/id' },
   { name: 'a report id in the path', method: 'DELETE', url: () => '/v1/reports/rpt_%00', path: '/path/id' },
   { name: 'the crop_type filter', method: 'GET', url: () => '/v1/fields?crop_type=maize%00', path: '/query/crop_type' },
-  { name: 'the field_id filter of reports', method: 'GET', url: () => '/v1/reports?field_id=%00', path: '/query/field_id' },
-  { name: 'an imagery_id in the query', method: 'GET', url: (c) => `/v1/fields/${c.fieldId}/indices?index=NDVI&date=2025-06-01&imagery_id=img_%00`, path: '/query/imagery_id' },
-  { name: 'a download signature', method: 'GET', url: () => '/v1/reports/rpt_x/download?expires=1&signature=%00', path: '/query/signature' },
+  {
+    name: 'the field_id filter of reports',
+    method: 'GET',
+    url: () => '/v1/reports?field_id=%00',
+    path: '/query/field_id',
+  },
+  {
+    name: 'an imagery_id in the query',
+    method: 'GET',
+    url: (c) => `/v1/fields/${c.fieldId}/indices?index=NDVI&date=2025-06-01&imagery_id=img_%00`,
+    path: '/query/imagery_id',
+  },
+  {
+    name: 'a download signature',
+    method: 'GET',
+    url: () => '/v1/reports/rpt_x/download?expires=1&signature=%00',
+    path: '/query/signature',
+  },
   {
     name: 'imagery source',
     method: 'POST',
     url: () => '/v1/imagery',
-    payload: (c) => ({ source: `sentinel-2${NUL}`, capture_date: c.cap.date, bands: { B04: c.cap.files.B04, B08: c.cap.files.B08 } }),
+    payload: (c) => ({
+      source: `sentinel-2${NUL}`,
+      capture_date: c.cap.date,
+      bands: { B04: c.cap.files.B04, B08: c.cap.files.B08 },
+    }),
     path: '/body/source',
   },
-  { name: 'a custom index name', method: 'POST', url: (c) => `/v1/fields/${c.fieldId}/indices/custom`, payload: () => ({ name: NUL, formula: 'B08 - B04', date: '2025-06-01' }), path: '/body/name' },
-  { name: 'an alert index', method: 'POST', url: (c) => `/v1/fields/${c.fieldId}/alerts`, payload: () => ({ alert_type: 'crop_health', index: `NDVI${NUL}`, operator: 'below', threshold: 0.3 }), path: '/body/index' },
-  { name: 'a webhook event', method: 'POST', url: () => '/v1/webhooks', payload: () => ({ url: 'https://example.com/hook', events: [`field.updated${NUL}`] }), path: '/body/events/0' },
-  { name: 'a report option', method: 'POST', url: (c) => `/v1/fields/${c.fieldId}/reports`, payload: () => ({ type: 'scouting', format: 'json', options: { imagery_id: `img_${NUL}` } }), path: '/body/options/imagery_id' },
+  {
+    name: 'a custom index name',
+    method: 'POST',
+    url: (c) => `/v1/fields/${c.fieldId}/indices/custom`,
+    payload: () => ({ name: NUL, formula: 'B08 - B04', date: '2025-06-01' }),
+    path: '/body/name',
+  },
+  {
+    name: 'an alert index',
+    method: 'POST',
+    url: (c) => `/v1/fields/${c.fieldId}/alerts`,
+    payload: () => ({ alert_type: 'crop_health', index: `NDVI${NUL}`, operator: 'below', threshold: 0.3 }),
+    path: '/body/index',
+  },
+  {
+    name: 'a webhook event',
+    method: 'POST',
+    url: () => '/v1/webhooks',
+    payload: () => ({ url: 'https://example.com/hook', events: [`field.updated${NUL}`] }),
+    path: '/body/events/0',
+  },
+  {
+    name: 'a report option',
+    method: 'POST',
+    url: (c) => `/v1/fields/${c.fieldId}/reports`,
+    payload: () => ({ type: 'scouting', format: 'json', options: { imagery_id: `img_${NUL}` } }),
+    path: '/body/options/imagery_id',
+  },
 ];
 
 describe.each(dbBackends)('NUL characters are refused at the edge on $name', (backend) => {
   let t: TestApp;
   let scratch: string;
   const ctx = {} as Ctx;
-  const count = async (table: string) => (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+  const count = async (table: string) =>
+    (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
 
   beforeAll(async () => {
     scratch = mkdtempSync(path.join(os.tmpdir(), 'edge-'));
-    t = await buildTestApp(backend, { env: { DATA_DIR: path.join(scratch, 'data'), IMAGERY_ROOTS: path.join(scratch, 'src') } });
-    [ctx.cap] = writeSyntheticSeason(path.join(scratch, 'src'), spec, datesEvery('2025-06-01', '2025-06-01', 1), '2025-04-01', '2025-09-30') as [SyntheticCapture];
-    const res = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'scene', boundary: sceneField(spec) } });
+    t = await buildTestApp(backend, {
+      env: { DATA_DIR: path.join(scratch, 'data'), IMAGERY_ROOTS: path.join(scratch, 'src') },
+    });
+    [ctx.cap] = writeSyntheticSeason(
+      path.join(scratch, 'src'),
+      spec,
+      datesEvery('2025-06-01', '2025-06-01', 1),
+      '2025-04-01',
+      '2025-09-30',
+    ) as [SyntheticCapture];
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name: 'scene', boundary: sceneField(spec) },
+    });
     expect(res.statusCode, res.body).toBe(201);
     ctx.fieldId = res.json().id;
   });
@@ -104,19 +195,31 @@ describe.each(dbBackends)('NUL characters are refused at the edge on $name', (ba
   });
 
   it.each(nulCases)('$name → 400 validation_failed naming $path', async (c) => {
-    const res = await t.app.inject({ method: c.method, url: c.url(ctx), headers: t.auth(), ...(c.payload ? { payload: c.payload(ctx) as object } : {}) });
+    const res = await t.app.inject({
+      method: c.method,
+      url: c.url(ctx),
+      headers: t.auth(),
+      ...(c.payload ? { payload: c.payload(ctx) as object } : {}),
+    });
     const body = expectProblem(fromInject(res), 400, 'validation_failed');
     expect(body.errors).toContainEqual({ path: c.path, code: 'nul_character', message: expect.stringMatching(/NUL/) });
   });
 
   it('the metadata part of an upload → 400 naming /body/source, and no file is kept', async () => {
     const form = new FormData();
-    form.append('metadata', JSON.stringify({ source: `drone${NUL}`, capture_date: ctx.cap.date, bands: { B04: 'red', B08: 'nir' } }));
+    form.append(
+      'metadata',
+      JSON.stringify({ source: `drone${NUL}`, capture_date: ctx.cap.date, bands: { B04: 'red', B08: 'nir' } }),
+    );
     form.append('red', new Blob([Buffer.from('II*\0')]), 'red.tif');
     form.append('nir', new Blob([Buffer.from('II*\0')]), 'nir.tif');
     const res = await t.app.inject({ method: 'POST', url: '/v1/imagery/upload', headers: t.auth(), payload: form });
     const body = expectProblem(fromInject(res), 400, 'validation_failed');
-    expect(body.errors).toContainEqual({ path: '/body/source', code: 'nul_character', message: expect.stringMatching(/NUL/) });
+    expect(body.errors).toContainEqual({
+      path: '/body/source',
+      code: 'nul_character',
+      message: expect.stringMatching(/NUL/),
+    });
     const uploads = path.join(scratch, 'data', 'imagery', 'uploads');
     expect(storedUploads(uploads)).toEqual([]);
   });
@@ -161,14 +264,39 @@ describe('what the HTTP parser and the router refuse is problem+json', () => {
 
   const viaFetch = async (url: string, init: RequestInit = {}): Promise<Answer & { headers: Headers }> => {
     const r = await fetch(url, init);
-    return { status: r.status, contentType: r.headers.get('content-type') ?? '', body: await r.text(), headers: r.headers };
+    return {
+      status: r.status,
+      contentType: r.headers.get('content-type') ?? '',
+      body: await r.text(),
+      headers: r.headers,
+    };
   };
 
   it.each([
-    { name: 'a URL over 16 KiB', status: 414, code: 'uri_too_long', go: () => viaFetch(`${base}/v1/fields?crop_type=${'a'.repeat(20_000)}`, { headers: t.auth() }) },
-    { name: 'headers over 16 KiB', status: 431, code: 'headers_too_large', go: () => viaFetch(`${base}/v1/fields`, { headers: { ...t.auth(), 'x-padding': 'a'.repeat(20_000) } }) },
-    { name: 'a path segment over 100 characters', status: 414, code: 'uri_too_long', go: () => viaFetch(`${base}/v1/fields/${'a'.repeat(200)}`, { headers: t.auth() }) },
-    { name: 'a bad percent-encoding', status: 400, code: 'malformed_request', go: () => viaFetch(`${base}/v1/fields/%zz`, { headers: t.auth() }) },
+    {
+      name: 'a URL over 16 KiB',
+      status: 414,
+      code: 'uri_too_long',
+      go: () => viaFetch(`${base}/v1/fields?crop_type=${'a'.repeat(20_000)}`, { headers: t.auth() }),
+    },
+    {
+      name: 'headers over 16 KiB',
+      status: 431,
+      code: 'headers_too_large',
+      go: () => viaFetch(`${base}/v1/fields`, { headers: { ...t.auth(), 'x-padding': 'a'.repeat(20_000) } }),
+    },
+    {
+      name: 'a path segment over 100 characters',
+      status: 414,
+      code: 'uri_too_long',
+      go: () => viaFetch(`${base}/v1/fields/${'a'.repeat(200)}`, { headers: t.auth() }),
+    },
+    {
+      name: 'a bad percent-encoding',
+      status: 400,
+      code: 'malformed_request',
+      go: () => viaFetch(`${base}/v1/fields/%zz`, { headers: t.auth() }),
+    },
   ])('$name → $status $code', async (c) => {
     const res = await c.go();
     const body = expectProblem(res, c.status, c.code);
@@ -178,7 +306,10 @@ describe('what the HTTP parser and the router refuse is problem+json', () => {
   it.each([
     { name: 'a NUL in a header value', request: `GET /v1/fields HTTP/1.1\r\nHost: x\r\nX-Tag: a${NUL}b\r\n\r\n` },
     { name: 'a header name with a space', request: 'GET /v1/fields HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n' },
-    { name: 'a bad chunk size', request: 'POST /v1/fields HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n' },
+    {
+      name: 'a bad chunk size',
+      request: 'POST /v1/fields HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    },
   ])('$name → 400 malformed_request', async (c) => {
     const res = await rawExchange(port, c.request);
     expectProblem(res, 400, 'malformed_request');
@@ -199,15 +330,31 @@ describe('what the HTTP parser and the router refuse is problem+json', () => {
       }
       console.log(JSON.stringify(out));`;
     const out = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script, `${base}/v1/fields`, t.auth().authorization!]);
+      const child = spawn(process.execPath, [
+        '--input-type=module',
+        '-e',
+        script,
+        `${base}/v1/fields`,
+        t.auth().authorization!,
+      ]);
       let s = '';
       child.stdout.on('data', (d) => (s += d));
       child.on('error', reject);
       child.on('close', () => resolve(s));
     });
-    const results = JSON.parse(out) as Array<{ status?: number; type?: string; body?: { code: string }; error?: string }>;
+    const results = JSON.parse(out) as Array<{
+      status?: number;
+      type?: string;
+      body?: { code: string };
+      error?: string;
+    }>;
     expect(results).toHaveLength(6);
-    for (const r of results) expect(r).toMatchObject({ status: 413, type: expect.stringMatching(/^application\/problem\+json/), body: { code: 'payload_too_large' } });
+    for (const r of results)
+      expect(r).toMatchObject({
+        status: 413,
+        type: expect.stringMatching(/^application\/problem\+json/),
+        body: { code: 'payload_too_large' },
+      });
   }, 120_000);
 
   it('after a 413 the connection stays open while the client sends the rest of its body', async () => {
@@ -218,14 +365,18 @@ describe('what the HTTP parser and the router refuse is problem+json', () => {
     socket.on('error', (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
     let received = '';
     socket.on('data', (c) => (received += c.toString('utf8')));
-    socket.write(`POST /v1/fields HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.auth().authorization}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
+    socket.write(
+      `POST /v1/fields HTTP/1.1\r\nHost: x\r\nAuthorization: ${t.auth().authorization}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`,
+    );
     socket.write(Buffer.alloc(64 * 1024, 32));
     await expect.poll(() => received, { timeout: 10_000 }).toMatch(/^HTTP\/1\.1 413 [\s\S]*payload_too_large/);
     // The rest of the body, after the answer: the server reads it instead of resetting.
     let sent = 64 * 1024;
     while (sent < total) {
       const n = Math.min(64 * 1024, total - sent);
-      await new Promise<void>((resolve, reject) => socket.write(Buffer.alloc(n, 32), (e) => (e ? reject(e) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        socket.write(Buffer.alloc(n, 32), (e) => (e ? reject(e) : resolve())),
+      );
       sent += n;
       await new Promise((r) => setImmediate(r));
     }
@@ -250,7 +401,8 @@ describe.each(dbBackends)('a revoked and an unknown key on $name', (backend) => 
     expect((await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth(key) })).statusCode).toBe(200);
     expect(await revokeApiKey(t.db, id)).toBe(true);
     const unknownKey = `fak_${'A'.repeat(43)}`;
-    const ask = (k: string) => t.app.inject({ method: 'GET', url: '/v1/fields', headers: { ...t.auth(k), 'x-request-id': 'same-id' } });
+    const ask = (k: string) =>
+      t.app.inject({ method: 'GET', url: '/v1/fields', headers: { ...t.auth(k), 'x-request-id': 'same-id' } });
     const [revoked, unknown] = [await ask(key), await ask(unknownKey)];
     expectProblem(fromInject(revoked), 401, 'unauthorized');
     expect(revoked.body).toBe(unknown.body);

@@ -20,7 +20,16 @@ import { dbBackends } from '../helpers/backends.js';
 // The compute threads read this when the pool starts: remote imagery must be checked here.
 delete process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS;
 
-const tiff = () => writeGeoTiff({ width: 16, height: 16, data: new Uint16Array(256).fill(1200), epsg: 32631, originX: 630_000, originY: 5_602_000, resolution: 10 });
+const tiff = () =>
+  writeGeoTiff({
+    width: 16,
+    height: 16,
+    data: new Uint16Array(256).fill(1200),
+    epsg: 32631,
+    originX: 630_000,
+    originY: 5_602_000,
+    resolution: 10,
+  });
 
 describe.each(dbBackends)('hostile network and path references on $name', (backend) => {
   let t: TestApp;
@@ -49,7 +58,12 @@ describe.each(dbBackends)('hostile network and path references on $name', (backe
   });
 
   const registerBands = (bands: Record<string, unknown>, key = t.key) =>
-    t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(key), payload: { source: 'drone', capture_date: '2025-06-01', bands } });
+    t.app.inject({
+      method: 'POST',
+      url: '/v1/imagery',
+      headers: t.auth(key),
+      payload: { source: 'drone', capture_date: '2025-06-01', bands },
+    });
   const problem = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, why: string) => {
     expect(res.statusCode, `${why}: ${res.body}`).toBeGreaterThanOrEqual(400);
     expect(res.statusCode, `${why}: ${res.body}`).toBeLessThan(500);
@@ -59,7 +73,12 @@ describe.each(dbBackends)('hostile network and path references on $name', (backe
   };
 
   it.each(EMBEDDED_PRIVATE)('a webhook URL on %s (%s) is refused as blocked_address', async (_form, addr) => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/webhooks', headers: t.auth(), payload: { url: `https://[${addr}]/hook`, events: ['*'] } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: t.auth(),
+      payload: { url: `https://[${addr}]/hook`, events: ['*'] },
+    });
     const body = problem(res, addr);
     expect(res.statusCode).toBe(400);
     expect(body).toMatchObject({ code: 'validation_failed', errors: [{ path: '/body/url', code: 'blocked_address' }] });
@@ -102,7 +121,9 @@ describe.each(dbBackends)('hostile network and path references on $name', (backe
       errors: [{ path: '/body/bands/B04', code: 'path_not_allowed' }],
     });
     // Inside the root: a missing file is named as missing, an existing one registers.
-    expect(problem(await registerBands({ B04: path.join(root, 'missing.tif') }), 'missing inside').detail).toMatch(/file not found/);
+    expect(problem(await registerBands({ B04: path.join(root, 'missing.tif') }), 'missing inside').detail).toMatch(
+      /file not found/,
+    );
     expect((await registerBands({ B04: `${root}/sub/../inside.tif` })).statusCode).toBe(201);
   });
 
@@ -113,7 +134,10 @@ describe.each(dbBackends)('hostile network and path references on $name', (backe
     const up = await fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: t.auth(), body: form });
     const img = (await up.json()) as { id: string };
     expect(up.status, JSON.stringify(img)).toBe(201);
-    const [row] = await t.db.query<{ bands: Record<string, { href: string }> }>('SELECT bands FROM imagery WHERE id = $1', [img.id]);
+    const [row] = await t.db.query<{ bands: Record<string, { href: string }> }>(
+      'SELECT bands FROM imagery WHERE id = $1',
+      [img.id],
+    );
     const stored = row!.bands.B04!.href;
     const outsider = JSON.stringify(problem(await registerBands({ B04: path.join(outside, 'real.tif') }), 'outside'));
 

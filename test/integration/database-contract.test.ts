@@ -35,11 +35,28 @@ describe.each(dbBackends)('database contract on $name', (backend) => {
     await db.query(
       `INSERT INTO fields (id, account_id, name, boundary, bbox, area_ha, planting_date)
        VALUES ('fld_1', 'acc_j', 'f', $1::jsonb, $2, 1.5, '2025-04-01')`,
-      [JSON.stringify({ type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 0]]] }), [0, 0, 1, 1]],
+      [
+        JSON.stringify({
+          type: 'Polygon',
+          coordinates: [
+            [
+              [0, 0],
+              [1, 0],
+              [1, 1],
+              [0, 0],
+            ],
+          ],
+        }),
+        [0, 0, 1, 1],
+      ],
     );
-    const [row] = await db.query<{ boundary: { type: string }; bbox: number[]; area_ha: number; created_at: Date; d: string }>(
-      `SELECT boundary, bbox, area_ha, created_at, planting_date::text AS d FROM fields WHERE id = 'fld_1'`,
-    );
+    const [row] = await db.query<{
+      boundary: { type: string };
+      bbox: number[];
+      area_ha: number;
+      created_at: Date;
+      d: string;
+    }>(`SELECT boundary, bbox, area_ha, created_at, planting_date::text AS d FROM fields WHERE id = 'fld_1'`);
     expect(row!.boundary.type).toBe('Polygon');
     expect(row!.bbox).toEqual([0, 0, 1, 1]);
     expect(row!.area_ha).toBe(1.5);

@@ -57,9 +57,12 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections cut during transacti
           })
           .catch(() => void rejected++),
       );
-      const cut = setTimeout(() => {
-        for (const s of sockets) s.end();
-      }, 20 + round * 4);
+      const cut = setTimeout(
+        () => {
+          for (const s of sockets) s.end();
+        },
+        20 + round * 4,
+      );
       // A transaction whose connection was cut may stay unsettled in the driver; the test
       // bounds the wait and judges the process and the pool, not each of those.
       await Promise.race([Promise.all(runs), new Promise((r) => setTimeout(r, 3000))]);

@@ -23,7 +23,9 @@ function terminateElsewhere(url: string, pids: number[]): void {
     await sql\`SELECT pg_terminate_backend(pid) FROM unnest(\${pids}::int[]) AS pid\`;
     for (let i = 0; i < 100 && (await sql\`SELECT 1 FROM pg_stat_activity WHERE pid = ANY(\${pids}::int[])\`).length; i++) await new Promise((r) => setTimeout(r, 50));
     await sql.end();`;
-  execFileSync(process.execPath, ['--input-type=module', '-e', script, url, JSON.stringify(pids)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  execFileSync(process.execPath, ['--input-type=module', '-e', script, url, JSON.stringify(pids)], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
 }
 
 /** A TCP proxy to the test server, whose connections the test may cut and whose port it may close. */
@@ -72,7 +74,9 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
   async function poolOfTwo(): Promise<{ db: Database; pids: number[] }> {
     const db = await openDatabase({ url: TEST_DATABASE_URL, maxConnections: 2 });
     opened.push(db);
-    const rows = await Promise.all([0, 1].map(() => db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.1)')));
+    const rows = await Promise.all(
+      [0, 1].map(() => db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.1)')),
+    );
     const pids = [...new Set(rows.map((r) => r[0]!.pid))];
     expect(pids).toHaveLength(2);
     return { db, pids };
@@ -102,7 +106,9 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
   it('a write on a terminated connection is not retried (it may have been applied)', async () => {
     const { db, pids } = await poolOfTwo();
     terminateElsewhere(TEST_DATABASE_URL!, pids);
-    await expect(db.query('CREATE TEMP TABLE never_retried (x int)')).rejects.toMatchObject({ code: 'CONNECTION_CLOSED' });
+    await expect(db.query('CREATE TEMP TABLE never_retried (x int)')).rejects.toMatchObject({
+      code: 'CONNECTION_CLOSED',
+    });
     expect((await db.query<{ one: number }>('SELECT 1 AS one'))[0]!.one).toBe(1);
   }, 30_000);
 
@@ -115,7 +121,10 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
       // Statements starting with WITH count as writes: not retried, so their errors reach the caller.
       let second: Promise<unknown> | undefined;
       const first = db.query('WITH s AS (SELECT pg_sleep(2)) SELECT 1 FROM s').catch((err: { code?: string }) => {
-        second = db.query('WITH s AS (SELECT 1) SELECT 2 FROM s').then(() => 'answered', (e: { code?: string }) => e.code);
+        second = db.query('WITH s AS (SELECT 1) SELECT 2 FROM s').then(
+          () => 'answered',
+          (e: { code?: string }) => e.code,
+        );
         return err.code;
       });
       await new Promise((r) => setTimeout(r, 200));
@@ -162,7 +171,10 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgreSQL connections terminated and resta
       await p.close();
       const codes: string[] = [];
       for (let i = 0; i < 12; i++) {
-        const err = (await db.query('SELECT 1').then(() => null, (e: { code?: string }) => e)) as { code?: string } | null;
+        const err = (await db.query('SELECT 1').then(
+          () => null,
+          (e: { code?: string }) => e,
+        )) as { code?: string } | null;
         codes.push(err?.code ?? 'ok');
       }
       // Each read fails on its own connection attempt; with postgres.js's default backoff the

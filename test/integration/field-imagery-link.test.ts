@@ -15,7 +15,10 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
 
 type Polygon = ReturnType<typeof sceneField>;
-const shifted = (p: Polygon, dLon: number): Polygon => ({ type: 'Polygon', coordinates: p.coordinates.map((r) => r.map(([x, y]) => [x + dLon, y] as [number, number])) });
+const shifted = (p: Polygon, dLon: number): Polygon => ({
+  type: 'Polygon',
+  coordinates: p.coordinates.map((r) => r.map(([x, y]) => [x + dLon, y] as [number, number])),
+});
 
 for (const backend of dbBackends) {
   describe(`fields linked to existing captures on ${backend.name}`, () => {
@@ -27,7 +30,12 @@ for (const backend of dbBackends) {
     const imagery: string[] = [];
 
     const createField = async (name: string, boundary: Polygon, key?: string) => {
-      const r = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(key), payload: { name, boundary } });
+      const r = await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(key),
+        payload: { name, boundary },
+      });
       expect(r.statusCode, r.body).toBe(201);
       return r.json().id as string;
     };
@@ -37,12 +45,20 @@ for (const backend of dbBackends) {
         [field],
       );
     const listOf = async (field: string, key?: string) => {
-      const r = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/imagery?per_page=100`, headers: t.auth(key) });
+      const r = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${field}/imagery?per_page=100`,
+        headers: t.auth(key),
+      });
       expect(r.statusCode, r.body).toBe(200);
       return r.json() as { total: number; data: Array<{ id: string; cloud_cover: number }> };
     };
     const stats = async (field: string, date: string) => {
-      const r = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&zonal_stats=true&geojson=false`, headers: t.auth() });
+      const r = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&zonal_stats=true&geojson=false`,
+        headers: t.auth(),
+      });
       return r;
     };
 
@@ -53,7 +69,18 @@ for (const backend of dbBackends) {
       // A field that exists when the captures are registered: the reference coverage rows.
       before = await createField('registered first', sceneField(spec, 0.5));
       for (const c of caps) {
-        const r = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, offset: -0.1 } });
+        const r = await t.app.inject({
+          method: 'POST',
+          url: '/v1/imagery',
+          headers: t.auth(),
+          payload: {
+            source: 'sentinel-2-l2a',
+            capture_date: c.date,
+            bands: c.files,
+            mask: { href: c.scl, kind: 'scl' },
+            offset: -0.1,
+          },
+        });
         expect(r.statusCode, r.body).toBe(201);
         imagery.push(r.json().id);
       }
@@ -86,7 +113,8 @@ for (const backend of dbBackends) {
       const f = await createField('moving', sceneField(spec, 0.3));
       const small = await rowsOf(f);
       expect(small).toHaveLength(caps.length);
-      const patch = (boundary: Polygon) => t.app.inject({ method: 'PATCH', url: `/v1/fields/${f}`, headers: t.auth(), payload: { boundary } });
+      const patch = (boundary: Polygon) =>
+        t.app.inject({ method: 'PATCH', url: `/v1/fields/${f}`, headers: t.auth(), payload: { boundary } });
       // the same boundary as `before`: the same rows as registration gave it
       expect((await patch(sceneField(spec, 0.5))).statusCode).toBe(200);
       expect(await rowsOf(f)).toEqual(await rowsOf(before));
@@ -106,7 +134,16 @@ for (const backend of dbBackends) {
 
     it('a PATCH that leaves the boundary alone keeps the rows; a field off every capture has none', async () => {
       const f = await createField('renamed', sceneField(spec, 0.5));
-      expect((await t.app.inject({ method: 'PATCH', url: `/v1/fields/${f}`, headers: t.auth(), payload: { name: 'renamed again', crop_type: 'wheat' } })).statusCode).toBe(200);
+      expect(
+        (
+          await t.app.inject({
+            method: 'PATCH',
+            url: `/v1/fields/${f}`,
+            headers: t.auth(),
+            payload: { name: 'renamed again', crop_type: 'wheat' },
+          })
+        ).statusCode,
+      ).toBe(200);
       expect(await rowsOf(f)).toEqual(await rowsOf(before));
       const far = await createField('far away', shifted(sceneField(spec, 0.5), 2));
       expect((await listOf(far)).total).toBe(0);

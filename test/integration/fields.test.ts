@@ -14,15 +14,25 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(key), payload: payload as object });
 
   it('creates a field with a geodesic area, timestamps and a Location header', async () => {
-    const res = await create({ name: 'North paddock', boundary: square(5.0, 51.0, 0.01), crop_type: 'wheat', planting_date: '2025-03-20' });
+    const res = await create({
+      name: 'North paddock',
+      boundary: square(5.0, 51.0, 0.01),
+      crop_type: 'wheat',
+      planting_date: '2025-03-20',
+    });
     expect(res.statusCode).toBe(201);
     const f = res.json();
     expect(f.id).toMatch(/^fld_[A-Za-z0-9_-]{22}$/);
     expect(res.headers.location).toBe(`http://localhost:3000/v1/fields/${f.id}`);
     // 0.01° × 0.01° at 51°N: ≈ 1113 m × 700 m ≈ 77.9 ha (planar cos-latitude estimate within 1 %).
-    const approx = 111_320 * 0.01 * 111_320 * 0.01 * Math.cos((51.005 * Math.PI) / 180) / 10_000;
+    const approx = (111_320 * 0.01 * 111_320 * 0.01 * Math.cos((51.005 * Math.PI) / 180)) / 10_000;
     expect(Math.abs(f.area_ha - approx) / approx).toBeLessThan(0.01);
-    expect(f).toMatchObject({ name: 'North paddock', crop_type: 'wheat', planting_date: '2025-03-20', harvest_date: null });
+    expect(f).toMatchObject({
+      name: 'North paddock',
+      crop_type: 'wheat',
+      planting_date: '2025-03-20',
+      harvest_date: null,
+    });
     expect(f.bbox).toEqual([5.0, 51.0, 5.01, 51.01]);
     expect(new Date(f.created_at).toISOString()).toBe(f.created_at);
     const got = await t.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: t.auth() });
@@ -33,16 +43,110 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     const bad: Array<[string, unknown]> = [
       ['not an object', 'POLYGON((0 0, 1 0, 1 1, 0 0))'],
       ['a point', { type: 'Point', coordinates: [5, 51] }],
-      ['unclosed ring', { type: 'Polygon', coordinates: [[[5, 51], [5.01, 51], [5.01, 51.01], [5, 51.01]]] }],
-      ['too few positions', { type: 'Polygon', coordinates: [[[5, 51], [5.01, 51], [5, 51]]] }],
-      ['longitude out of range', { type: 'Polygon', coordinates: [[[185, 51], [185.01, 51], [185.01, 51.01], [185, 51]]] }],
-      ['latitude out of range', { type: 'Polygon', coordinates: [[[5, 91], [5.01, 91], [5.01, 91.01], [5, 91]]] }],
-      ['self-intersecting bow-tie', { type: 'Polygon', coordinates: [[[5, 51], [5.01, 51.01], [5.01, 51], [5, 51.01], [5, 51]]] }],
-      ['strings for numbers', { type: 'Polygon', coordinates: [[['5', '51'], ['5.01', '51'], ['5.01', '51.01'], ['5', '51']]] }],
-      ['zero area', { type: 'Polygon', coordinates: [[[5, 51], [5.01, 51], [5.02, 51], [5, 51]]] }],
+      [
+        'unclosed ring',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [5, 51],
+              [5.01, 51],
+              [5.01, 51.01],
+              [5, 51.01],
+            ],
+          ],
+        },
+      ],
+      [
+        'too few positions',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [5, 51],
+              [5.01, 51],
+              [5, 51],
+            ],
+          ],
+        },
+      ],
+      [
+        'longitude out of range',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [185, 51],
+              [185.01, 51],
+              [185.01, 51.01],
+              [185, 51],
+            ],
+          ],
+        },
+      ],
+      [
+        'latitude out of range',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [5, 91],
+              [5.01, 91],
+              [5.01, 91.01],
+              [5, 91],
+            ],
+          ],
+        },
+      ],
+      [
+        'self-intersecting bow-tie',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [5, 51],
+              [5.01, 51.01],
+              [5.01, 51],
+              [5, 51.01],
+              [5, 51],
+            ],
+          ],
+        },
+      ],
+      [
+        'strings for numbers',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              ['5', '51'],
+              ['5.01', '51'],
+              ['5.01', '51.01'],
+              ['5', '51'],
+            ],
+          ],
+        },
+      ],
+      [
+        'zero area',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [5, 51],
+              [5.01, 51],
+              [5.02, 51],
+              [5, 51],
+            ],
+          ],
+        },
+      ],
       ['larger than the maximum area', square(5, 51, 2)],
       ['missing coordinates', { type: 'Polygon' }],
-      ['hole outside its shell', { type: 'Polygon', coordinates: [square(5, 51, 0.01).coordinates[0], square(6, 51, 0.001).coordinates[0]] }],
+      [
+        'hole outside its shell',
+        { type: 'Polygon', coordinates: [square(5, 51, 0.01).coordinates[0], square(6, 51, 0.001).coordinates[0]] },
+      ],
     ];
     for (const [why, boundary] of bad) {
       const res = await create({ name: why, boundary });
@@ -73,7 +177,12 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     const own = await buildTestApp(backend);
     try {
       for (let i = 0; i < 5; i++) {
-        const r = await own.app.inject({ method: 'POST', url: '/v1/fields', headers: own.auth(), payload: { name: `f${i}`, boundary: square(5 + i * 0.1, 51) } });
+        const r = await own.app.inject({
+          method: 'POST',
+          url: '/v1/fields',
+          headers: own.auth(),
+          payload: { name: `f${i}`, boundary: square(5 + i * 0.1, 51) },
+        });
         expect(r.statusCode).toBe(201);
       }
       const res = await own.app.inject({ method: 'GET', url: '/v1/fields?per_page=2&page=2', headers: own.auth() });
@@ -88,7 +197,9 @@ describe.each(dbBackends)('fields on $name', (backend) => {
       expect(link).toContain('<http://localhost:3000/v1/fields?page=3&per_page=2>; rel="last"');
       const first = (await own.app.inject({ method: 'GET', url: '/v1/fields', headers: own.auth() })).json();
       expect(first).toMatchObject({ page: 1, per_page: 20, total: 5, total_pages: 1 });
-      const beyond = (await own.app.inject({ method: 'GET', url: '/v1/fields?page=9&per_page=2', headers: own.auth() })).json();
+      const beyond = (
+        await own.app.inject({ method: 'GET', url: '/v1/fields?page=9&per_page=2', headers: own.auth() })
+      ).json();
       expect(beyond.data).toEqual([]);
     } finally {
       await own.close();
@@ -99,7 +210,12 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     const f = (await create({ name: 'mine', boundary: square(5, 51) })).json();
     const other = await t.otherAccount();
     for (const method of ['GET', 'PATCH', 'DELETE'] as const) {
-      const res = await t.app.inject({ method, url: `/v1/fields/${f.id}`, headers: t.auth(other.key), ...(method === 'PATCH' ? { payload: { name: 'x' } } : {}) });
+      const res = await t.app.inject({
+        method,
+        url: `/v1/fields/${f.id}`,
+        headers: t.auth(other.key),
+        ...(method === 'PATCH' ? { payload: { name: 'x' } } : {}),
+      });
       expect(res.statusCode, method).toBe(404);
       expect(res.json().code).toBe('not_found');
     }
@@ -111,9 +227,18 @@ describe.each(dbBackends)('fields on $name', (backend) => {
   it('PATCH updates, emits field.updated with changed_fields in the same transaction', async () => {
     const own = await buildTestApp(backend);
     try {
-      const f = (await own.app.inject({ method: 'POST', url: '/v1/fields', headers: own.auth(), payload: { name: 'A', boundary: square(5, 51) } })).json();
+      const f = (
+        await own.app.inject({
+          method: 'POST',
+          url: '/v1/fields',
+          headers: own.auth(),
+          payload: { name: 'A', boundary: square(5, 51) },
+        })
+      ).json();
       const res = await own.app.inject({
-        method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(),
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
         payload: { name: 'B', crop_type: 'maize', boundary: square(5, 51, 0.006) },
       });
       expect(res.statusCode).toBe(200);
@@ -124,33 +249,71 @@ describe.each(dbBackends)('fields on $name', (backend) => {
       let events = await listOutbox(own.db, own.accountId, 'field.updated');
       expect(events).toHaveLength(1);
       expect(events[0]!.id).toMatch(/^evt_/);
-      expect(events[0]!.data).toEqual({ field_id: f.id, changed_fields: ['name', 'boundary', 'crop_type'], updated_at: g.updated_at });
+      expect(events[0]!.data).toEqual({
+        field_id: f.id,
+        changed_fields: ['name', 'boundary', 'crop_type'],
+        updated_at: g.updated_at,
+      });
 
       // No change → no event.
-      const same = await own.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(), payload: { name: 'B' } });
+      const same = await own.app.inject({
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
+        payload: { name: 'B' },
+      });
       expect(same.statusCode).toBe(200);
       expect(await listOutbox(own.db, own.accountId, 'field.updated')).toHaveLength(1);
 
       // A failed update (harvest before planting after merge) leaves neither change nor event.
-      await own.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(), payload: { planting_date: '2025-05-01' } });
-      const bad = await own.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(), payload: { name: 'C', harvest_date: '2025-04-01' } });
+      await own.app.inject({
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
+        payload: { planting_date: '2025-05-01' },
+      });
+      const bad = await own.app.inject({
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
+        payload: { name: 'C', harvest_date: '2025-04-01' },
+      });
       expect(bad.statusCode).toBe(400);
-      expect((await own.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: own.auth() })).json().name).toBe('B');
+      expect(
+        (await own.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: own.auth() })).json().name,
+      ).toBe('B');
       events = await listOutbox(own.db, own.accountId, 'field.updated');
       expect(events).toHaveLength(2);
       expect(events[1]!.data.changed_fields).toEqual(['planting_date']);
 
       // A bad boundary in a PATCH is a 400 and changes nothing.
-      const badB = await own.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(), payload: { name: 'D', boundary: { type: 'Point', coordinates: [0, 0] } } });
+      const badB = await own.app.inject({
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
+        payload: { name: 'D', boundary: { type: 'Point', coordinates: [0, 0] } },
+      });
       expect(badB.statusCode).toBe(400);
       expect(await listOutbox(own.db, own.accountId, 'field.updated')).toHaveLength(2);
 
       // Clearing with null counts as a change.
-      const cleared = await own.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(), payload: { crop_type: null } });
+      const cleared = await own.app.inject({
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
+        payload: { crop_type: null },
+      });
       expect(cleared.json().crop_type).toBeNull();
-      expect((await listOutbox(own.db, own.accountId, 'field.updated')).at(-1)!.data.changed_fields).toEqual(['crop_type']);
+      expect((await listOutbox(own.db, own.accountId, 'field.updated')).at(-1)!.data.changed_fields).toEqual([
+        'crop_type',
+      ]);
 
-      const empty = await own.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: own.auth(), payload: {} });
+      const empty = await own.app.inject({
+        method: 'PATCH',
+        url: `/v1/fields/${f.id}`,
+        headers: own.auth(),
+        payload: {},
+      });
       expect(empty.statusCode).toBe(400);
     } finally {
       await own.close();
@@ -161,7 +324,11 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     const before = (await listOutbox(t.db, t.accountId)).length;
     await expect(
       t.db.transaction(async (tx) => {
-        await emit(tx, t.accountId, 'field.updated', { field_id: 'fld_x', changed_fields: ['name'], updated_at: new Date().toISOString() });
+        await emit(tx, t.accountId, 'field.updated', {
+          field_id: 'fld_x',
+          changed_fields: ['name'],
+          updated_at: new Date().toISOString(),
+        });
         await tx.query("UPDATE fields SET name = 'x' WHERE id = 'fld_x'");
         throw new Error('the caller failed after emitting');
       }),
@@ -175,6 +342,8 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     expect(del.statusCode).toBe(204);
     expect(del.body).toBe('');
     expect((await t.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: t.auth() })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'DELETE', url: `/v1/fields/${f.id}`, headers: t.auth() })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'DELETE', url: `/v1/fields/${f.id}`, headers: t.auth() })).statusCode).toBe(
+      404,
+    );
   });
 });

@@ -22,11 +22,46 @@ describe('heavy work bound', () => {
 
   beforeAll(async () => {
     scratch = mkdtempSync(path.join(os.tmpdir(), 'heavy-work-'));
-    const caps = writeSyntheticSeason(scratch, spec, datesEvery('2025-06-02', '2025-06-23', 7), '2025-04-01', '2025-09-30');
-    t = await buildTestApp({ name: 'pglite' }, { env: { IMAGERY_ROOTS: scratch, COMPUTE_THREADS: '1', HEAVY_CONCURRENCY: '1', HEAVY_QUEUE: '1', SHED_RETRY_AFTER_S: '7' } });
-    field = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'heavy', boundary: sceneField(spec, 0.6) } })).json().id;
+    const caps = writeSyntheticSeason(
+      scratch,
+      spec,
+      datesEvery('2025-06-02', '2025-06-23', 7),
+      '2025-04-01',
+      '2025-09-30',
+    );
+    t = await buildTestApp(
+      { name: 'pglite' },
+      {
+        env: {
+          IMAGERY_ROOTS: scratch,
+          COMPUTE_THREADS: '1',
+          HEAVY_CONCURRENCY: '1',
+          HEAVY_QUEUE: '1',
+          SHED_RETRY_AFTER_S: '7',
+        },
+      },
+    );
+    field = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'heavy', boundary: sceneField(spec, 0.6) },
+      })
+    ).json().id;
     for (const c of caps) {
-      const r = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, offset: -0.1 } });
+      const r = await t.app.inject({
+        method: 'POST',
+        url: '/v1/imagery',
+        headers: t.auth(),
+        payload: {
+          source: 'sentinel-2-l2a',
+          capture_date: c.date,
+          bands: c.files,
+          mask: { href: c.scl, kind: 'scl' },
+          offset: -0.1,
+        },
+      });
       expect(r.statusCode, r.body).toBe(201);
       imagery.push({ id: r.json().id, date: c.date });
     }
@@ -36,7 +71,8 @@ describe('heavy work bound', () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  const url = (k: number, geojson: boolean) => `/v1/fields/${field}/indices?index=NDVI&date=${imagery[k]!.date}&imagery_id=${imagery[k]!.id}&zonal_stats=true&geojson=${geojson}`;
+  const url = (k: number, geojson: boolean) =>
+    `/v1/fields/${field}/indices?index=NDVI&date=${imagery[k]!.date}&imagery_id=${imagery[k]!.id}&zonal_stats=true&geojson=${geojson}`;
 
   it('sheds heavy requests past the queue with 503 problem+json; cheap ones are answered meanwhile', async () => {
     const cheap = url(0, false);
@@ -47,10 +83,16 @@ describe('heavy work bound', () => {
     const n = 1 << 22;
     const band = () => ({ dtype: 'u16' as const, scale: 0.0001, data: new Uint16Array(n).fill(1234) });
     let busy = true;
-    const blockers = Promise.all(Array.from({ length: 8 }, () => t.runtime.heavyCompute!.runIndex({ program, bands: [band(), band()], orderStats: true }))).finally(() => (busy = false));
+    const blockers = Promise.all(
+      Array.from({ length: 8 }, () =>
+        t.runtime.heavyCompute!.runIndex({ program, bands: [band(), band()], orderStats: true }),
+      ),
+    ).finally(() => (busy = false));
 
     const settled = new Set<number>();
-    const heavy = [1, 2].map((k) => t.app.inject({ method: 'GET', url: url(k, true), headers: t.auth() }).finally(() => settled.add(k)));
+    const heavy = [1, 2].map((k) =>
+      t.app.inject({ method: 'GET', url: url(k, true), headers: t.auth() }).finally(() => settled.add(k)),
+    );
     // One running, one waiting: the third is refused at once, while the other two are still in flight.
     const refused = await t.app.inject({ method: 'GET', url: url(3, true), headers: t.auth() });
     expect(refused.statusCode).toBe(503);

@@ -3,7 +3,11 @@ import { revokeApiKey, createApiKey } from '../../src/accounts/api-keys.js';
 import { dbBackends } from '../helpers/backends.js';
 import { buildTestApp, square, type TestApp } from '../helpers/app.js';
 
-function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): any }, status: number, code: string) {
+function expectProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): any },
+  status: number,
+  code: string,
+) {
   expect(res.statusCode).toBe(status);
   expect(String(res.headers['content-type'])).toMatch(/^application\/problem\+json/);
   const body = res.json();
@@ -53,27 +57,47 @@ describe.each(dbBackends)('errors and auth on $name', (backend) => {
 
   it('malformed JSON → 400 malformed_json', async () => {
     const res = await t.app.inject({
-      method: 'POST', url: '/v1/fields', headers: { ...t.auth(), 'content-type': 'application/json' }, payload: '{"name": "x",',
+      method: 'POST',
+      url: '/v1/fields',
+      headers: { ...t.auth(), 'content-type': 'application/json' },
+      payload: '{"name": "x",',
     });
     expectProblem(res, 400, 'malformed_json');
   });
 
   it('empty JSON body → 400', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: { ...t.auth(), 'content-type': 'application/json' }, payload: '' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: { ...t.auth(), 'content-type': 'application/json' },
+      payload: '',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.headers['content-type']).toMatch(/problem\+json/);
   });
 
   it('unsupported media type → 415', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: { ...t.auth(), 'content-type': 'text/plain' }, payload: 'name=x' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: { ...t.auth(), 'content-type': 'text/plain' },
+      payload: 'name=x',
+    });
     expectProblem(res, 415, 'unsupported_media_type');
-    const xml = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: { ...t.auth(), 'content-type': 'application/xml' }, payload: '<a/>' });
+    const xml = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: { ...t.auth(), 'content-type': 'application/xml' },
+      payload: '<a/>',
+    });
     expectProblem(xml, 415, 'unsupported_media_type');
   });
 
   it('oversized body → 413', async () => {
     const res = await t.app.inject({
-      method: 'POST', url: '/v1/fields', headers: { ...t.auth(), 'content-type': 'application/json' },
+      method: 'POST',
+      url: '/v1/fields',
+      headers: { ...t.auth(), 'content-type': 'application/json' },
       payload: JSON.stringify({ name: 'x'.repeat(10_000), boundary: square(5, 51) }),
     });
     expectProblem(res, 413, 'payload_too_large');
@@ -81,15 +105,21 @@ describe.each(dbBackends)('errors and auth on $name', (backend) => {
 
   it('schema validation → 400 with errors[] pointing at each bad member', async () => {
     const res = await t.app.inject({
-      method: 'POST', url: '/v1/fields', headers: t.auth(),
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
       payload: { name: 42, boundary: square(5, 51), crop_type: '', planting_date: 'tomorrow', color: 'red' },
     });
     const body = expectProblem(res, 400, 'validation_failed');
     const paths = body.errors.map((e: { path: string }) => e.path);
-    expect(paths).toEqual(expect.arrayContaining(['/body/name', '/body/crop_type', '/body/planting_date', '/body/color']));
+    expect(paths).toEqual(
+      expect.arrayContaining(['/body/name', '/body/crop_type', '/body/planting_date', '/body/color']),
+    );
     const missing = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: {} });
     const mb = expectProblem(missing, 400, 'validation_failed');
-    expect(mb.errors.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['/body/name', '/body/boundary']));
+    expect(mb.errors.map((e: { path: string }) => e.path)).toEqual(
+      expect.arrayContaining(['/body/name', '/body/boundary']),
+    );
   });
 
   it('query validation → 400 (per_page above 100 is an error, not a clamp)', async () => {

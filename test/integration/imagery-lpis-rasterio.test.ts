@@ -42,11 +42,17 @@ if (!hasLpis) console.warn('[test] Flemish LPIS data missing: the LPIS/rasterio 
 const ready = hasLpis && hasRasterio();
 
 describe.runIf(ready)('real LPIS parcels over Sentinel-2 31UFS against rasterio', () => {
-  it('pixel counts, valid counts and mean NDVI equal rasterio\'s for each parcel', async () => {
-    const fields = (JSON.parse(readFileSync(path.join(DIR, 'fields_flanders_lpis.geojson'), 'utf8')).features as Array<{ geometry: Boundary }>).map((f) => f.geometry);
+  it("pixel counts, valid counts and mean NDVI equal rasterio's for each parcel", async () => {
+    const fields = (
+      JSON.parse(readFileSync(path.join(DIR, 'fields_flanders_lpis.geojson'), 'utf8')).features as Array<{
+        geometry: Boundary;
+      }>
+    ).map((f) => f.geometry);
     const red = path.join(DIR, 'ref_input_S2_B04.tif');
     const nir = path.join(DIR, 'ref_input_S2_B08.tif');
-    const ref = JSON.parse(execFileSync('/usr/bin/python3', ['-c', PY, JSON.stringify({ red, nir, fields })], { encoding: 'utf8' })) as Array<{ pixels: number; valid: number; mean: number }>;
+    const ref = JSON.parse(
+      execFileSync('/usr/bin/python3', ['-c', PY, JSON.stringify({ red, nir, fields })], { encoding: 'utf8' }),
+    ) as Array<{ pixels: number; valid: number; mean: number }>;
     expect(ref).toHaveLength(3);
     const capture = { bands: { B04: { href: red }, B08: { href: nir } }, scale: 0.0001, offset: 0 };
     for (const [k, field] of fields.entries()) {
@@ -64,7 +70,10 @@ describe.runIf(ready)('real LPIS parcels over Sentinel-2 31UFS against rasterio'
       expect(win.fieldPixels, `parcel ${k} pixels`).toBe(ref[k]!.pixels);
       expect(win.validPixels, `parcel ${k} valid`).toBe(ref[k]!.valid);
       expect(count).toBe(win.validPixels);
-      expect(Math.abs(sum / count - ref[k]!.mean), `parcel ${k} mean NDVI ${sum / count} vs ${ref[k]!.mean}`).toBeLessThan(1e-9);
+      expect(
+        Math.abs(sum / count - ref[k]!.mean),
+        `parcel ${k} mean NDVI ${sum / count} vs ${ref[k]!.mean}`,
+      ).toBeLessThan(1e-9);
     }
   });
 });

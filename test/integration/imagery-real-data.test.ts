@@ -23,10 +23,14 @@ describe.runIf(hasRealData)('real Sentinel-2 windows against the reference stati
       const program = indexProgram(name);
       const win = await readFieldWindow(scene!.capture, polygonOf(ref), program.bands as CaptureBand[], { roots });
       expect(win.fieldPixels, `${ref.scene} pixels in polygon`).toBe(ref.pixels_centre_in_polygon);
-      const prep = kernel.prepare(win.width * win.height, program.bands.map((b) => {
-        const wb = win.bands[b as CaptureBand]!;
-        return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
-      }), { mask: true });
+      const prep = kernel.prepare(
+        win.width * win.height,
+        program.bands.map((b) => {
+          const wb = win.bands[b as CaptureBand]!;
+          return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
+        }),
+        { mask: true },
+      );
       for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
       prep.mask!.set(win.valid);
       const got = kernel.run(program);

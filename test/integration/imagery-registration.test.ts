@@ -21,8 +21,16 @@ const FTW = path.join(realDataDir, 's2_l2a_at_T33UUP_2021_ftw', 'inference-img.t
 /** A valid 16-bit TIFF without any georeferencing tags. */
 function plainTiff(w: number, h: number): Buffer {
   const tags: Array<[number, number, number, number]> = [
-    [256, 3, 1, w], [257, 3, 1, h], [258, 3, 1, 16], [259, 3, 1, 1], [262, 3, 1, 1],
-    [273, 4, 1, 0], [277, 3, 1, 1], [278, 3, 1, h], [279, 4, 1, w * h * 2], [339, 3, 1, 1],
+    [256, 3, 1, w],
+    [257, 3, 1, h],
+    [258, 3, 1, 16],
+    [259, 3, 1, 1],
+    [262, 3, 1, 1],
+    [273, 4, 1, 0],
+    [277, 3, 1, 1],
+    [278, 3, 1, h],
+    [279, 4, 1, w * h * 2],
+    [339, 3, 1, 1],
   ];
   const ifdSize = 2 + tags.length * 12 + 4;
   const dataOffset = 8 + ifdSize;
@@ -59,7 +67,11 @@ async function rangeServer(dir: string, ranges: string[]): Promise<{ server: htt
       ranges.push(req.headers.range!);
       const start = Number(m[1]);
       const end = m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
-      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': end - start + 1, 'accept-ranges': 'bytes' });
+      res.writeHead(206, {
+        'content-range': `bytes ${start}-${end}/${size}`,
+        'content-length': end - start + 1,
+        'accept-ranges': 'bytes',
+      });
       createReadStream(file, { start, end }).pipe(res);
     } else {
       res.writeHead(200, { 'content-length': size });
@@ -76,8 +88,10 @@ async function closeAll(t: TestApp, server: http.Server, scratch: string): Promi
   rmSync(scratch, { recursive: true, force: true });
 }
 
-const postImagery = (t: TestApp, payload: unknown) => t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
-const imageryCount = async (t: TestApp) => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
+const postImagery = (t: TestApp, payload: unknown) =>
+  t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: payload as object });
+const imageryCount = async (t: TestApp) =>
+  (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
 
 // The test's COG server is on 127.0.0.1: remote imagery may read private addresses here (the
 // compute threads take the environment when the pool starts). The refusal itself is tested in
@@ -99,48 +113,120 @@ describe.runIf(hasRealData)('imagery registration', () => {
     const refs = referenceResults();
     const rkh = refs.find((r) => r.scene.startsWith('EH_29RKH'))!;
     const ftw = refs.find((r) => r.scene.startsWith('AT_T33UUP'))!;
-    fieldId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Sahara test', boundary: polygonOf(rkh) } })).json().id;
-    ftwFieldId = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Austria test', boundary: polygonOf(ftw) } })).json().id;
+    fieldId = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'Sahara test', boundary: polygonOf(rkh) },
+      })
+    ).json().id;
+    ftwFieldId = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'Austria test', boundary: polygonOf(ftw) },
+      })
+    ).json().id;
     ({ server, base } = await rangeServer(RKH, ranges));
   });
   afterAll(() => closeAll(t, server, scratch));
 
   const post = (payload: unknown) => postImagery(t, payload);
-  const rkhBands = () => Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [b, path.join(RKH, `${b}.tif`)]));
+  const rkhBands = () =>
+    Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11'].map((b) => [b, path.join(RKH, `${b}.tif`)]));
 
-  it('registers local files with an SCL mask: footprint, CRS, resolution, the field\'s own cloud cover, imagery.available', async () => {
-    const res = await post({ source: 'sentinel-2-l2a', capture_date: '2020-02-19', cloud_cover: 4.05, bands: rkhBands(), mask: { href: path.join(RKH, 'SCL.tif'), kind: 'scl' }, scale: 0.0001, offset: 0 });
+  it("registers local files with an SCL mask: footprint, CRS, resolution, the field's own cloud cover, imagery.available", async () => {
+    const res = await post({
+      source: 'sentinel-2-l2a',
+      capture_date: '2020-02-19',
+      cloud_cover: 4.05,
+      bands: rkhBands(),
+      mask: { href: path.join(RKH, 'SCL.tif'), kind: 'scl' },
+      scale: 0.0001,
+      offset: 0,
+    });
     expect(res.statusCode, res.body).toBe(201);
     const img = res.json();
     expect(img.id).toMatch(/^img_/);
-    expect(img).toMatchObject({ crs: 'EPSG:32629', resolution: 100, capture_date: '2020-02-19', bands: ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'] });
+    expect(img).toMatchObject({
+      crs: 'EPSG:32629',
+      resolution: 100,
+      capture_date: '2020-02-19',
+      bands: ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'],
+    });
     expect(img.footprint.type).toBe('Polygon');
     // 1380 field pixels, 943 clear (SCL 5), 437 cloud/cirrus (8, 10): 31.67 % unusable.
     expect(img.fields).toEqual([{ field_id: fieldId, field_pixels: 1380, valid_pixels: 943, cloud_cover: 31.67 }]);
     const events = await listOutbox(t.db, t.accountId, 'imagery.available');
-    expect(events.at(-1)!.data).toEqual({ field_id: fieldId, imagery_id: img.id, source: 'sentinel-2-l2a', capture_date: '2020-02-19', cloud_cover: 31.67 });
-    const list = (await t.app.inject({ method: 'GET', url: `/v1/fields/${fieldId}/imagery`, headers: t.auth() })).json();
+    expect(events.at(-1)!.data).toEqual({
+      field_id: fieldId,
+      imagery_id: img.id,
+      source: 'sentinel-2-l2a',
+      capture_date: '2020-02-19',
+      cloud_cover: 31.67,
+    });
+    const list = (
+      await t.app.inject({ method: 'GET', url: `/v1/fields/${fieldId}/imagery`, headers: t.auth() })
+    ).json();
     expect(list.data[0]).toMatchObject({ id: img.id, cloud_cover: 31.67, scene_cloud_cover: 4.05 });
-    const filtered = (await t.app.inject({ method: 'GET', url: `/v1/fields/${fieldId}/imagery?start_date=2020-03-01`, headers: t.auth() })).json();
+    const filtered = (
+      await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${fieldId}/imagery?start_date=2020-03-01`,
+        headers: t.auth(),
+      })
+    ).json();
     expect(filtered.total).toBe(0);
-    expect((await t.app.inject({ method: 'GET', url: `/v1/imagery/${img.id}`, headers: t.auth() })).json().id).toBe(img.id);
+    expect((await t.app.inject({ method: 'GET', url: `/v1/imagery/${img.id}`, headers: t.auth() })).json().id).toBe(
+      img.id,
+    );
     const other = await t.otherAccount();
-    expect((await t.app.inject({ method: 'GET', url: `/v1/imagery/${img.id}`, headers: t.auth(other.key) })).statusCode).toBe(404);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/v1/imagery/${img.id}`, headers: t.auth(other.key) })).statusCode,
+    ).toBe(404);
   });
 
   it('registers bands sharing one multi-band file through `index`', async () => {
-    const res = await post({ source: 'sentinel-2-l2a', capture_date: '2021-09-25', bands: { B04: { href: FTW, index: 5 }, B03: { href: FTW, index: 6 }, B02: { href: FTW, index: 7 }, B08: { href: FTW, index: 8 } } });
+    const res = await post({
+      source: 'sentinel-2-l2a',
+      capture_date: '2021-09-25',
+      bands: {
+        B04: { href: FTW, index: 5 },
+        B03: { href: FTW, index: 6 },
+        B02: { href: FTW, index: 7 },
+        B08: { href: FTW, index: 8 },
+      },
+    });
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json().fields).toEqual([{ field_id: ftwFieldId, field_pixels: 2365, valid_pixels: 2365, cloud_cover: 0 }]);
+    expect(res.json().fields).toEqual([
+      { field_id: ftwFieldId, field_pixels: 2365, valid_pixels: 2365, cloud_cover: 0 },
+    ]);
   });
 
   it('registers a STAC Item (assets by common name, SCL mask, date and cloud cover from the item)', async () => {
     const item = JSON.parse(readFileSync(path.join(RKH, 'S2A_29RKH_20200219_0_L2A.json'), 'utf8'));
-    const local: Record<string, string> = { blue: 'B02', green: 'B03', red: 'B04', rededge1: 'B05', nir: 'B08', swir16: 'B11', scl: 'SCL' };
-    item.assets = Object.fromEntries(Object.entries(local).map(([k, f]) => [k, { ...item.assets[k], href: path.join(RKH, `${f}.tif`) }]));
+    const local: Record<string, string> = {
+      blue: 'B02',
+      green: 'B03',
+      red: 'B04',
+      rededge1: 'B05',
+      nir: 'B08',
+      swir16: 'B11',
+      scl: 'SCL',
+    };
+    item.assets = Object.fromEntries(
+      Object.entries(local).map(([k, f]) => [k, { ...item.assets[k], href: path.join(RKH, `${f}.tif`) }]),
+    );
     const res = await post({ stac_item: item });
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json()).toMatchObject({ source: 'sentinel-2-l2a', capture_date: '2020-02-19', cloud_cover: 4.051854, offset: 0 });
+    expect(res.json()).toMatchObject({
+      source: 'sentinel-2-l2a',
+      capture_date: '2020-02-19',
+      cloud_cover: 4.051854,
+      offset: 0,
+    });
     expect(res.json().fields[0].cloud_cover).toBe(31.67);
     item.properties['s2:processing_baseline'] = '04.00';
     const n400 = await post({ stac_item: item });
@@ -149,7 +235,12 @@ describe.runIf(hasRealData)('imagery registration', () => {
 
   it('reads COGs over HTTP with range requests', async () => {
     ranges.length = 0;
-    const res = await post({ source: 'sentinel-2-l2a', capture_date: '2020-02-20', bands: { B04: `${base}/B04.tif`, B08: `${base}/B08.tif` }, mask: { href: `${base}/SCL.tif`, kind: 'scl' } });
+    const res = await post({
+      source: 'sentinel-2-l2a',
+      capture_date: '2020-02-20',
+      bands: { B04: `${base}/B04.tif`, B08: `${base}/B08.tif` },
+      mask: { href: `${base}/SCL.tif`, kind: 'scl' },
+    });
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json().fields[0]).toMatchObject({ field_id: fieldId, valid_pixels: 943 });
     expect(ranges.length).toBeGreaterThan(0);
@@ -167,9 +258,15 @@ describe('imagery registration: broken input, on a synthetic scene', () => {
     scratch = mkdtempSync(path.join(os.tmpdir(), 'imagery-broken-'));
     t = await buildTestApp({ name: 'pglite' }, { env: { IMAGERY_ROOTS: scratch } });
     const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100, seed: 3 };
-    scene = writeSyntheticSeason(path.join(scratch, 'scene'), spec, ['2020-02-19'], '2020-01-01', '2020-06-30')[0]!.files;
+    scene = writeSyntheticSeason(path.join(scratch, 'scene'), spec, ['2020-02-19'], '2020-01-01', '2020-06-30')[0]!
+      .files;
     // A field over the scene, so that registering reads its pixels.
-    const field = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'synthetic', boundary: sceneField(spec) } });
+    const field = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name: 'synthetic', boundary: sceneField(spec) },
+    });
     expect(field.statusCode, field.body).toBe(201);
     ({ server, base } = await rangeServer(scratch, []));
   });
@@ -188,14 +285,32 @@ describe('imagery registration: broken input, on a synthetic scene', () => {
     writeFileSync(plain, plainTiff(8, 8));
     // Four bands in UTM zone 33N; the scene is in zone 31N.
     const zone33 = path.join(scratch, 'zone33.tif');
-    writeFileSync(zone33, writeGeoTiff({ width: 32, height: 32, samples: 4, data: new Uint16Array(32 * 32 * 4).fill(1200), epsg: 32633, originX: 500_000, originY: 5_300_000, resolution: 10, tileSize: 32 }));
+    writeFileSync(
+      zone33,
+      writeGeoTiff({
+        width: 32,
+        height: 32,
+        samples: 4,
+        data: new Uint16Array(32 * 32 * 4).fill(1200),
+        epsg: 32633,
+        originX: 500_000,
+        originY: 5_300_000,
+        resolution: 10,
+        tileSize: 32,
+      }),
+    );
     const before = await count();
     const eventsBefore = (await listOutbox(t.db, t.accountId)).length;
     const cases: Array<[string, Record<string, unknown>, string, RegExp]> = [
       ['corrupt bytes', { B04: corrupt }, '/body/bands/B04', /not a readable GeoTIFF|cannot be decoded/],
       ['truncated file', { B04: truncated, B08: scene.B08 }, '/body/bands/B04', /corrupt or truncated|not a readable/],
       ['missing georeference', { B04: plain }, '/body/bands/B04', /GeoKeys|georeferenced/],
-      ['CRS mismatch', { B04: scene.B04, B08: { href: zone33, index: 4 } }, '/body/bands/B08', /CRS EPSG:32633 differs/],
+      [
+        'CRS mismatch',
+        { B04: scene.B04, B08: { href: zone33, index: 4 } },
+        '/body/bands/B08',
+        /CRS EPSG:32633 differs/,
+      ],
       ['path outside IMAGERY_ROOTS', { B04: '/etc/passwd' }, '/body/bands/B04', /outside the allowed/],
       ['missing file', { B04: path.join(scratch, 'nope.tif') }, '/body/bands/B04', /not found/],
       ['unreachable URL', { B04: 'http://127.0.0.1:1/B04.tif' }, '/body/bands/B04', /cannot be read|not a readable/],
@@ -213,7 +328,11 @@ describe('imagery registration: broken input, on a synthetic scene', () => {
       ['unknown band', { source: 's', capture_date: '2020-02-19', bands: { B13: scene.B04! } }, '/body/bands/B13'],
       ['bad date', { source: 's', capture_date: '2020-02-30', bands: { B04: scene.B04! } }, '/body/capture_date'],
       ['no bands', { source: 's', capture_date: '2020-02-19', bands: {} }, '/body/bands'],
-      ['s3 href', { source: 's', capture_date: '2020-02-19', bands: { B04: 's3://bucket/B04.tif' } }, '/body/bands/B04'],
+      [
+        's3 href',
+        { source: 's', capture_date: '2020-02-19', bands: { B04: 's3://bucket/B04.tif' } },
+        '/body/bands/B04',
+      ],
     ] as const) {
       const res = await post(payload);
       expect(res.statusCode, why).toBe(400);

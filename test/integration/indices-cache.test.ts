@@ -22,7 +22,8 @@ import { dbBackends, type DbBackend } from '../helpers/backends.js';
 
 type Replica = 'shared embedded handle' | 'handle without write counter' | 'second PostgreSQL pool';
 
-const replicasOf = (b: DbBackend): Replica[] => (b.name === 'pglite' ? ['shared embedded handle', 'handle without write counter'] : ['second PostgreSQL pool']);
+const replicasOf = (b: DbBackend): Replica[] =>
+  b.name === 'pglite' ? ['shared embedded handle', 'handle without write counter'] : ['second PostgreSQL pool'];
 
 async function replicaDb(t: TestApp, kind: Replica, url?: string): Promise<Database> {
   if (kind === 'second PostgreSQL pool') return openDatabase({ url, schema: t.db.schema, maxConnections: 3 });
@@ -46,11 +47,23 @@ for (const backend of dbBackends) {
       const held = 4; // registered later, in the test of new captures
 
       const register = async (c: SyntheticCapture) => {
-        const r = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: c.date, bands: c.files, mask: { href: c.scl, kind: 'scl' }, offset: -0.1 } });
+        const r = await t.app.inject({
+          method: 'POST',
+          url: '/v1/imagery',
+          headers: t.auth(),
+          payload: {
+            source: 'sentinel-2-l2a',
+            capture_date: c.date,
+            bands: c.files,
+            mask: { href: c.scl, kind: 'scl' },
+            offset: -0.1,
+          },
+        });
         expect(r.statusCode, r.body).toBe(201);
         imagery[c.date] = r.json().id;
       };
-      const get = (app: Api, url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers: { ...t.auth(), ...headers } });
+      const get = (app: Api, url: string, headers: Record<string, string> = {}) =>
+        app.inject({ method: 'GET', url, headers: { ...t.auth(), ...headers } });
       const json = async (app: Api, url: string) => {
         const r = await get(app, url);
         expect(r.statusCode, r.body).toBe(200);
@@ -60,10 +73,23 @@ for (const backend of dbBackends) {
 
       beforeAll(async () => {
         scratch = mkdtempSync(path.join(os.tmpdir(), 'index-cache-'));
-        caps = writeSyntheticSeason(scratch, spec, datesEvery('2025-06-02', '2025-07-28', 7), '2025-04-01', '2025-09-30');
+        caps = writeSyntheticSeason(
+          scratch,
+          spec,
+          datesEvery('2025-06-02', '2025-07-28', 7),
+          '2025-04-01',
+          '2025-09-30',
+        );
         t = await buildTestApp(backend, { env: { IMAGERY_ROOTS: scratch } });
         const create = async (name: string, fraction: number) =>
-          (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name, boundary: sceneField(spec, fraction) } })).json().id as string;
+          (
+            await t.app.inject({
+              method: 'POST',
+              url: '/v1/fields',
+              headers: t.auth(),
+              payload: { name, boundary: sceneField(spec, fraction) },
+            })
+          ).json().id as string;
         field = await create('cached', 0.6);
         // The boundary `field` gets by PATCH later, on a field of its own: what a fresh computation answers.
         control = await create('control', 0.35);
@@ -88,7 +114,9 @@ for (const backend of dbBackends) {
         for (const app of both()) {
           for (let k = 0; k < 2; k++) {
             expect((await json(app, one)).imagery_id).not.toBe(undefined);
-            expect((await json(app, series)).filter((e: { imagery_id: string | null }) => e.imagery_id)).toHaveLength(usable);
+            expect((await json(app, series)).filter((e: { imagery_id: string | null }) => e.imagery_id)).toHaveLength(
+              usable,
+            );
           }
         }
         const before = await json(appB, one);
@@ -104,17 +132,28 @@ for (const backend of dbBackends) {
 
       it('a boundary PATCH changes statistics, GeoJSON and series at once, to what a fresh computation gives', async () => {
         const d = caps[2]!.date;
-        const pinned = (f: string, geo: boolean) => `/v1/fields/${f}/indices?index=NDVI&date=${d}&imagery_id=${imagery[d]}&zonal_stats=true&geojson=${geo}`;
-        const series = (f: string) => `/v1/fields/${f}/indices/timeseries?index=NDVI&start_date=2025-06-02&end_date=2025-07-31&max_cloud_cover=100`;
+        const pinned = (f: string, geo: boolean) =>
+          `/v1/fields/${f}/indices?index=NDVI&date=${d}&imagery_id=${imagery[d]}&zonal_stats=true&geojson=${geo}`;
+        const series = (f: string) =>
+          `/v1/fields/${f}/indices/timeseries?index=NDVI&start_date=2025-06-02&end_date=2025-07-31&max_cloud_cover=100`;
         const warm: Record<string, { count: number; features: number; means: number[] }> = {};
         for (const [name, app] of Object.entries({ a: t.app, b: appB })) {
           await json(app, pinned(field, true));
           const body = await json(app, pinned(field, true));
           const s = await json(app, series(field));
-          warm[name] = { count: body.zonal_stats.count, features: body.geojson.features.length, means: s.map((e: { mean: number }) => e.mean) };
+          warm[name] = {
+            count: body.zonal_stats.count,
+            features: body.geojson.features.length,
+            means: s.map((e: { mean: number }) => e.mean),
+          };
         }
         expect(warm.b).toEqual(warm.a);
-        const patch = await appB.inject({ method: 'PATCH', url: `/v1/fields/${field}`, headers: t.auth(), payload: { boundary: sceneField(spec, 0.35) } });
+        const patch = await appB.inject({
+          method: 'PATCH',
+          url: `/v1/fields/${field}`,
+          headers: t.auth(),
+          payload: { boundary: sceneField(spec, 0.35) },
+        });
         expect(patch.statusCode, patch.body).toBe(200);
         const fresh = await json(t.app, pinned(control, true));
         const freshSeries = await json(t.app, series(control));
@@ -139,8 +178,12 @@ for (const backend of dbBackends) {
           expect((await json(app, series))[0]).toMatchObject({ imagery_id: imagery[d] });
         }
         // Another process rewrites the capture's coverage of the field: now all cloud.
-        await dbB.query('UPDATE imagery_fields SET valid_pixels = 0, cloud_cover = 100 WHERE imagery_id = $1 AND field_id = $2', [imagery[d], field]);
-        for (const app of both()) expect((await json(app, series))[0]).toMatchObject({ imagery_id: null, mean: null, cloud_cover: 100 });
+        await dbB.query(
+          'UPDATE imagery_fields SET valid_pixels = 0, cloud_cover = 100 WHERE imagery_id = $1 AND field_id = $2',
+          [imagery[d], field],
+        );
+        for (const app of both())
+          expect((await json(app, series))[0]).toMatchObject({ imagery_id: null, mean: null, cloud_cover: 100 });
         await dbB.query('DELETE FROM imagery WHERE id = $1', [imagery[d]]);
         for (const app of both()) {
           expect((await json(app, one)).imagery_id).not.toBe(imagery[d]);
@@ -163,7 +206,8 @@ for (const backend of dbBackends) {
             expect(Number(z.headers['content-length'])).toBeLessThan(plain.rawPayload.length / 4);
             expect(gunzipSync(z.rawPayload).equals(plain.rawPayload)).toBe(true);
           }
-          for (const ae of ['gzip;q=0', 'br', 'identity']) expect((await get(app, url, { 'accept-encoding': ae })).headers['content-encoding'], ae).toBeUndefined();
+          for (const ae of ['gzip;q=0', 'br', 'identity'])
+            expect((await get(app, url, { 'accept-encoding': ae })).headers['content-encoding'], ae).toBeUndefined();
         }
         const small = await get(t.app, `${url}&geojson=false`, { 'accept-encoding': 'gzip' });
         expect(small.headers['content-encoding']).toBeUndefined();
@@ -172,26 +216,48 @@ for (const backend of dbBackends) {
 
       it('indices reading different bands do not share cached statistics; cached equal fresh', async () => {
         const d = caps[3]!.date;
-        const q = (index: string) => `/v1/fields/${control}/indices/timeseries?index=${index}&start_date=${d}&end_date=${d}&interval=daily&max_cloud_cover=100`;
+        const q = (index: string) =>
+          `/v1/fields/${control}/indices/timeseries?index=${index}&start_date=${d}&end_date=${d}&interval=daily&max_cloud_cover=100`;
         const ndvi = (await json(t.app, q('NDVI')))[0];
         const ndre = (await json(t.app, q('NDRE')))[0];
         expect(ndvi.mean).not.toBeCloseTo(ndre.mean, 3);
         // The same formulas through POST custom, which always computes afresh.
-        for (const [formula, cached] of [['(B08 - B04) / (B08 + B04)', ndvi], ['(B08 - B05) / (B08 + B05)', ndre]] as const) {
-          const r = await t.app.inject({ method: 'POST', url: `/v1/fields/${control}/indices/custom`, headers: t.auth(), payload: { name: formula, formula, date: d } });
+        for (const [formula, cached] of [
+          ['(B08 - B04) / (B08 + B04)', ndvi],
+          ['(B08 - B05) / (B08 + B05)', ndre],
+        ] as const) {
+          const r = await t.app.inject({
+            method: 'POST',
+            url: `/v1/fields/${control}/indices/custom`,
+            headers: t.auth(),
+            payload: { name: formula, formula, date: d },
+          });
           expect(r.statusCode, r.body).toBe(201);
           const s = r.json().zonal_stats;
-          for (const k of ['mean', 'min', 'max', 'std'] as const) expect(s[k], `${formula} ${k}`).toBeCloseTo(cached[k], 6);
+          for (const k of ['mean', 'min', 'max', 'std'] as const)
+            expect(s[k], `${formula} ${k}`).toBeCloseTo(cached[k], 6);
         }
-        const single = await json(appB, `/v1/fields/${control}/indices?index=NDRE&date=${d}&zonal_stats=true&geojson=false`);
+        const single = await json(
+          appB,
+          `/v1/fields/${control}/indices?index=NDRE&date=${d}&zonal_stats=true&geojson=false`,
+        );
         expect(single.zonal_stats.mean).toBe(ndre.mean);
       });
 
       it('a deleted field answers 404 at once on both replicas', async () => {
-        for (const app of both()) expect((await get(app, `/v1/fields/${field}/indices?index=NDVI&date=2025-06-02&zonal_stats=true`)).statusCode).toBe(200);
-        expect((await t.app.inject({ method: 'DELETE', url: `/v1/fields/${field}`, headers: t.auth() })).statusCode).toBe(204);
+        for (const app of both())
+          expect(
+            (await get(app, `/v1/fields/${field}/indices?index=NDVI&date=2025-06-02&zonal_stats=true`)).statusCode,
+          ).toBe(200);
+        expect(
+          (await t.app.inject({ method: 'DELETE', url: `/v1/fields/${field}`, headers: t.auth() })).statusCode,
+        ).toBe(204);
         for (const app of both()) {
-          for (const url of [`/v1/fields/${field}/indices?index=NDVI&date=2025-06-02&zonal_stats=true`, `/v1/fields/${field}/indices?index=NDVI&date=2025-06-02&geojson=false`, `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2025-06-02&end_date=2025-07-31`]) {
+          for (const url of [
+            `/v1/fields/${field}/indices?index=NDVI&date=2025-06-02&zonal_stats=true`,
+            `/v1/fields/${field}/indices?index=NDVI&date=2025-06-02&geojson=false`,
+            `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2025-06-02&end_date=2025-07-31`,
+          ]) {
             const r = await get(app, url);
             expect(r.statusCode, url).toBe(404);
             expect(r.json().code).toBe('not_found');

@@ -37,7 +37,10 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'demo-indices-'));
     t = await buildTestApp(backend, { env: { IMAGERY_ROOTS: dir } });
-    const demo = await createDemo({ db: t.db, compute: t.runtime.compute, roots: t.config.imageryRoots, maxAreaHa: t.config.maxFieldAreaHa }, t.accountId);
+    const demo = await createDemo(
+      { db: t.db, compute: t.runtime.compute, roots: t.config.imageryRoots, maxAreaHa: t.config.maxFieldAreaHa },
+      t.accountId,
+    );
     fieldId = demo.fieldId;
     caps = await fieldCaptures(t.db, t.accountId, fieldId);
   }, 240_000);
@@ -53,18 +56,27 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     expect(byDate('2025-05-01').valid_pixels).toBe(byDate('2025-05-01').field_pixels);
   });
 
-  describe('formulas that read no band: a value on the capture\'s usable field pixels, null when not finite', () => {
+  describe("formulas that read no band: a value on the capture's usable field pixels, null when not finite", () => {
     // 2025-07-06 is partly under cloud: the usable pixels are fewer than the field's.
     const date = '2025-07-06';
     it.each(CONSTANT_FORMULAS)('GET indices with formula %s', async (formula, value) => {
       const c = byDate(date);
       expect(c.valid_pixels).toBeLessThan(c.field_pixels);
-      const res = await get(`/v1/fields/${fieldId}/indices?index=custom&date=${date}&zonal_stats=true&formula=${encodeURIComponent(formula)}`);
+      const res = await get(
+        `/v1/fields/${fieldId}/indices?index=custom&date=${date}&zonal_stats=true&formula=${encodeURIComponent(formula)}`,
+      );
       expect(res.statusCode, res.body).toBe(200);
       const body = res.json();
       expect(body).toMatchObject({ imagery_id: c.id, date, formula });
       const count = value === null ? 0 : c.valid_pixels;
-      expect(body.zonal_stats).toMatchObject({ count, min: value, max: value, mean: value, median: value, std: value === null ? null : 0 });
+      expect(body.zonal_stats).toMatchObject({
+        count,
+        min: value,
+        max: value,
+        mean: value,
+        median: value,
+        std: value === null ? null : 0,
+      });
       expect(body.zonal_stats.valid_fraction).toBeCloseTo(count / c.field_pixels, 6);
       const values = body.geojson.features.map((f: { properties: { value: number | null } }) => f.properties.value);
       expect(values.length).toBe(c.field_pixels);
@@ -73,7 +85,12 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     });
 
     it.each(CONSTANT_FORMULAS)('POST indices/custom with formula %s', async (formula, value) => {
-      const res = await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/indices/custom`, headers: t.auth(), payload: { name: `constant ${formula}`, formula, date } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${fieldId}/indices/custom`,
+        headers: t.auth(),
+        payload: { name: `constant ${formula}`, formula, date },
+      });
       expect(res.statusCode, res.body).toBe(201);
       const body = res.json();
       expect(body.zonal_stats).toMatchObject({ count: value === null ? 0 : byDate(date).valid_pixels, mean: value });
@@ -83,7 +100,9 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     });
 
     it.each(CONSTANT_FORMULAS)('time series with formula %s', async (formula, value) => {
-      const res = await get(`/v1/fields/${fieldId}/indices/timeseries?index=custom&formula=${encodeURIComponent(formula)}&start_date=2025-06-01&end_date=2025-07-31&interval=weekly&max_cloud_cover=30`);
+      const res = await get(
+        `/v1/fields/${fieldId}/indices/timeseries?index=custom&formula=${encodeURIComponent(formula)}&start_date=2025-06-01&end_date=2025-07-31&interval=weekly&max_cloud_cover=30`,
+      );
       expect(res.statusCode, res.body).toBe(200);
       const used = res.json().filter((e: { imagery_id: string | null }) => e.imagery_id !== null);
       expect(used.length).toBeGreaterThan(3);
@@ -101,29 +120,45 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
       expect(res.json()).toMatchObject({ date: '2025-05-01', imagery_id: byDate('2025-05-01').id });
       expect(res.json().zonal_stats.valid_fraction).toBe(1);
       // 04-22 is 3 days from 04-19 and from 04-25: 04-25 has no usable pixel, so 04-19.
-      expect((await get(`/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-22&geojson=false`)).json().date).toBe('2025-04-19');
+      expect((await get(`/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-22&geojson=false`)).json().date).toBe(
+        '2025-04-19',
+      );
     });
 
     it('pinned by imagery_id, the cloudy capture is used (every statistic null)', async () => {
       const cloudy = byDate('2025-04-25');
-      const res = await get(`/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-25&imagery_id=${cloudy.id}&zonal_stats=true&geojson=false`);
+      const res = await get(
+        `/v1/fields/${fieldId}/indices?index=NDVI&date=2025-04-25&imagery_id=${cloudy.id}&zonal_stats=true&geojson=false`,
+      );
       expect(res.statusCode, res.body).toBe(200);
-      expect(res.json()).toMatchObject({ imagery_id: cloudy.id, zonal_stats: { count: 0, mean: null, valid_fraction: 0 } });
+      expect(res.json()).toMatchObject({
+        imagery_id: cloudy.id,
+        zonal_stats: { count: 0, mean: null, valid_fraction: 0 },
+      });
     });
 
     it('the time series never uses a capture without a usable pixel, even with max_cloud_cover=100', async () => {
-      const res = await get(`/v1/fields/${fieldId}/indices/timeseries?index=NDVI&start_date=2025-04-24&end_date=2025-04-26&interval=daily&max_cloud_cover=100`);
+      const res = await get(
+        `/v1/fields/${fieldId}/indices/timeseries?index=NDVI&start_date=2025-04-24&end_date=2025-04-26&interval=daily&max_cloud_cover=100`,
+      );
       expect(res.statusCode, res.body).toBe(200);
       const day = res.json().find((e: { interval_start: string }) => e.interval_start === '2025-04-25');
       expect(day).toMatchObject({ date: '2025-04-25', imagery_id: null, mean: null, cloud_cover: 100 });
     });
 
     it('a scouting report for options.date=2025-04-25 uses the same rule (05-01), instead of failing', async () => {
-      const post = await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'scouting', format: 'json', options: { date: '2025-04-25' } } });
+      const post = await t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${fieldId}/reports`,
+        headers: t.auth(),
+        payload: { type: 'scouting', format: 'json', options: { date: '2025-04-25' } },
+      });
       expect(post.statusCode, post.body).toBe(202);
       const r = await waitReport(t, post.json().id, 120_000);
       expect(r.status, r.error).toBe('ready');
-      const content = (await t.app.inject({ method: 'GET', url: new URL(r.download_url).pathname + new URL(r.download_url).search })).json();
+      const content = (
+        await t.app.inject({ method: 'GET', url: new URL(r.download_url).pathname + new URL(r.download_url).search })
+      ).json();
       expect(content.capture).toMatchObject({ date: '2025-05-01', usable_fraction: 1 });
     });
   });
@@ -136,11 +171,27 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
       // Another account: the demo's captures do not cover its field. One capture with B04 and B08
       // only (the demo's 2025-07-12 files), one entirely under cloud (2025-04-25).
       other = await t.otherAccount();
-      const field = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(other.key), payload: { name: 'other', boundary: (await get(`/v1/fields/${fieldId}`)).json().boundary } });
+      const field = await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(other.key),
+        payload: { name: 'other', boundary: (await get(`/v1/fields/${fieldId}`)).json().boundary },
+      });
       expect(field.statusCode, field.body).toBe(201);
       otherField = field.json().id;
-      const files = (d: string, bands: string[]) => Object.fromEntries(bands.map((b) => [b, path.join(dir, 'demo', `${d}_${b}.tif`)]));
-      const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(other.key), payload: { source: 'sentinel-2-l2a', capture_date: '2025-07-12', bands: files('2025-07-12', ['B04', 'B08']), offset: -0.1 } });
+      const files = (d: string, bands: string[]) =>
+        Object.fromEntries(bands.map((b) => [b, path.join(dir, 'demo', `${d}_${b}.tif`)]));
+      const img = await t.app.inject({
+        method: 'POST',
+        url: '/v1/imagery',
+        headers: t.auth(other.key),
+        payload: {
+          source: 'sentinel-2-l2a',
+          capture_date: '2025-07-12',
+          bands: files('2025-07-12', ['B04', 'B08']),
+          offset: -0.1,
+        },
+      });
       expect(img.statusCode, img.body).toBe(201);
       redNir = img.json().id;
     });
@@ -155,7 +206,11 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     it.each([
       ['NDRE (B05, B08): only B05 is missing', 'index=NDRE', ['B05']],
       ['EVI (B02, B04, B08): only B02 is missing', 'index=EVI', ['B02']],
-      ['a custom formula on B03, B04, B08, B11', `index=custom&formula=${encodeURIComponent('(B03 + B11) / (B08 - B04)')}`, ['B03', 'B11']],
+      [
+        'a custom formula on B03, B04, B08, B11',
+        `index=custom&formula=${encodeURIComponent('(B03 + B11) / (B08 - B04)')}`,
+        ['B03', 'B11'],
+      ],
     ])('missing_bands, %s', async (_name, q, missing) => {
       for (const pin of ['', `&imagery_id=${redNir}`]) {
         const body = await problem(`/v1/fields/${otherField}/indices?${q}&date=2025-07-12${pin}`, other.key);
@@ -167,12 +222,28 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     });
 
     it('no_usable_imagery when every capture with the bands is entirely under cloud; pinned, it is used', async () => {
-      const bands = Object.fromEntries(['B04', 'B05', 'B08'].map((b) => [b, path.join(dir, 'demo', `2025-04-25_${b}.tif`)]));
-      const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(other.key), payload: { source: 'sentinel-2-l2a', capture_date: '2025-04-25', bands, mask: { href: path.join(dir, 'demo', '2025-04-25_SCL.tif'), kind: 'scl' }, offset: -0.1 } });
+      const bands = Object.fromEntries(
+        ['B04', 'B05', 'B08'].map((b) => [b, path.join(dir, 'demo', `2025-04-25_${b}.tif`)]),
+      );
+      const img = await t.app.inject({
+        method: 'POST',
+        url: '/v1/imagery',
+        headers: t.auth(other.key),
+        payload: {
+          source: 'sentinel-2-l2a',
+          capture_date: '2025-04-25',
+          bands,
+          mask: { href: path.join(dir, 'demo', '2025-04-25_SCL.tif'), kind: 'scl' },
+          offset: -0.1,
+        },
+      });
       expect(img.statusCode, img.body).toBe(201);
       const body = await problem(`/v1/fields/${otherField}/indices?index=NDRE&date=2025-04-25`, other.key);
       expect(body.code).toBe('no_usable_imagery');
-      const pinned = await get(`/v1/fields/${otherField}/indices?index=NDRE&date=2025-04-25&imagery_id=${img.json().id}&zonal_stats=true&geojson=false`, other.key);
+      const pinned = await get(
+        `/v1/fields/${otherField}/indices?index=NDRE&date=2025-04-25&imagery_id=${img.json().id}&zonal_stats=true&geojson=false`,
+        other.key,
+      );
       expect(pinned.statusCode, pinned.body).toBe(200);
       expect(pinned.json().zonal_stats).toMatchObject({ count: 0, mean: null });
     });
@@ -182,16 +253,28 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     const field = (await get(`/v1/fields/${fieldId}`)).json();
     expect(field).toMatchObject({ planting_date: '2025-04-10', harvest_date: '2025-09-20' });
     const clearInSeason = caps
-      .filter((c) => c.valid_pixels / c.field_pixels >= 0.7 && c.capture_date >= field.planting_date && c.capture_date <= field.harvest_date)
+      .filter(
+        (c) =>
+          c.valid_pixels / c.field_pixels >= 0.7 &&
+          c.capture_date >= field.planting_date &&
+          c.capture_date <= field.harvest_date,
+      )
       .map((c) => c.capture_date)
       .sort();
     // The demo has clear captures after harvest too (2025-10-04): those are bare soil.
     expect(caps.some((c) => c.capture_date > field.harvest_date && c.valid_pixels / c.field_pixels >= 0.7)).toBe(true);
-    const post = await t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: t.auth(), payload: { type: 'scouting', format: 'json' } });
+    const post = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${fieldId}/reports`,
+      headers: t.auth(),
+      payload: { type: 'scouting', format: 'json' },
+    });
     expect(post.statusCode, post.body).toBe(202);
     const r = await waitReport(t, post.json().id, 120_000);
     expect(r.status, r.error).toBe('ready');
-    const content = (await t.app.inject({ method: 'GET', url: new URL(r.download_url).pathname + new URL(r.download_url).search })).json();
+    const content = (
+      await t.app.inject({ method: 'GET', url: new URL(r.download_url).pathname + new URL(r.download_url).search })
+    ).json();
     expect(content.capture.date).toBe(clearInSeason.at(-1));
     expect(content.capture.usable_fraction).toBeGreaterThanOrEqual(0.7);
   });

@@ -14,9 +14,21 @@ import { hasRealData, polygonOf, realDataDir, referenceResults, REF_INDEX, scene
 import { seedSeason } from '../helpers/reports.js';
 
 describe('selectBestCapture', () => {
-  const c = (id: string, capture_date: string, invalid: number, bands = ['B04', 'B08']) => ({ id, capture_date, field_pixels: 100, valid_pixels: 100 - invalid, bands });
+  const c = (id: string, capture_date: string, invalid: number, bands = ['B04', 'B08']) => ({
+    id,
+    capture_date,
+    field_pixels: 100,
+    valid_pixels: 100 - invalid,
+    bands,
+  });
   it('on the date: fewest unusable pixels; else nearest; ties: fewer unusable, then earlier', () => {
-    const cs = [c('a', '2025-06-10', 30), c('b', '2025-06-10', 10), c('d', '2025-06-14', 5), c('e', '2025-06-06', 5), c('f', '2025-06-20', 0)];
+    const cs = [
+      c('a', '2025-06-10', 30),
+      c('b', '2025-06-10', 10),
+      c('d', '2025-06-14', 5),
+      c('e', '2025-06-06', 5),
+      c('f', '2025-06-20', 0),
+    ];
     expect(selectBestCapture(cs, '2025-06-10', ['B04'])!.id).toBe('b');
     // 06-12: b (2 days, 10 unusable) and d (2 days, 5 unusable) → d
     expect(selectBestCapture(cs, '2025-06-12', ['B04'])!.id).toBe('d');
@@ -38,11 +50,21 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
       const scene = scenes[ref.scene]!;
       const key = ref.polygon_file;
       if (!fieldOf[key]) {
-        const f = await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: ref.scene, boundary: polygonOf(ref) } });
+        const f = await t.app.inject({
+          method: 'POST',
+          url: '/v1/fields',
+          headers: t.auth(),
+          payload: { name: ref.scene, boundary: polygonOf(ref) },
+        });
         expect(f.statusCode, f.body).toBe(201);
         fieldOf[key] = f.json().id;
       }
-      const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: scene.source, capture_date: scene.date, ...scene.capture } });
+      const img = await t.app.inject({
+        method: 'POST',
+        url: '/v1/imagery',
+        headers: t.auth(),
+        payload: { source: scene.source, capture_date: scene.date, ...scene.capture },
+      });
       expect(img.statusCode, img.body).toBe(201);
       imageryOf[ref.scene] = img.json().id;
     }
@@ -76,7 +98,11 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
 
   it('GeoJSON: one closed WGS84 square per field pixel, null where masked', async () => {
     const ref = referenceResults().find((r) => r.scene.startsWith('EH_29RKH'))!;
-    const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${fieldOf[ref.polygon_file]}/indices?index=NDVI&date=2020-02-19&zonal_stats=true&imagery_id=${imageryOf[ref.scene]}`, headers: t.auth() });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${fieldOf[ref.polygon_file]}/indices?index=NDVI&date=2020-02-19&zonal_stats=true&imagery_id=${imageryOf[ref.scene]}`,
+      headers: t.auth(),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/application\/json/);
     const body = res.json();
@@ -96,7 +122,9 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
         expect(lat).toBeGreaterThan(25.1);
         expect(lat).toBeLessThan(25.3);
       }
-      const area = ring.slice(0, 4).reduce((a: number, p: number[], i: number) => a + p[0]! * ring[i + 1][1] - ring[i + 1][0] * p[1]!, 0);
+      const area = ring
+        .slice(0, 4)
+        .reduce((a: number, p: number[], i: number) => a + p[0]! * ring[i + 1][1] - ring[i + 1][0] * p[1]!, 0);
       expect(area).toBeGreaterThan(0); // counter-clockwise
       if (f.properties.value === null) nulls++;
       else expect(typeof f.properties.value).toBe('number');
@@ -108,7 +136,12 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
     const ftwField = fieldOf['polygons/poly_T33UUP_ftw_center.geojson']!;
     const june = imageryOf.AT_T33UUP_20210617_L2A_FTW!;
     const sept = imageryOf.AT_T33UUP_20210925_L2A_FTW!;
-    const get = (q: string, key = t.key) => t.app.inject({ method: 'GET', url: `/v1/fields/${ftwField}/indices?index=NDVI&geojson=false&${q}`, headers: t.auth(key) });
+    const get = (q: string, key = t.key) =>
+      t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${ftwField}/indices?index=NDVI&geojson=false&${q}`,
+        headers: t.auth(key),
+      });
     expect((await get('date=2021-06-17')).json().imagery_id).toBe(june);
     expect((await get('date=2021-09-20')).json().imagery_id).toBe(sept);
     expect((await get('date=2021-01-01')).json()).toMatchObject({ imagery_id: june, date: '2021-06-17' });
@@ -122,7 +155,11 @@ describe.runIf(hasRealData)('field indices on real Sentinel-2 data', () => {
     const other = await t.otherAccount();
     expect((await get('date=2021-06-17', other.key)).statusCode).toBe(404);
     // NDRE needs B05, which the Austrian captures lack.
-    const ndre = await t.app.inject({ method: 'GET', url: `/v1/fields/${ftwField}/indices?index=NDRE&date=2021-06-17`, headers: t.auth() });
+    const ndre = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${ftwField}/indices?index=NDRE&date=2021-06-17`,
+      headers: t.auth(),
+    });
     expect(ndre.statusCode).toBe(422);
     expect(ndre.json().code).toBe('missing_bands');
   });
@@ -136,10 +173,24 @@ describe.runIf(hasRealData)('time series and stored custom indices on real data'
   beforeAll(async () => {
     t = await buildTestApp({ name: 'pglite' }, { env: { IMAGERY_ROOTS: realDataDir } });
     const ref = referenceResults().find((r) => r.scene === 'AT_T33UUP_20210617_L2A_FTW')!;
-    field = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'Austria', boundary: polygonOf(ref) } })).json().id;
+    field = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'Austria', boundary: polygonOf(ref) },
+      })
+    ).json().id;
     for (const name of ['AT_T33UUP_20210617_L2A_FTW', 'AT_T33UUP_20210925_L2A_FTW']) {
       const s = scenes[name]!;
-      const id = (await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: s.source, capture_date: s.date, ...s.capture } })).json().id;
+      const id = (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v1/imagery',
+          headers: t.auth(),
+          payload: { source: s.source, capture_date: s.date, ...s.capture },
+        })
+      ).json().id;
       if (name.includes('0617')) june = id;
       else sept = id;
     }
@@ -152,53 +203,122 @@ describe.runIf(hasRealData)('time series and stored custom indices on real data'
     expect(res.statusCode, res.body).toBe(200);
     const series = res.json();
     expect(series).toHaveLength(18); // 122 days → 17 full weeks and a cut one
-    expect(series[0]).toMatchObject({ interval_start: '2021-06-01', interval_end: '2021-06-07', date: '2021-06-01', mean: null, imagery_id: null });
+    expect(series[0]).toMatchObject({
+      interval_start: '2021-06-01',
+      interval_end: '2021-06-07',
+      date: '2021-06-01',
+      mean: null,
+      imagery_id: null,
+    });
     expect(series.at(-1)).toMatchObject({ interval_start: '2021-09-28', interval_end: '2021-09-30' });
     const hits = series.filter((e: { imagery_id: string | null }) => e.imagery_id);
     expect(hits.map((e: { imagery_id: string }) => e.imagery_id)).toEqual([june, sept]);
-    expect(hits[0]).toMatchObject({ date: '2021-06-17', interval_start: '2021-06-15', interval_end: '2021-06-21', valid_fraction: 1 });
+    expect(hits[0]).toMatchObject({
+      date: '2021-06-17',
+      interval_start: '2021-06-15',
+      interval_end: '2021-06-21',
+      valid_fraction: 1,
+    });
     const ndvi = referenceResults().find((r) => r.scene === 'AT_T33UUP_20210617_L2A_FTW')!.indices.NDVI!;
     expect(Math.abs(hits[0].mean - ndvi.mean)).toBeLessThan(1e-4);
     for (const k of ['mean', 'min', 'max', 'std']) expect(series[0][k]).toBeNull();
-    const cached = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM index_stats WHERE field_id = $1', [field]);
+    const cached = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM index_stats WHERE field_id = $1', [
+      field,
+    ]);
     expect(cached[0]!.n).toBe(2);
     // The same series again is served from the cache (and answers the same).
     const again = await t.app.inject({ method: 'GET', url, headers: t.auth() });
     expect(again.json()).toEqual(series);
-    const daily = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-06-17&end_date=2021-06-18&interval=daily`, headers: t.auth() });
+    const daily = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-06-17&end_date=2021-06-18&interval=daily`,
+      headers: t.auth(),
+    });
     expect(daily.json().map((e: { date: string }) => e.date)).toEqual(['2021-06-17', '2021-06-18']);
   });
 
   it('an interval whose best capture is too cloudy is a gap (max_cloud_cover)', async () => {
-    await t.db.query('UPDATE imagery_fields SET valid_pixels = 1000, cloud_cover = 57.72 WHERE imagery_id = $1', [sept]);
-    const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-09-20&end_date=2021-10-03&interval=biweekly`, headers: t.auth() });
-    expect(res.json()).toEqual([expect.objectContaining({ date: '2021-09-20', mean: null, imagery_id: null, cloud_cover: 57.72 })]);
-    const lenient = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-09-20&end_date=2021-10-03&interval=biweekly&max_cloud_cover=60`, headers: t.auth() });
+    await t.db.query('UPDATE imagery_fields SET valid_pixels = 1000, cloud_cover = 57.72 WHERE imagery_id = $1', [
+      sept,
+    ]);
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-09-20&end_date=2021-10-03&interval=biweekly`,
+      headers: t.auth(),
+    });
+    expect(res.json()).toEqual([
+      expect.objectContaining({ date: '2021-09-20', mean: null, imagery_id: null, cloud_cover: 57.72 }),
+    ]);
+    const lenient = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2021-09-20&end_date=2021-10-03&interval=biweekly&max_cloud_cover=60`,
+      headers: t.auth(),
+    });
     expect(lenient.json()[0]).toMatchObject({ date: '2021-09-25', imagery_id: sept });
-    await t.db.query('UPDATE imagery_fields SET valid_pixels = field_pixels, cloud_cover = 0 WHERE imagery_id = $1', [sept]);
+    await t.db.query('UPDATE imagery_fields SET valid_pixels = field_pixels, cloud_cover = 0 WHERE imagery_id = $1', [
+      sept,
+    ]);
   });
 
   it('POST custom stores the result (201 with cix_ id), GET reads it back; division by zero gives nulls', async () => {
-    const res = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'green ratio', formula: 'B08 / B03 - 1', date: '2021-06-17' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${field}/indices/custom`,
+      headers: t.auth(),
+      payload: { name: 'green ratio', formula: 'B08 / B03 - 1', date: '2021-06-17' },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const c = res.json();
-    expect(c).toMatchObject({ name: 'green ratio', formula: 'B08 / B03 - 1', field_id: field, date: '2021-06-17', imagery_id: june });
+    expect(c).toMatchObject({
+      name: 'green ratio',
+      formula: 'B08 / B03 - 1',
+      field_id: field,
+      date: '2021-06-17',
+      imagery_id: june,
+    });
     expect(c.id).toMatch(/^cix_/);
     expect(c.zonal_stats.count).toBe(2365);
     expect(c.geojson.features).toHaveLength(2365);
-    const back = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom/${c.id}`, headers: t.auth() });
+    const back = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices/custom/${c.id}`,
+      headers: t.auth(),
+    });
     expect(back.json()).toEqual(c);
-    const list = (await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom`, headers: t.auth() })).json();
+    const list = (
+      await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom`, headers: t.auth() })
+    ).json();
     expect(list).toMatchObject({ total: 1, data: [{ id: c.id }] });
     expect(list.data[0].geojson).toBeUndefined();
-    const zero = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'zero', formula: '1 / (B04 - B04)', date: '2021-06-17' } });
+    const zero = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${field}/indices/custom`,
+      headers: t.auth(),
+      payload: { name: 'zero', formula: '1 / (B04 - B04)', date: '2021-06-17' },
+    });
     expect(zero.statusCode).toBe(201);
     expect(zero.json().zonal_stats).toMatchObject({ count: 0, mean: null });
-    const bad = await t.app.inject({ method: 'POST', url: `/v1/fields/${field}/indices/custom`, headers: t.auth(), payload: { name: 'x', formula: 'sqrt(B04', date: '2021-06-17' } });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${field}/indices/custom`,
+      headers: t.auth(),
+      payload: { name: 'x', formula: 'sqrt(B04', date: '2021-06-17' },
+    });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json()).toMatchObject({ code: 'invalid_formula', errors: [{ path: '/body/formula', code: 'unbalanced_parenthesis' }] });
+    expect(bad.json()).toMatchObject({
+      code: 'invalid_formula',
+      errors: [{ path: '/body/formula', code: 'unbalanced_parenthesis' }],
+    });
     const other = await t.otherAccount();
-    expect((await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/custom/${c.id}`, headers: t.auth(other.key) })).statusCode).toBe(404);
+    expect(
+      (
+        await t.app.inject({
+          method: 'GET',
+          url: `/v1/fields/${field}/indices/custom/${c.id}`,
+          headers: t.auth(other.key),
+        })
+      ).statusCode,
+    ).toBe(404);
   });
 });
 
@@ -220,15 +340,26 @@ describe('field indices: bad input, on a synthetic scene', () => {
   });
 
   it('custom formulas: division by zero gives nulls, not an error; a bad formula is a 400 with the position', async () => {
-    const q = (formula: string) => t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices?index=custom&date=${date}&zonal_stats=true&formula=${encodeURIComponent(formula)}`, headers: t.auth() });
+    const q = (formula: string) =>
+      t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${field}/indices?index=custom&date=${date}&zonal_stats=true&formula=${encodeURIComponent(formula)}`,
+        headers: t.auth(),
+      });
     const zero = await q('B08 / (B04 - B04)');
     expect(zero.statusCode).toBe(200);
     const body = zero.json();
     expect(body.zonal_stats).toMatchObject({ count: 0, mean: null, min: null });
-    expect(body.geojson.features.every((f: { properties: { value: unknown } }) => f.properties.value === null)).toBe(true);
+    expect(body.geojson.features.every((f: { properties: { value: unknown } }) => f.properties.value === null)).toBe(
+      true,
+    );
     expect(body.formula).toBe('B08 / (B04 - B04)');
     const ok = await q('(B08 - B04) / (B08 + B04)');
-    const ndvi = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&zonal_stats=true&geojson=false`, headers: t.auth() });
+    const ndvi = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&zonal_stats=true&geojson=false`,
+      headers: t.auth(),
+    });
     expect(ok.json().zonal_stats.mean).toBeCloseTo(ndvi.json().zonal_stats.mean, 9);
     const bad = await q('B08 +* B04');
     expect(bad.statusCode).toBe(400);
@@ -253,8 +384,19 @@ describe('field indices: bad input, on a synthetic scene', () => {
       expect(res.statusCode, url).toBe(status);
       expect(res.json().code, url).toBe(code);
     }
-    const lonely = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'no imagery', boundary: square(100, 10) } })).json();
-    const none = await t.app.inject({ method: 'GET', url: `/v1/fields/${lonely.id}/indices?index=NDVI&date=2021-06-17`, headers: t.auth() });
+    const lonely = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'no imagery', boundary: square(100, 10) },
+      })
+    ).json();
+    const none = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${lonely.id}/indices?index=NDVI&date=2021-06-17`,
+      headers: t.auth(),
+    });
     expect(none.statusCode).toBe(404);
     expect(none.json().code).toBe('no_imagery');
   });
@@ -268,10 +410,18 @@ describe('field indices: bad input, on a synthetic scene', () => {
       ['index=NDVI&start_date=2021-06-01', 400],
       ['index=NDVI&start_date=2021-06-01&end_date=2021-06-10&max_cloud_cover=101', 400],
     ] as const) {
-      const res = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?${q}`, headers: t.auth() });
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${field}/indices/timeseries?${q}`,
+        headers: t.auth(),
+      });
       expect(res.statusCode, q).toBe(status);
     }
-    const ok = await t.app.inject({ method: 'GET', url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2000-01-01&end_date=2010-01-06&interval=daily`, headers: t.auth() });
+    const ok = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=2000-01-01&end_date=2010-01-06&interval=daily`,
+      headers: t.auth(),
+    });
     expect(ok.statusCode).toBe(200); // 3,659 intervals: within the limit
   });
 });

@@ -11,7 +11,10 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
 
 interface Operation {
   security?: unknown[];
-  responses: Record<string, { description?: string; content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }>;
+  responses: Record<
+    string,
+    { description?: string; content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }
+  >;
 }
 
 describe('problem types and documented error responses', () => {
@@ -19,10 +22,14 @@ describe('problem types and documented error responses', () => {
   let operations: Array<{ id: string; op: Operation }>;
   beforeAll(async () => {
     t = await buildTestApp({ name: 'pglite' });
-    const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
+    const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, Operation>>;
+    };
     operations = Object.entries(doc.paths)
       .filter(([p]) => p.startsWith('/v1/'))
-      .flatMap(([p, item]) => METHODS.filter((m) => item[m]).map((m) => ({ id: `${m.toUpperCase()} ${p}`, op: item[m]! })));
+      .flatMap(([p, item]) =>
+        METHODS.filter((m) => item[m]).map((m) => ({ id: `${m.toUpperCase()} ${p}`, op: item[m]! })),
+      );
   });
   afterAll(async () => t.close());
 
@@ -74,7 +81,12 @@ describe('problem types and documented error responses', () => {
     const res = await t.app.inject({ method: 'GET', url: '/v1/reports/rpt_nothing/download?expires=1&signature=abc' });
     expect(res.statusCode).toBe(403);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(res.json()).toMatchObject({ type: '/problems/invalid_signature', code: 'invalid_signature', status: 403, title: problemCatalog.invalid_signature.title });
+    expect(res.json()).toMatchObject({
+      type: '/problems/invalid_signature',
+      code: 'invalid_signature',
+      status: 403,
+      title: problemCatalog.invalid_signature.title,
+    });
     const schema = await t.app.inject({ method: 'GET', url: '/v1/reports/schemas/scouting', headers: t.auth() });
     expect(schema.statusCode).toBe(200);
     expect(schema.json()).toMatchObject({ type: 'object' });
@@ -84,14 +96,35 @@ describe('problem types and documented error responses', () => {
     const codes = (id: string) => {
       const op = operations.find((o) => o.id === id);
       expect(op, id).toBeDefined();
-      return [...Object.values(op!.op.responses).map((r) => r.description ?? '').join(' ').matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
+      return [
+        ...Object.values(op!.op.responses)
+          .map((r) => r.description ?? '')
+          .join(' ')
+          .matchAll(/`([a-z_]+)`/g),
+      ].map((m) => m[1]);
     };
-    expect(codes('GET /v1/reports/{id}/download')).toEqual(expect.arrayContaining(['not_found', 'invalid_signature', 'link_expired']));
-    expect(codes('GET /v1/reports/schemas/{type}')).toEqual(expect.arrayContaining(['validation_failed', 'unauthorized']));
+    expect(codes('GET /v1/reports/{id}/download')).toEqual(
+      expect.arrayContaining(['not_found', 'invalid_signature', 'link_expired']),
+    );
+    expect(codes('GET /v1/reports/schemas/{type}')).toEqual(
+      expect.arrayContaining(['validation_failed', 'unauthorized']),
+    );
     expect(codes('POST /v1/fields/{id}/reports')).toEqual(expect.arrayContaining(['idempotency_key_reused']));
-    expect(codes('POST /v1/webhooks')).toEqual(expect.arrayContaining(['webhook_limit_reached', 'webhook_test_failed']));
-    expect(codes('POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry')).toEqual(expect.arrayContaining(['webhook_disabled']));
-    expect(codes('GET /v1/fields/{id}/indices')).toEqual(expect.arrayContaining(['no_imagery', 'missing_bands', 'no_usable_imagery', 'imagery_does_not_cover_field', 'invalid_formula']));
+    expect(codes('POST /v1/webhooks')).toEqual(
+      expect.arrayContaining(['webhook_limit_reached', 'webhook_test_failed']),
+    );
+    expect(codes('POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry')).toEqual(
+      expect.arrayContaining(['webhook_disabled']),
+    );
+    expect(codes('GET /v1/fields/{id}/indices')).toEqual(
+      expect.arrayContaining([
+        'no_imagery',
+        'missing_bands',
+        'no_usable_imagery',
+        'imagery_does_not_cover_field',
+        'invalid_formula',
+      ]),
+    );
     expect(codes('POST /v1/fields')).toEqual(expect.arrayContaining(['invalid_boundary']));
     expect(codes('POST /v1/imagery')).toEqual(expect.arrayContaining(['invalid_imagery']));
   });

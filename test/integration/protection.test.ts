@@ -20,7 +20,10 @@ describe.each(stores)('per-key rate limit $name', (store) => {
   const prefix = uniqueName('rl');
   let t: TestApp;
   beforeAll(async () => {
-    t = await buildTestApp({ name: 'pglite' }, { redisUrl: store.redisUrl, queuePrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '3', QUEUE_PREFIX: prefix } });
+    t = await buildTestApp(
+      { name: 'pglite' },
+      { redisUrl: store.redisUrl, queuePrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '3', QUEUE_PREFIX: prefix } },
+    );
   });
   afterAll(async () => {
     await t?.close();
@@ -58,7 +61,9 @@ describe.each(stores)('per-key rate limit $name', (store) => {
       }
     }
     expect((await t.app.inject({ method: 'GET', url: '/v1/fields' })).statusCode).toBe(401);
-    expect((await t.app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^http_requests_rate_limited_total [1-9]/m);
+    expect((await t.app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(
+      /^http_requests_rate_limited_total [1-9]/m,
+    );
   });
 
   it.skipIf(!store.redisUrl)('replicas share one budget in Redis, keyed by key id, never the key itself', async () => {
@@ -68,7 +73,10 @@ describe.each(stores)('per-key rate limit $name', (store) => {
     try {
       const apps = [t.app, replica];
       const codes: number[] = [];
-      for (let i = 0; i < 4; i++) codes.push((await apps[i % 2]!.inject({ method: 'GET', url: '/v1/fields', headers: t.auth(other.key) })).statusCode);
+      for (let i = 0; i < 4; i++)
+        codes.push(
+          (await apps[i % 2]!.inject({ method: 'GET', url: '/v1/fields', headers: t.auth(other.key) })).statusCode,
+        );
       expect(codes).toEqual([200, 200, 200, 429]);
       const redis = new Redis(store.redisUrl!);
       try {
@@ -89,12 +97,17 @@ describe.each(stores)('per-key rate limit $name', (store) => {
 
 describe('load shedding', () => {
   it('a saturated compute queue sheds /v1 with 503 problem+json and Retry-After; operations routes still answer', async () => {
-    const t = await buildTestApp({ name: 'pglite' }, { env: { SHED_POOL_QUEUE: '2', SHED_RETRY_AFTER_S: '7', COMPUTE_THREADS: '1' } });
+    const t = await buildTestApp(
+      { name: 'pglite' },
+      { env: { SHED_POOL_QUEUE: '2', SHED_RETRY_AFTER_S: '7', COMPUTE_THREADS: '1' } },
+    );
     try {
       const program = compileFormula('(B08 - B04) / (B08 + B04)');
       const n = 1 << 22;
       const band = () => ({ dtype: 'u16' as const, scale: 0.0001, data: new Uint16Array(n).fill(1234) });
-      const tasks = Array.from({ length: 24 }, () => t.runtime.compute.runIndex({ program, bands: [band(), band()], orderStats: true }));
+      const tasks = Array.from({ length: 24 }, () =>
+        t.runtime.compute.runIndex({ program, bands: [band(), band()], orderStats: true }),
+      );
       let res = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth() });
       const end = Date.now() + 20_000;
       // The queue is sampled every 250 ms: wait for the sample that sees it.
@@ -168,7 +181,9 @@ describe('outbound timeouts', () => {
     try {
       const href = (b: string) => `http://127.0.0.1:${port}/${b}.tif`;
       const res = await t.app.inject({
-        method: 'POST', url: '/v1/imagery', headers: t.auth(),
+        method: 'POST',
+        url: '/v1/imagery',
+        headers: t.auth(),
         payload: { source: 'drone', capture_date: '2025-06-01', bands: { B04: href('B04'), B08: href('B08') } },
       });
       expect(res.statusCode).toBe(400);

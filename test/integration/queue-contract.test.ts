@@ -20,7 +20,9 @@ interface Backend {
 
 const backends: Backend[] = [
   { name: 'database queue on pglite', db: { name: 'pglite' } },
-  ...(TEST_DATABASE_URL ? [{ name: 'database queue on postgres', db: { name: 'postgres' as const, url: TEST_DATABASE_URL } }] : []),
+  ...(TEST_DATABASE_URL
+    ? [{ name: 'database queue on postgres', db: { name: 'postgres' as const, url: TEST_DATABASE_URL } }]
+    : []),
   ...(TEST_REDIS_URL ? [{ name: 'bullmq on redis', db: { name: 'pglite' as const }, redisUrl: TEST_REDIS_URL }] : []),
 ];
 
@@ -153,13 +155,17 @@ describe.each(backends)('job queue contract: $name', (backend) => {
     let active = 0;
     let peak = 0;
     let done = 0;
-    q.process('c', async () => {
-      active++;
-      peak = Math.max(peak, active);
-      await sleep(150);
-      active--;
-      done++;
-    }, { concurrency: 3 });
+    q.process(
+      'c',
+      async () => {
+        active++;
+        peak = Math.max(peak, active);
+        await sleep(150);
+        active--;
+        done++;
+      },
+      { concurrency: 3 },
+    );
     for (let i = 0; i < 9; i++) await q.enqueue('c', { i });
     await until('all done', () => done === 9, 10_000);
     expect(peak).toBe(3);
@@ -217,7 +223,7 @@ describe.each(backends)('job queue contract: $name', (backend) => {
     const prefix = uniqueName('q');
     let dir: string | undefined;
     let childDb: Database | undefined;
-    const env: Record<string, string> = { ...process.env as Record<string, string>, PREFIX: prefix, LEASE_MS: '800' };
+    const env: Record<string, string> = { ...(process.env as Record<string, string>), PREFIX: prefix, LEASE_MS: '800' };
     if (backend.redisUrl) env.REDIS_URL = backend.redisUrl;
     if (backend.db.url) {
       env.DB_URL = backend.db.url;
@@ -241,7 +247,10 @@ describe.each(backends)('job queue contract: $name', (backend) => {
       const pq = await make(prefix, 800);
       await pq.enqueue('kill', { precious: 1 }, { jobId: 'precious' });
     }
-    const child = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/queue-child.mjs')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/queue-child.mjs')], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     try {

@@ -25,7 +25,12 @@ describe.each(queueBackends)('reports on $name', (backend) => {
   let dir: string;
   let seeded: SeededField;
   const post = (fieldId: string, payload: object, headers: Record<string, string> = {}) =>
-    t.app.inject({ method: 'POST', url: `/v1/fields/${fieldId}/reports`, headers: { ...t.auth(), ...headers }, payload });
+    t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${fieldId}/reports`,
+      headers: { ...t.auth(), ...headers },
+      payload,
+    });
   const download = (url: string) => {
     const u = new URL(url);
     return t.app.inject({ method: 'GET', url: u.pathname + u.search });
@@ -50,68 +55,119 @@ describe.each(queueBackends)('reports on $name', (backend) => {
 
   describe.each(TYPES)('%s', (type) => {
     const contents: Record<string, any> = {};
-    it.each(FORMATS)(`${type} as %s: the file opens and carries the report`, async (format) => {
-      const r = await ready({ type, format, options: type === 'scouting' || type === 'prescription' ? { date: '2025-07-01' } : {} });
-      expect(r).toMatchObject({ field_id: seeded.fieldId, type, format, status: 'ready', error: null });
-      expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(7 * 86_400_000 - 120_000);
-      expect(Date.parse(r.expires_at) - Date.now()).toBeLessThanOrEqual(7 * 86_400_000);
-      const file = await download(r.download_url);
-      expect(file.statusCode).toBe(200);
-      expect(file.headers['content-type']).toBe({ pdf: 'application/pdf', json: 'application/json', csv: 'text/csv; charset=utf-8' }[format]);
-      expect(file.headers['content-disposition']).toMatch(new RegExp(`^attachment; filename="${type}_synthetic-maize_\\d{4}-\\d{2}-\\d{2}_${r.id}\\.${format}"$`));
-      expect(Number(file.headers['content-length'])).toBe(file.rawPayload.length);
-      if (format === 'json') {
-        const c = file.json();
-        expect(schemaErrors(type, c)).toEqual([]);
-        expect(c.meta).toMatchObject({ report_id: r.id, type, index: 'NDVI', field: { id: seeded.fieldId, name: 'Synthetic maize', crop_type: 'maize' } });
-        contents[type] = c;
-      } else if (format === 'csv') {
-        const { headers, rows } = await parseCsv(file.body);
-        expect(headers).toEqual(CSV_HEADERS[type]);
-        if (type === 'seasonal') {
-          expect(rows.length).toBeGreaterThanOrEqual(4);
-          for (const row of rows) {
-            expect(row.date).toMatch(/^2025-\d{2}-\d{2}$/);
-            expect(Number(row.mean)).toBeGreaterThan(0);
+    it.each(FORMATS)(
+      `${type} as %s: the file opens and carries the report`,
+      async (format) => {
+        const r = await ready({
+          type,
+          format,
+          options: type === 'scouting' || type === 'prescription' ? { date: '2025-07-01' } : {},
+        });
+        expect(r).toMatchObject({ field_id: seeded.fieldId, type, format, status: 'ready', error: null });
+        expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(7 * 86_400_000 - 120_000);
+        expect(Date.parse(r.expires_at) - Date.now()).toBeLessThanOrEqual(7 * 86_400_000);
+        const file = await download(r.download_url);
+        expect(file.statusCode).toBe(200);
+        expect(file.headers['content-type']).toBe(
+          { pdf: 'application/pdf', json: 'application/json', csv: 'text/csv; charset=utf-8' }[format],
+        );
+        expect(file.headers['content-disposition']).toMatch(
+          new RegExp(`^attachment; filename="${type}_synthetic-maize_\\d{4}-\\d{2}-\\d{2}_${r.id}\\.${format}"$`),
+        );
+        expect(Number(file.headers['content-length'])).toBe(file.rawPayload.length);
+        if (format === 'json') {
+          const c = file.json();
+          expect(schemaErrors(type, c)).toEqual([]);
+          expect(c.meta).toMatchObject({
+            report_id: r.id,
+            type,
+            index: 'NDVI',
+            field: { id: seeded.fieldId, name: 'Synthetic maize', crop_type: 'maize' },
+          });
+          contents[type] = c;
+        } else if (format === 'csv') {
+          const { headers, rows } = await parseCsv(file.body);
+          expect(headers).toEqual(CSV_HEADERS[type]);
+          if (type === 'seasonal') {
+            expect(rows.length).toBeGreaterThanOrEqual(4);
+            for (const row of rows) {
+              expect(row.date).toMatch(/^2025-\d{2}-\d{2}$/);
+              expect(Number(row.mean)).toBeGreaterThan(0);
+            }
           }
-        }
-        if (type === 'health_summary') expect(rows.length).toBe(12);
-        if (type === 'prescription') {
-          expect(rows.length).toBe(4);
-          expect(rows.map((x) => Number(x.zone))).toEqual([1, 2, 3, 4]);
-          for (const row of rows) expect(row.wkt).toMatch(/^MULTIPOLYGON \(\(\(/);
-        }
-        if (type === 'scouting') {
-          expect(rows.length).toBeGreaterThanOrEqual(1);
-          for (const row of rows) {
-            expect(Math.abs(Number(row.lon) - 4.84)).toBeLessThan(0.05);
-            expect(Math.abs(Number(row.lat) - 50.55)).toBeLessThan(0.05);
-            expect(['high', 'moderate', 'low']).toContain(row.severity);
+          if (type === 'health_summary') expect(rows.length).toBe(12);
+          if (type === 'prescription') {
+            expect(rows.length).toBe(4);
+            expect(rows.map((x) => Number(x.zone))).toEqual([1, 2, 3, 4]);
+            for (const row of rows) expect(row.wkt).toMatch(/^MULTIPOLYGON \(\(\(/);
           }
+          if (type === 'scouting') {
+            expect(rows.length).toBeGreaterThanOrEqual(1);
+            for (const row of rows) {
+              expect(Math.abs(Number(row.lon) - 4.84)).toBeLessThan(0.05);
+              expect(Math.abs(Number(row.lat) - 50.55)).toBeLessThan(0.05);
+              expect(['high', 'moderate', 'low']).toContain(row.severity);
+            }
+          }
+        } else {
+          expect(file.rawPayload.subarray(0, 5).toString()).toBe('%PDF-');
+          const { text, pages } = await pdfText(file.rawPayload);
+          expect(pages).toBeGreaterThanOrEqual(1);
+          expect(text).toContain('Synthetic maize');
+          expect(text).toContain(r.id);
+          const expected = {
+            scouting: [
+              'Scouting report',
+              'NDVI map and scouting points',
+              'Problem areas to visit',
+              'Latitude',
+              'cloud / no data',
+            ],
+            seasonal: [
+              'Seasonal analysis',
+              'NDVI over the season',
+              'Yield potential',
+              'Green-up'.toUpperCase(),
+              'Clear captures',
+            ],
+            health_summary: ['Weekly health summary', 'Weekly mean NDVI', 'Periods', 'Alert history'],
+            prescription: [
+              'Prescription map - Nitrogen (N)',
+              'Management zones',
+              'Zones and rates',
+              'Rate (kg/ha)',
+              'Zone 1',
+            ],
+          }[type];
+          for (const s of expected) expect(text).toContain(s);
         }
-      } else {
-        expect(file.rawPayload.subarray(0, 5).toString()).toBe('%PDF-');
-        const { text, pages } = await pdfText(file.rawPayload);
-        expect(pages).toBeGreaterThanOrEqual(1);
-        expect(text).toContain('Synthetic maize');
-        expect(text).toContain(r.id);
-        const expected = {
-          scouting: ['Scouting report', 'NDVI map and scouting points', 'Problem areas to visit', 'Latitude', 'cloud / no data'],
-          seasonal: ['Seasonal analysis', 'NDVI over the season', 'Yield potential', 'Green-up'.toUpperCase(), 'Clear captures'],
-          health_summary: ['Weekly health summary', 'Weekly mean NDVI', 'Periods', 'Alert history'],
-          prescription: ['Prescription map - Nitrogen (N)', 'Management zones', 'Zones and rates', 'Rate (kg/ha)', 'Zone 1'],
-        }[type];
-        for (const s of expected) expect(text).toContain(s);
-      }
-    }, 60_000);
+      },
+      60_000,
+    );
   });
 
   it('prescription: zone areas add up to the field area within 1 %; rates follow the zones; product = Σ rate × area', async () => {
     const cases = [
       { options: { date: '2025-07-01', prescription_input: 'nitrogen', zones: 4 }, direction: 'inverse' },
-      { options: { date: '2025-07-01', prescription_input: 'seed_rate', zones: 3, zoning: 'kmeans' }, direction: 'proportional' },
-      { options: { date: '2025-07-01', prescription_input: 'lime', zones: 7, base_rate: 3, rate_spread: 0.3 }, direction: 'inverse' },
-      { options: { date: '2025-07-01', prescription_input: 'potassium', zones: 2, rate_direction: 'proportional', unit: 'l/ha', base_rate: 100 }, direction: 'proportional' },
+      {
+        options: { date: '2025-07-01', prescription_input: 'seed_rate', zones: 3, zoning: 'kmeans' },
+        direction: 'proportional',
+      },
+      {
+        options: { date: '2025-07-01', prescription_input: 'lime', zones: 7, base_rate: 3, rate_spread: 0.3 },
+        direction: 'inverse',
+      },
+      {
+        options: {
+          date: '2025-07-01',
+          prescription_input: 'potassium',
+          zones: 2,
+          rate_direction: 'proportional',
+          unit: 'l/ha',
+          base_rate: 100,
+        },
+        direction: 'proportional',
+      },
     ];
     for (const c of cases) {
       const r = await ready({ type: 'prescription', format: 'json', options: c.options });
@@ -132,7 +188,8 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       expect(Math.abs(p.totals.average_rate - p.base_rate) / p.base_rate).toBeLessThan(0.02);
       const spread = p.rate_spread;
       for (const z of p.zones) expect(Math.abs(z.rate / p.base_rate - 1)).toBeLessThanOrEqual(spread + 0.01);
-      for (const z of p.zones) for (const poly of z.geometry.coordinates) for (const ring of poly) expect(ring[0]).toEqual(ring.at(-1));
+      for (const z of p.zones)
+        for (const poly of z.geometry.coordinates) for (const ring of poly) expect(ring[0]).toEqual(ring.at(-1));
     }
   }, 120_000);
 
@@ -140,7 +197,14 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const r = await ready({ type: 'seasonal', format: 'json' });
     const events = (await listOutbox(t.db, t.accountId, 'report.ready')).filter((e) => e.data.report_id === r.id);
     expect(events).toHaveLength(1);
-    expect(events[0]!.data).toEqual({ field_id: seeded.fieldId, report_id: r.id, type: 'seasonal', format: 'json', download_url: r.download_url, expires_at: r.expires_at });
+    expect(events[0]!.data).toEqual({
+      field_id: seeded.fieldId,
+      report_id: r.id,
+      type: 'seasonal',
+      format: 'json',
+      download_url: r.download_url,
+      expires_at: r.expires_at,
+    });
     const m = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(m).toMatch(/reports_generated_total\{type="seasonal",format="json",outcome="ready"\} [1-9]/);
     expect(m).toMatch(/report_generation_duration_seconds_count\{type="seasonal",format="json"\} [1-9]/);
@@ -150,7 +214,13 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const res = await post(seeded.fieldId, { type: 'scouting', format: 'json' });
     expect(res.statusCode).toBe(202);
     const body = res.json();
-    expect(body).toMatchObject({ id: expect.stringMatching(/^rpt_[A-Za-z0-9_-]{22}$/), status: 'pending', download_url: null, expires_at: null, field_id: seeded.fieldId });
+    expect(body).toMatchObject({
+      id: expect.stringMatching(/^rpt_[A-Za-z0-9_-]{22}$/),
+      status: 'pending',
+      download_url: null,
+      expires_at: null,
+      field_id: seeded.fieldId,
+    });
     expect(res.headers.location).toBe(`http://localhost:3000/v1/reports/${body.id}`);
     const seen = new Set<string>();
     const end = Date.now() + 30_000;
@@ -161,18 +231,37 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       await new Promise((r) => setTimeout(r, 2));
     }
     expect([...seen].filter((s) => s !== 'pending' && s !== 'processing')).toEqual(['ready']);
-    const [row] = await t.db.query<{ attempts: number; started_at: Date; completed_at: Date }>('SELECT attempts, started_at, completed_at FROM reports WHERE id = $1', [body.id]);
+    const [row] = await t.db.query<{ attempts: number; started_at: Date; completed_at: Date }>(
+      'SELECT attempts, started_at, completed_at FROM reports WHERE id = $1',
+      [body.id],
+    );
     expect(row!.attempts).toBe(1);
     expect(row!.completed_at.getTime()).toBeGreaterThanOrEqual(row!.started_at.getTime());
   });
 
   it('fails with a reason: no imagery, nothing clear in the period', async () => {
-    const bare = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'bare', boundary: square(10, 45) } })).json();
+    const bare = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'bare', boundary: square(10, 45) },
+      })
+    ).json();
     const a = await waitReport(t, (await post(bare.id, { type: 'scouting', format: 'pdf' })).json().id);
     expect(a.status).toBe('failed');
     expect(a.error).toMatch(/no imagery/i);
     expect(a.download_url).toBeNull();
-    const b = await waitReport(t, (await post(seeded.fieldId, { type: 'health_summary', format: 'csv', options: { start_date: '2024-01-01', end_date: '2024-03-01' } })).json().id);
+    const b = await waitReport(
+      t,
+      (
+        await post(seeded.fieldId, {
+          type: 'health_summary',
+          format: 'csv',
+          options: { start_date: '2024-01-01', end_date: '2024-03-01' },
+        })
+      ).json().id,
+    );
     expect(b.status).toBe('failed');
     expect(b.error).toMatch(/no clear capture of the field between 2024-01-01 and 2024-03-01/);
     const m = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -183,28 +272,66 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const options = { start_date: '2025-06-01', end_date: '2025-06-20' }; // captures of 6 and 14 June
     const json = (await download((await ready({ type: 'seasonal', format: 'json', options })).download_url)).json();
     expect(schemaErrors('seasonal', json)).toEqual([]);
-    const served = (await t.app.inject({ method: 'GET', url: '/v1/reports/schemas/seasonal', headers: t.auth() })).json();
+    const served = (
+      await t.app.inject({ method: 'GET', url: '/v1/reports/schemas/seasonal', headers: t.auth() })
+    ).json();
     expect(served.required).toContain('unavailable');
     expect(served.properties.yield_potential.anyOf.map((x: { type?: string }) => x.type)).toContain('null');
     expect(json.series.length).toBeGreaterThanOrEqual(1);
     expect(json.series.length).toBeLessThan(4);
-    expect(json).toMatchObject({ yield_potential: null, phases: { green_up: null, senescence: null, season_length_days: null } });
+    expect(json).toMatchObject({
+      yield_potential: null,
+      phases: { green_up: null, senescence: null, season_length_days: null },
+    });
     const items = json.unavailable.map((u: { item: string }) => u.item);
     expect(items).toEqual(expect.arrayContaining(['phases', 'yield_potential']));
-    expect(json.unavailable.find((u: { item: string }) => u.item === 'phases').reason).toMatch(new RegExp(`needs at least 4 clear captures spread over the season; the period has ${json.series.length} clear capture`));
-    const { headers, rows } = await parseCsv((await download((await ready({ type: 'seasonal', format: 'csv', options })).download_url)).body);
+    expect(json.unavailable.find((u: { item: string }) => u.item === 'phases').reason).toMatch(
+      new RegExp(
+        `needs at least 4 clear captures spread over the season; the period has ${json.series.length} clear capture`,
+      ),
+    );
+    const { headers, rows } = await parseCsv(
+      (await download((await ready({ type: 'seasonal', format: 'csv', options })).download_url)).body,
+    );
     expect(headers).toEqual(CSV_HEADERS.seasonal);
     expect(rows.filter((r) => r.date).length).toBe(json.series.length);
     expect(rows.filter((r) => !r.date).map((r) => r.not_computed)).toEqual(items);
     for (const r of rows.filter((x) => !x.date)) expect(r.reason.length).toBeGreaterThan(20);
-    const { text } = await pdfText((await download((await ready({ type: 'seasonal', format: 'pdf', options })).download_url)).rawPayload);
+    const { text } = await pdfText(
+      (await download((await ready({ type: 'seasonal', format: 'pdf', options })).download_url)).rawPayload,
+    );
     expect(text).toContain('Not computed from these captures');
     expect(text).toContain('Yield potential: The relative yield potential integrates the index over the whole season');
     // No clear capture at all: the one failure, saying why.
-    const none = await waitReport(t, (await post(seeded.fieldId, { type: 'seasonal', format: 'json', options: { start_date: '2024-01-01', end_date: '2024-03-01' } })).json().id);
-    expect(none).toMatchObject({ status: 'failed', error: 'no clear capture of the field between 2024-01-01 and 2024-03-01: no capture of it in the period' });
-    const cloudy = await waitReport(t, (await post(seeded.fieldId, { type: 'seasonal', format: 'pdf', options: { start_date: '2025-05-04', end_date: '2025-05-06' } })).json().id); // 5 May: 80 % cloud
-    expect(cloudy).toMatchObject({ status: 'failed', error: 'no clear capture of the field between 2025-05-04 and 2025-05-06: the 1 capture of the period had more than 30 % of the field under cloud' });
+    const none = await waitReport(
+      t,
+      (
+        await post(seeded.fieldId, {
+          type: 'seasonal',
+          format: 'json',
+          options: { start_date: '2024-01-01', end_date: '2024-03-01' },
+        })
+      ).json().id,
+    );
+    expect(none).toMatchObject({
+      status: 'failed',
+      error: 'no clear capture of the field between 2024-01-01 and 2024-03-01: no capture of it in the period',
+    });
+    const cloudy = await waitReport(
+      t,
+      (
+        await post(seeded.fieldId, {
+          type: 'seasonal',
+          format: 'pdf',
+          options: { start_date: '2025-05-04', end_date: '2025-05-06' },
+        })
+      ).json().id,
+    ); // 5 May: 80 % cloud
+    expect(cloudy).toMatchObject({
+      status: 'failed',
+      error:
+        'no clear capture of the field between 2025-05-04 and 2025-05-06: the 1 capture of the period had more than 30 % of the field under cloud',
+    });
   }, 60_000);
 
   it('rejects bad requests with problem+json: type, format, options per type, unknown field', async () => {
@@ -214,16 +341,28 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       [{ type: 'scouting' }, '/body/format'],
       [{ type: 'prescription', format: 'pdf', options: { zones: 8 } }, '/body/options/zones'],
       [{ type: 'prescription', format: 'pdf', options: { zones: 1 } }, '/body/options/zones'],
-      [{ type: 'prescription', format: 'pdf', options: { prescription_input: 'sulphur' } }, '/body/options/prescription_input'],
+      [
+        { type: 'prescription', format: 'pdf', options: { prescription_input: 'sulphur' } },
+        '/body/options/prescription_input',
+      ],
       [{ type: 'prescription', format: 'pdf', options: { base_rate: -5 } }, '/body/options/base_rate'],
       [{ type: 'prescription', format: 'pdf', options: { unit: 'gal/ac' } }, '/body/options/unit'],
-      [{ type: 'prescription', format: 'pdf', options: { prescription_input: 'nitrogen', unit: 'seeds/ha' } }, '/body/options/unit'],
+      [
+        { type: 'prescription', format: 'pdf', options: { prescription_input: 'nitrogen', unit: 'seeds/ha' } },
+        '/body/options/unit',
+      ],
       [{ type: 'prescription', format: 'pdf', options: { unit: 'l/ha' } }, '/body/options/base_rate'],
-      [{ type: 'scouting', format: 'pdf', options: { prescription_input: 'nitrogen' } }, '/body/options/prescription_input'],
+      [
+        { type: 'scouting', format: 'pdf', options: { prescription_input: 'nitrogen' } },
+        '/body/options/prescription_input',
+      ],
       [{ type: 'scouting', format: 'pdf', options: { start_date: '2025-01-01' } }, '/body/options/start_date'],
       [{ type: 'seasonal', format: 'pdf', options: { index: 'XYZ' } }, '/body/options/index'],
       [{ type: 'seasonal', format: 'pdf', options: { start_date: '2025-02-30' } }, '/body/options/start_date'],
-      [{ type: 'seasonal', format: 'pdf', options: { start_date: '2025-06-01', end_date: '2025-05-01' } }, '/body/options/end_date'],
+      [
+        { type: 'seasonal', format: 'pdf', options: { start_date: '2025-06-01', end_date: '2025-05-01' } },
+        '/body/options/end_date',
+      ],
       [{ type: 'seasonal', format: 'pdf', options: { colour: 'red' } }, '/body/options/colour'],
       [{ type: 'health_summary', format: 'pdf', options: { period: 'daily' } }, '/body/options/period'],
     ];
@@ -232,14 +371,34 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(res.json().code).toBe('validation_failed');
-      expect(res.json().errors.map((e: any) => e.path), JSON.stringify(payload)).toContain(where);
+      expect(
+        res.json().errors.map((e: any) => e.path),
+        JSON.stringify(payload),
+      ).toContain(where);
     }
     expect((await post('fld_nope', { type: 'scouting', format: 'pdf' })).statusCode).toBe(404);
     const other = await t.otherAccount();
-    const theirs = await t.app.inject({ method: 'POST', url: `/v1/fields/${seeded.fieldId}/reports`, headers: t.auth(other.key), payload: { type: 'scouting', format: 'pdf' } });
+    const theirs = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${seeded.fieldId}/reports`,
+      headers: t.auth(other.key),
+      payload: { type: 'scouting', format: 'pdf' },
+    });
     expect(theirs.statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'POST', url: `/v1/fields/${seeded.fieldId}/reports`, payload: { type: 'scouting', format: 'pdf' } })).statusCode).toBe(401);
-    const ok = await post(seeded.fieldId, { type: 'health_summary', format: 'json', options: { index: 'ndre', period: 'monthly' } });
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: `/v1/fields/${seeded.fieldId}/reports`,
+          payload: { type: 'scouting', format: 'pdf' },
+        })
+      ).statusCode,
+    ).toBe(401);
+    const ok = await post(seeded.fieldId, {
+      type: 'health_summary',
+      format: 'json',
+      options: { index: 'ndre', period: 'monthly' },
+    });
     expect(ok.statusCode).toBe(202);
     expect(ok.json().options).toMatchObject({ index: 'NDRE', period: 'monthly' });
   });
@@ -248,7 +407,11 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     const key = `k-${Date.now()}`;
     const body = { type: 'seasonal', format: 'csv', options: { index: 'NDVI' } };
     const first = await post(seeded.fieldId, body, { 'idempotency-key': key });
-    const again = await post(seeded.fieldId, { format: 'csv', options: { index: 'NDVI' }, type: 'seasonal' }, { 'idempotency-key': key });
+    const again = await post(
+      seeded.fieldId,
+      { format: 'csv', options: { index: 'NDVI' }, type: 'seasonal' },
+      { 'idempotency-key': key },
+    );
     expect(first.statusCode).toBe(202);
     expect(again.statusCode).toBe(202);
     expect(again.json().id).toBe(first.json().id);
@@ -258,7 +421,9 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect(other.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(other.json().code).toBe('idempotency_key_reused');
     const key2 = `c-${Date.now()}`;
-    const burst = await Promise.all(Array.from({ length: 5 }, () => post(seeded.fieldId, body, { 'idempotency-key': key2 })));
+    const burst = await Promise.all(
+      Array.from({ length: 5 }, () => post(seeded.fieldId, body, { 'idempotency-key': key2 })),
+    );
     expect(burst.map((r) => r.statusCode)).toEqual([202, 202, 202, 202, 202]);
     expect(new Set(burst.map((r) => r.json().id)).size).toBe(1);
     // Older than 24 h: the key is free again.
@@ -292,7 +457,10 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       expect(res.json().code).toBe('invalid_signature');
     }
     const past = Math.floor(Date.now() / 1000) - 60;
-    const expired = await t.app.inject({ method: 'GET', url: `${u.pathname}?expires=${past}&signature=${signDownload(SIGNING_KEY, r.id, past)}` });
+    const expired = await t.app.inject({
+      method: 'GET',
+      url: `${u.pathname}?expires=${past}&signature=${signDownload(SIGNING_KEY, r.id, past)}`,
+    });
     expect(expired.statusCode).toBe(403);
     expect(expired.json().code).toBe('link_expired');
     // The stored link expires: GET /v1/reports lists a fresh one for another 7 days, persisted.
@@ -301,7 +469,14 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       expect(Math.abs(Date.parse(x.expires_at) - (Date.now() + 7 * 86_400_000))).toBeLessThan(60_000);
       expect(Number(new URL(x.download_url).searchParams.get('expires')) * 1000).toBe(Date.parse(x.expires_at));
     };
-    const list = async () => (await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${seeded.fieldId}&per_page=100`, headers: t.auth() })).json().data;
+    const list = async () =>
+      (
+        await t.app.inject({
+          method: 'GET',
+          url: `/v1/reports?field_id=${seeded.fieldId}&per_page=100`,
+          headers: t.auth(),
+        })
+      ).json().data;
     const r2 = await ready({ type: 'scouting', format: 'json' });
     await t.db.query(`UPDATE reports SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [[r.id, r2.id]]);
     const listed = await list();
@@ -309,7 +484,9 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       const x = listed.find((y: any) => y.id === id);
       fresh7d(x);
       expect((await download(x.download_url)).statusCode).toBe(200);
-      expect((await t.app.inject({ method: 'GET', url: `/v1/reports/${id}`, headers: t.auth() })).json().download_url).toBe(x.download_url);
+      expect(
+        (await t.app.inject({ method: 'GET', url: `/v1/reports/${id}`, headers: t.auth() })).json().download_url,
+      ).toBe(x.download_url);
     }
     // The same through GET /v1/reports/{id}.
     await t.db.query(`UPDATE reports SET expires_at = now() - interval '1 second' WHERE id = $1`, [r.id]);
@@ -325,27 +502,43 @@ describe.each(queueBackends)('reports on $name', (backend) => {
   it('DELETE → 204, then the report and its file are gone', async () => {
     const r = await ready({ type: 'health_summary', format: 'pdf' });
     const other = await t.otherAccount();
-    expect((await t.app.inject({ method: 'DELETE', url: `/v1/reports/${r.id}`, headers: t.auth(other.key) })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth(other.key) })).statusCode).toBe(404);
+    expect(
+      (await t.app.inject({ method: 'DELETE', url: `/v1/reports/${r.id}`, headers: t.auth(other.key) })).statusCode,
+    ).toBe(404);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth(other.key) })).statusCode,
+    ).toBe(404);
     const del = await t.app.inject({ method: 'DELETE', url: `/v1/reports/${r.id}`, headers: t.auth() });
     expect(del.statusCode).toBe(204);
     expect(del.body).toBe('');
     expect((await t.app.inject({ method: 'GET', url: `/v1/reports/${r.id}`, headers: t.auth() })).statusCode).toBe(404);
     expect((await download(r.download_url)).statusCode).toBe(404);
     expect(await t.db.query('SELECT 1 FROM report_files WHERE report_id = $1', [r.id])).toHaveLength(0);
-    expect((await t.app.inject({ method: 'DELETE', url: `/v1/reports/${r.id}`, headers: t.auth() })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'DELETE', url: `/v1/reports/${r.id}`, headers: t.auth() })).statusCode).toBe(
+      404,
+    );
     // Deleting a pending report: its job finds nothing and makes nothing.
     const p = (await post(seeded.fieldId, { type: 'seasonal', format: 'pdf' })).json();
-    expect((await t.app.inject({ method: 'DELETE', url: `/v1/reports/${p.id}`, headers: t.auth() })).statusCode).toBe(204);
+    expect((await t.app.inject({ method: 'DELETE', url: `/v1/reports/${p.id}`, headers: t.auth() })).statusCode).toBe(
+      204,
+    );
     await new Promise((res) => setTimeout(res, 500));
     expect(await t.db.query('SELECT 1 FROM reports WHERE id = $1', [p.id])).toHaveLength(0);
     expect(await t.db.query('SELECT 1 FROM report_files WHERE report_id = $1', [p.id])).toHaveLength(0);
   });
 
   it('GET /v1/reports: filters by field, type and status; page envelope and Link header; per_page above 100 is 400', async () => {
-    const f2 = (await t.app.inject({ method: 'POST', url: '/v1/fields', headers: t.auth(), payload: { name: 'f2', boundary: square(11, 46) } })).json();
+    const f2 = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'f2', boundary: square(11, 46) },
+      })
+    ).json();
     const made = [];
-    for (let k = 0; k < 5; k++) made.push((await post(f2.id, { type: k % 2 ? 'seasonal' : 'scouting', format: 'json' })).json().id);
+    for (let k = 0; k < 5; k++)
+      made.push((await post(f2.id, { type: k % 2 ? 'seasonal' : 'scouting', format: 'json' })).json().id);
     for (const id of made) await waitReport(t, id);
     const q = async (qs: string) => t.app.inject({ method: 'GET', url: `/v1/reports?${qs}`, headers: t.auth() });
     const all = (await q(`field_id=${f2.id}`)).json();
@@ -369,26 +562,65 @@ describe.each(queueBackends)('reports on $name', (backend) => {
       expect(res.json().code).toBe('validation_failed');
     }
     const other = await t.otherAccount();
-    expect((await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${f2.id}`, headers: t.auth(other.key) })).json().total).toBe(0);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/v1/reports?field_id=${f2.id}`, headers: t.auth(other.key) })).json()
+        .total,
+    ).toBe(0);
   });
 
-  it('health summary lists the alerts triggered by the period\'s captures', async () => {
-    const rule = await t.app.inject({ method: 'POST', url: `/v1/fields/${seeded.fieldId}/alerts`, headers: t.auth(), payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.8 } });
+  it("health summary lists the alerts triggered by the period's captures", async () => {
+    const rule = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${seeded.fieldId}/alerts`,
+      headers: t.auth(),
+      payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold: 0.8 },
+    });
     expect(rule.statusCode).toBe(201);
     // Rules are judged on new captures: register the clear capture of 6 June again.
-    const bands = Object.fromEntries(['B02', 'B03', 'B04', 'B05', 'B08', 'B11', 'B12'].map((b) => [b, path.join(dir, `2025-06-06_${b}.tif`)]));
-    const img = await t.app.inject({ method: 'POST', url: '/v1/imagery', headers: t.auth(), payload: { source: 'sentinel-2-l2a', capture_date: '2025-06-06', bands, mask: { href: path.join(dir, '2025-06-06_SCL.tif'), kind: 'scl' }, offset: -0.1 } });
+    const bands = Object.fromEntries(
+      ['B02', 'B03', 'B04', 'B05', 'B08', 'B11', 'B12'].map((b) => [b, path.join(dir, `2025-06-06_${b}.tif`)]),
+    );
+    const img = await t.app.inject({
+      method: 'POST',
+      url: '/v1/imagery',
+      headers: t.auth(),
+      payload: {
+        source: 'sentinel-2-l2a',
+        capture_date: '2025-06-06',
+        bands,
+        mask: { href: path.join(dir, '2025-06-06_SCL.tif'), kind: 'scl' },
+        offset: -0.1,
+      },
+    });
     expect(img.statusCode, img.body).toBe(201);
-    const r = await ready({ type: 'health_summary', format: 'json', options: { start_date: '2025-06-01', end_date: '2025-06-30' } });
+    const r = await ready({
+      type: 'health_summary',
+      format: 'json',
+      options: { start_date: '2025-06-01', end_date: '2025-06-30' },
+    });
     const h = (await download(r.download_url)).json();
     expect(schemaErrors('health_summary', h)).toEqual([]);
     expect(h.alerts).toHaveLength(1);
-    expect(h.alerts[0]).toMatchObject({ capture_date: '2025-06-06', alert_type: 'crop_health', index: 'NDVI', threshold: 0.8, imagery_id: img.json().id });
+    expect(h.alerts[0]).toMatchObject({
+      capture_date: '2025-06-06',
+      alert_type: 'crop_health',
+      index: 'NDVI',
+      threshold: 0.8,
+      imagery_id: img.json().id,
+    });
     expect(h.alerts[0].value).toBeLessThan(0.8);
     expect(h.summary).toMatch(/1 alert triggered/);
-    const outside = await ready({ type: 'health_summary', format: 'json', options: { start_date: '2025-07-01', end_date: '2025-07-31' } });
+    const outside = await ready({
+      type: 'health_summary',
+      format: 'json',
+      options: { start_date: '2025-07-01', end_date: '2025-07-31' },
+    });
     expect((await download(outside.download_url)).json().alerts).toEqual([]);
-    const pdf = await ready({ type: 'health_summary', format: 'pdf', options: { start_date: '2025-06-01', end_date: '2025-06-30' } });
+    const pdf = await ready({
+      type: 'health_summary',
+      format: 'pdf',
+      options: { start_date: '2025-06-01', end_date: '2025-06-30' },
+    });
     const { text } = await pdfText((await download(pdf.download_url)).rawPayload);
     expect(text).toContain('Alert history');
     expect(text).toContain('6 Jun 2025 crop health NDVI');

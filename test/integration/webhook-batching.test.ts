@@ -38,11 +38,23 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     db = await freshDatabase(backend);
     // No consumer: the test runs the jobs itself and looks at what is queued.
     queues = await createJobQueues({ db, prefix: uniqueName('q') });
-    deps = { db, queues, box, retryDelaysMs: [60_000, 120_000], timeoutMs: 3000, allowPrivateNetworks: true, maxPerAccount: 50, ca: [pki.ca] };
+    deps = {
+      db,
+      queues,
+      box,
+      retryDelaysMs: [60_000, 120_000],
+      timeoutMs: 3000,
+      allowPrivateNetworks: true,
+      maxPerAccount: 50,
+      ca: [pki.ca],
+    };
     accountId = (await findOrCreateAccount(db, 'batching')).id;
     const add = async (url: string, events: string[]) => {
       const id = newId('wh');
-      await db.query(`INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, $3, $4, $5, 'active')`, [id, accountId, url, events, box.seal('s'.repeat(24))]);
+      await db.query(
+        `INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, $3, $4, $5, 'active')`,
+        [id, accountId, url, events, box.seal('s'.repeat(24))],
+      );
       return id;
     };
     hooks.all = await add(ok.url, ['*']);
@@ -63,7 +75,12 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
 
   it('fans 7 events out into jobs of at most 3 deliveries of one webhook, each delivery knowing its job', async () => {
     await db.transaction(async (tx) => {
-      for (let i = 0; i < 7; i++) await emit(tx, accountId, 'season.ended', { field_id: `fld_${i}`, crop_type: null, harvest_date: '2025-08-01' });
+      for (let i = 0; i < 7; i++)
+        await emit(tx, accountId, 'season.ended', {
+          field_id: `fld_${i}`,
+          crop_type: null,
+          harvest_date: '2025-08-01',
+        });
     });
     const r = await dispatchBatch(db, queues, 500, 3);
     expect(r).toEqual({ events: 7, deliveries: 14, jobs: 6, direct: 0 });
@@ -86,7 +103,10 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
       [job.ids],
     );
     expect(rows).toEqual(Array(3).fill({ status: 'succeeded', attempt_count: 1, n: 1, status_code: 200 }));
-    const [wh] = await db.query<{ last_success_at: Date | null }>('SELECT last_success_at FROM webhooks WHERE id = $1', [hooks.all]);
+    const [wh] = await db.query<{ last_success_at: Date | null }>(
+      'SELECT last_success_at FROM webhooks WHERE id = $1',
+      [hooks.all],
+    );
     expect(wh!.last_success_at).toBeInstanceOf(Date);
     expect(await processDeliveryJob(deps, { delivery_ids: job.ids })).toEqual(['skipped', 'skipped', 'skipped']);
     expect(ok.received).toHaveLength(3);
@@ -95,28 +115,45 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
   it('failures in a batch each get a retry job of their own, after the configured delay', async () => {
     const job = (await jobsOf()).find((j) => j.webhook_id === hooks.fails && j.ids.length === 3)!;
     const before = Date.now();
-    expect(await processDeliveryJob(deps, { delivery_ids: job.ids })).toEqual(['retry_scheduled', 'retry_scheduled', 'retry_scheduled']);
-    const rows = await db.query<{ id: string; status: string; job_id: string; next_attempt_at: Date; last_error: string }>(
-      'SELECT id, status, job_id, next_attempt_at, last_error FROM deliveries WHERE id = ANY($1)',
-      [job.ids],
-    );
+    expect(await processDeliveryJob(deps, { delivery_ids: job.ids })).toEqual([
+      'retry_scheduled',
+      'retry_scheduled',
+      'retry_scheduled',
+    ]);
+    const rows = await db.query<{
+      id: string;
+      status: string;
+      job_id: string;
+      next_attempt_at: Date;
+      last_error: string;
+    }>('SELECT id, status, job_id, next_attempt_at, last_error FROM deliveries WHERE id = ANY($1)', [job.ids]);
     for (const d of rows) {
       expect(d).toMatchObject({ status: 'pending', job_id: `${d.id}.2`, last_error: 'HTTP 503' });
       expect(d.next_attempt_at.getTime()).toBeGreaterThanOrEqual(before + 59_000);
       expect(await queues.pending(WEBHOOK_QUEUE, d.job_id)).toBe(true);
     }
-    const [wh] = await db.query<{ last_success_at: Date | null }>('SELECT last_success_at FROM webhooks WHERE id = $1', [hooks.fails]);
+    const [wh] = await db.query<{ last_success_at: Date | null }>(
+      'SELECT last_success_at FROM webhooks WHERE id = $1',
+      [hooks.fails],
+    );
     expect(wh!.last_success_at).toBeNull();
   });
 
   it('the sweeper re-queues the deliveries of a lost batch job one by one, and leaves a live job alone', async () => {
     const jobs = (await jobsOf()).filter((j) => j.webhook_id === hooks.all && j.job_id.endsWith('.batch'));
-    const lost = jobs.find((j) => j.ids.length === 3 && ok.received.every((x) => !j.ids.includes(x.headers['x-service-delivery'] as string)))!;
+    const lost = jobs.find(
+      (j) => j.ids.length === 3 && ok.received.every((x) => !j.ids.includes(x.headers['x-service-delivery'] as string)),
+    )!;
     const live = jobs.find((j) => j.ids.length === 1)!;
     expect(await queues.remove(WEBHOOK_QUEUE, lost.job_id)).toBe(true);
-    await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 hour' WHERE id = ANY($1)`, [[...lost.ids, ...live.ids]]);
+    await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 hour' WHERE id = ANY($1)`, [
+      [...lost.ids, ...live.ids],
+    ]);
     expect(await sweepOverdue(db, queues, 1000)).toBe(3);
-    const rows = await db.query<{ id: string; job_id: string }>('SELECT id, job_id FROM deliveries WHERE id = ANY($1) ORDER BY id', [[...lost.ids, ...live.ids]]);
+    const rows = await db.query<{ id: string; job_id: string }>(
+      'SELECT id, job_id FROM deliveries WHERE id = ANY($1) ORDER BY id',
+      [[...lost.ids, ...live.ids]],
+    );
     for (const d of rows) {
       if (live.ids.includes(d.id)) expect(d.job_id).toBe(live.job_id);
       else {
@@ -134,8 +171,16 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     await db.query('UPDATE webhooks SET consecutive_failures = 0 WHERE id = $1', [hooks.fails]);
     const received = ok.received.length;
     const events = await db.transaction(async (tx) => [
-      await emit(tx, accountId, 'season.ended', { field_id: 'fld_direct1', crop_type: null, harvest_date: '2025-08-01' }),
-      await emit(tx, accountId, 'season.ended', { field_id: 'fld_direct2', crop_type: null, harvest_date: '2025-08-01' }),
+      await emit(tx, accountId, 'season.ended', {
+        field_id: 'fld_direct1',
+        crop_type: null,
+        harvest_date: '2025-08-01',
+      }),
+      await emit(tx, accountId, 'season.ended', {
+        field_id: 'fld_direct2',
+        crop_type: null,
+        harvest_date: '2025-08-01',
+      }),
     ]);
     const r = await dispatchBatch(db, queues, 500, 3, sink);
     expect(r).toEqual({ events: 2, deliveries: 4, jobs: 0, direct: 4 });
@@ -145,7 +190,8 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
         [events.map((e) => e.id)],
       );
     const end = Date.now() + 10_000;
-    while ((await ids()).some((d) => d.attempt_count === 0) && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
+    while ((await ids()).some((d) => d.attempt_count === 0) && Date.now() < end)
+      await new Promise((res) => setTimeout(res, 50));
     const rows = await ids();
     for (const d of rows) {
       if (d.webhook_id === hooks.all) expect(d).toMatchObject({ status: 'succeeded', job_id: null, attempt_count: 1 });
@@ -156,7 +202,7 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     await sink.drain(1000);
   });
 
-  it('direct: a delivery that waited past its lease renews the claim first, and is not sent when the claim is no longer the dispatcher\'s', async () => {
+  it("direct: a delivery that waited past its lease renews the claim first, and is not sent when the claim is no longer the dispatcher's", async () => {
     const sink = directSink({ ...deps });
     const insert = async (token: Date) => {
       const id = newId('dlv');
@@ -166,8 +212,17 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
         [id, hooks.all, accountId, newId('evt'), token],
       );
       return {
-        id, webhook_id: hooks.all, event_type: 'season.ended', body: '{}', attempt_count: 0, cycle_base: 0, first_attempt_at: null,
-        url: ok.url, secret_sealed: box.seal('s'.repeat(24)), webhook_status: 'active', created_at: new Date(),
+        id,
+        webhook_id: hooks.all,
+        event_type: 'season.ended',
+        body: '{}',
+        attempt_count: 0,
+        cycle_base: 0,
+        first_attempt_at: null,
+        url: ok.url,
+        secret_sealed: box.seal('s'.repeat(24)),
+        webhook_status: 'active',
+        created_at: new Date(),
       };
     };
     const token = new Date(Date.now() + 60_000);
@@ -177,8 +232,14 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     sink.deliver([mine, taken], token, Date.now() - 1); // both past their deadline: renewal first
     await sink.drain(10_000); // both have their slots already: drain waits until they are recorded
     expect(ok.received.slice(before).map((x) => x.headers['x-service-delivery'])).toEqual([mine.id]);
-    const rows = await db.query<{ id: string; status: string }>('SELECT id, status FROM deliveries WHERE id = ANY($1)', [[mine.id, taken.id]]);
-    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({ [mine.id]: 'succeeded', [taken.id]: 'pending' });
+    const rows = await db.query<{ id: string; status: string }>(
+      'SELECT id, status FROM deliveries WHERE id = ANY($1)',
+      [[mine.id, taken.id]],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({
+      [mine.id]: 'succeeded',
+      [taken.id]: 'pending',
+    });
   });
   it('direct: webhook_direct_deliveries shows the deliveries a process holds, in flight while the receiver answers, none once recorded', async () => {
     const gauge = async () => {
@@ -189,7 +250,9 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     const respond = ok.respond;
     ok.respond = () => ({ status: 200, delayMs: 600 });
     try {
-      await db.transaction(async (tx) => emit(tx, accountId, 'season.ended', { field_id: 'fld_gauge', crop_type: null, harvest_date: '2025-08-01' }));
+      await db.transaction(async (tx) =>
+        emit(tx, accountId, 'season.ended', { field_id: 'fld_gauge', crop_type: null, harvest_date: '2025-08-01' }),
+      );
       const r = await dispatchBatch(db, queues, 500, 3, sink);
       expect(r.direct).toBeGreaterThanOrEqual(1);
       const end = Date.now() + 5000;

@@ -31,7 +31,16 @@ describe.each(dbBackends)('webhook disabling on $name', (backend) => {
     rx.respond = (r) => ({ status: String(r.body?.data?.field_id).startsWith('ok') ? 200 : 503 });
     db = await freshDatabase(backend);
     queues = await createJobQueues({ db, prefix: uniqueName('q') });
-    deps = { db, queues, box, retryDelaysMs: Array(5).fill(3_600_000), timeoutMs: 3000, allowPrivateNetworks: true, maxPerAccount: 50, ca: [pki.ca] };
+    deps = {
+      db,
+      queues,
+      box,
+      retryDelaysMs: Array(5).fill(3_600_000),
+      timeoutMs: 3000,
+      allowPrivateNetworks: true,
+      maxPerAccount: 50,
+      ca: [pki.ca],
+    };
     accountId = (await findOrCreateAccount(db, 'disabling')).id;
   });
   afterAll(async () => {
@@ -42,12 +51,19 @@ describe.each(dbBackends)('webhook disabling on $name', (backend) => {
 
   const addWebhook = async () => {
     const id = newId('wh');
-    await db.query(`INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, $3, $4, $5, 'active')`, [id, accountId, rx.url, ['*'], box.seal('s'.repeat(24))]);
+    await db.query(
+      `INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, $3, $4, $5, 'active')`,
+      [id, accountId, rx.url, ['*'], box.seal('s'.repeat(24))],
+    );
     return id;
   };
   const addDelivery = async (webhookId: string, fieldId: string) => {
     const id = newId('dlv');
-    const body = JSON.stringify({ event: 'season.ended', timestamp: new Date().toISOString(), data: { field_id: fieldId, crop_type: null, harvest_date: '2025-08-01' } });
+    const body = JSON.stringify({
+      event: 'season.ended',
+      timestamp: new Date().toISOString(),
+      data: { field_id: fieldId, crop_type: null, harvest_date: '2025-08-01' },
+    });
     await db.query(
       `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at) VALUES ($1, $2, $3, $4, 'season.ended', $5, 'pending', now())`,
       [id, webhookId, accountId, newId('evt'), body],
@@ -62,7 +78,12 @@ describe.each(dbBackends)('webhook disabling on $name', (backend) => {
 
   it('a 2xx resets the count; 5 failed attempts in a row across deliveries disable the webhook and stop its pending retries; re-enabling counts from 0 and replays them', async () => {
     const wh = await addWebhook();
-    const bad = [await addDelivery(wh, 'bad1'), await addDelivery(wh, 'bad2'), await addDelivery(wh, 'bad3'), await addDelivery(wh, 'bad4')];
+    const bad = [
+      await addDelivery(wh, 'bad1'),
+      await addDelivery(wh, 'bad2'),
+      await addDelivery(wh, 'bad3'),
+      await addDelivery(wh, 'bad4'),
+    ];
     for (const id of bad) expect(await attemptDelivery(deps, { delivery_id: id })).toBe('retry_scheduled');
     expect(await state(wh)).toEqual({ status: 'active', failures: 4 });
     expect(await attemptDelivery(deps, { delivery_id: await addDelivery(wh, 'ok1') })).toBe('succeeded');
@@ -82,7 +103,12 @@ describe.each(dbBackends)('webhook disabling on $name', (backend) => {
     // Its pending deliveries are stopped, kept for replay; no retry job for the last failure.
     const log = await listDeliveries(db, accountId, wh, { page: 1, per_page: 100 });
     const byId = new Map(log.data.map((d) => [d.id, d]));
-    for (const id of [...bad, bad5]) expect(byId.get(id)).toMatchObject({ status: 'cancelled', stopped_reason: 'webhook_disabled', next_attempt_at: null });
+    for (const id of [...bad, bad5])
+      expect(byId.get(id)).toMatchObject({
+        status: 'cancelled',
+        stopped_reason: 'webhook_disabled',
+        next_attempt_at: null,
+      });
     expect(byId.get(bad[3]!)!.attempt_count).toBe(2);
     expect(await queues.pending(WEBHOOK_QUEUE, jobIdFor(bad[3]!, 3))).toBe(false);
     // The retry jobs queued before run and send nothing.
@@ -128,12 +154,20 @@ describe.each(dbBackends)('webhook disabling on $name', (backend) => {
     } finally {
       rx.respond = respond;
     }
-    const [{ n }] = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.webhook_id = $1', [wh])) as [{ n: number }];
+    const [{ n }] = (await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.webhook_id = $1',
+      [wh],
+    )) as [{ n: number }];
     expect(n).toBe(24);
     expect(await state(wh)).toEqual({ status: 'disabled', failures: 24 });
     // The reason gives the count the webhook was disabled at (the first write that reached 5).
-    expect((await getWebhook(db, accountId, wh)).disabled_reason).toMatch(/^([5-9]|1\d|2[0-4]) consecutive failed delivery attempts \(last: HTTP 503\)$/);
-    const rows = await db.query<{ status: string; stopped_reason: string | null }>('SELECT status, stopped_reason FROM deliveries WHERE webhook_id = $1', [wh]);
+    expect((await getWebhook(db, accountId, wh)).disabled_reason).toMatch(
+      /^([5-9]|1\d|2[0-4]) consecutive failed delivery attempts \(last: HTTP 503\)$/,
+    );
+    const rows = await db.query<{ status: string; stopped_reason: string | null }>(
+      'SELECT status, stopped_reason FROM deliveries WHERE webhook_id = $1',
+      [wh],
+    );
     expect(rows).toEqual(Array(24).fill({ status: 'cancelled', stopped_reason: 'webhook_disabled' }));
     // Failures seen after the webhook was disabled get no retry job.
     const jobs = await Promise.all(ids.map((id) => queues.pending(WEBHOOK_QUEUE, jobIdFor(id, 2))));

@@ -23,7 +23,8 @@ const KEY_2 = 'second-secrets-key-0123456789abcdef012';
 const baseEnv = { COMPUTE_THREADS: '1', SHED_POOL_QUEUE: '0', PUBLIC_BASE_URL: 'http://localhost:3000' };
 
 async function sealedOf(db: Database, id: string): Promise<string> {
-  return (await db.query<{ secret_sealed: string }>('SELECT secret_sealed FROM webhooks WHERE id = $1', [id]))[0]!.secret_sealed;
+  return (await db.query<{ secret_sealed: string }>('SELECT secret_sealed FROM webhooks WHERE id = $1', [id]))[0]!
+    .secret_sealed;
 }
 
 describe.each(dbBackends)('webhook secrets at rest on $name', (backend) => {
@@ -38,16 +39,22 @@ describe.each(dbBackends)('webhook secrets at rest on $name', (backend) => {
     // database, and the secret is sealed under a key derived from it.
     dbSigningKey = await resolveSigningKey(db, undefined);
     const account = await findOrCreateAccount(db, 'acme');
-    await db.query(`INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, 'https://example.com/h', $3, $4, 'active')`, [
-      id, account.id, ['*'], new SecretBox(dbSigningKey).seal(secret),
-    ]);
+    await db.query(
+      `INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, 'https://example.com/h', $3, $4, 'active')`,
+      [id, account.id, ['*'], new SecretBox(dbSigningKey).seal(secret)],
+    );
     expect(new SecretBox(dbSigningKey).open(await sealedOf(db, id))).toBe(secret);
   });
   afterAll(async () => disposeDatabase(db));
 
   const open = async (env: Record<string, string>) => {
     const logged: string[] = [];
-    const runtime = await openRuntime(loadConfig({ ...baseEnv, ...env }), { db, queuePrefix: uniqueName('q'), pollMs: 50, log: (m) => logged.push(m) });
+    const runtime = await openRuntime(loadConfig({ ...baseEnv, ...env }), {
+      db,
+      queuePrefix: uniqueName('q'),
+      pollMs: 50,
+      log: (m) => logged.push(m),
+    });
     return { runtime, logged };
   };
 
@@ -80,11 +87,14 @@ describe.each(dbBackends)('webhook secrets at rest on $name', (backend) => {
     await again.runtime.close();
   });
 
-  it.runIf(backend.name === 'postgres')('on PostgreSQL without SECRETS_KEY or a key file, start-up warns loudly', async () => {
-    const { runtime, logged } = await open({ DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'nokey-')) });
-    await runtime.close();
-    expect(logged.join('\n')).toMatch(/WARNING: SECRETS_KEY is not set and DATABASE_URL is/);
-  });
+  it.runIf(backend.name === 'postgres')(
+    'on PostgreSQL without SECRETS_KEY or a key file, start-up warns loudly',
+    async () => {
+      const { runtime, logged } = await open({ DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'nokey-')) });
+      await runtime.close();
+      expect(logged.join('\n')).toMatch(/WARNING: SECRETS_KEY is not set and DATABASE_URL is/);
+    },
+  );
 });
 
 describe('the embedded database on disk', () => {
@@ -102,9 +112,10 @@ describe('the embedded database on disk', () => {
     let signingKey: string;
     try {
       const account = await findOrCreateAccount(first.db, 'acme');
-      await first.db.query(`INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, 'https://example.com/h', $3, $4, 'active')`, [
-        id, account.id, ['*'], first.webhooks.box.seal(secret),
-      ]);
+      await first.db.query(
+        `INSERT INTO webhooks (id, account_id, url, events, secret_sealed, status) VALUES ($1, $2, 'https://example.com/h', $3, $4, 'active')`,
+        [id, account.id, ['*'], first.webhooks.box.seal(secret)],
+      );
       signingKey = first.signingKey;
       const sealed = await sealedOf(first.db, id);
       expect(() => new SecretBox(signingKey).open(sealed)).toThrow();

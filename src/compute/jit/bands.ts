@@ -23,13 +23,32 @@ export function normalise(b: JitBand): Band {
   const hasNodata = b.nodata !== undefined && b.nodata !== null;
   const nodata = Math.fround(b.nodata ?? 0);
   // AssemblyScript's <i32>f32 (saturating)
-  const nd = hasNodata ? (Number.isNaN(nodata) ? 0 : Math.max(-2147483648, Math.min(2147483647, Math.trunc(nodata)))) : 0;
-  return { dtype: b.dtype, scale: Math.fround(b.scale ?? 1), offset: Math.fround(b.offset ?? 0), nodata, hasNodata, nd };
+  const nd = hasNodata
+    ? Number.isNaN(nodata)
+      ? 0
+      : Math.max(-2147483648, Math.min(2147483647, Math.trunc(nodata)))
+    : 0;
+  return {
+    dtype: b.dtype,
+    scale: Math.fround(b.scale ?? 1),
+    offset: Math.fround(b.offset ?? 0),
+    nodata,
+    hasNodata,
+    nd,
+  };
 }
 
 /** Whether NDB on these bands takes the interpreter's integer path (ndMode 2). */
 export function ndbIntMath(a: Band, b: Band): boolean {
-  return a.dtype === 'u16' && b.dtype === 'u16' && a.scale === b.scale && a.scale !== 0 && Number.isFinite(a.scale) && a.offset === 0 && b.offset === 0;
+  return (
+    a.dtype === 'u16' &&
+    b.dtype === 'u16' &&
+    a.scale === b.scale &&
+    a.scale !== 0 &&
+    Number.isFinite(a.scale) &&
+    a.offset === 0 &&
+    b.offset === 0
+  );
 }
 
 /** The scale multiplication and offset addition that change a value (the others are identities). */

@@ -9,7 +9,15 @@ import { FuncBuilder, O, T, V } from '../wasm-module.js';
 import type { Band } from './bands.js';
 import { Emitter, type Opts, P_DST, P_END, P_MASK, P_START } from './emitter.js';
 import { sInstr, vInstr } from './operations.js';
-import { initStats, sAccumulate, type StatsLocals, statsLocals, vAccumulateBlock, vAccumulateHalf, writeStats } from './statistics.js';
+import {
+  initStats,
+  sAccumulate,
+  type StatsLocals,
+  statsLocals,
+  vAccumulateBlock,
+  vAccumulateHalf,
+  writeStats,
+} from './statistics.js';
 
 export function buildFunction(program: Program, bands: Band[], o: Opts): FuncBuilder {
   const f = new FuncBuilder([T.i32, T.i32, T.i32, T.i32, T.i32, T.f32, ...bands.map(() => T.i32)]);
@@ -50,7 +58,12 @@ function vectorLoop(e: Emitter, st: StatsLocals | null, val: [number, number]): 
     const bad = st ? st.bad[h]! : e.vtmp;
     vFinish(e, st, h, v, bad, val[h]!);
     if (o.store) {
-      f.get(P_DST).get(i).i32(2).op(O.i32_shl, O.i32_add).get(val[h]!).vmem(V.store, h * 16);
+      f.get(P_DST)
+        .get(i)
+        .i32(2)
+        .op(O.i32_shl, O.i32_add)
+        .get(val[h]!)
+        .vmem(V.store, h * 16);
     }
     if (st) vAccumulateHalf(e, st, h, v, bad);
   }

@@ -41,7 +41,15 @@ import { buildFunction } from './function.js';
 
 export type { JitBand, JitDtype } from './bands.js';
 
-export type JitFn = (start: number, end: number, dst: number, mask: number, acc: number, k: number, ...ptrs: number[]) => void;
+export type JitFn = (
+  start: number,
+  end: number,
+  dst: number,
+  mask: number,
+  acc: number,
+  k: number,
+  ...ptrs: number[]
+) => void;
 
 export interface JitKernel {
   values: JitFn;
@@ -66,7 +74,12 @@ export function jitProgramKey(program: Program): string {
 
 /** The band layout's part of a module cache key (what the module is specialised on). */
 export function jitLayoutKey(bands: JitBand[]): string {
-  return bands.map((x) => `${x.dtype},${Math.fround(x.scale ?? 1)},${Math.fround(x.offset ?? 0)},${Object.is(Math.fround(x.offset ?? 0), -0) ? 'n' : ''},${x.nodata ?? ''}`).join(';');
+  return bands
+    .map(
+      (x) =>
+        `${x.dtype},${Math.fround(x.scale ?? 1)},${Math.fround(x.offset ?? 0)},${Object.is(Math.fround(x.offset ?? 0), -0) ? 'n' : ''},${x.nodata ?? ''}`,
+    )
+    .join(';');
 }
 
 /** A key for the module cache: the program, the band layout, the mask and whether values are stored. */
@@ -75,7 +88,12 @@ export function jitKey(programKey: string, layoutKey: string, hasMask: boolean, 
 }
 
 /** The module's bytes (for tests and debugging). */
-export function jitModuleBytes(program: Program, bands: JitBand[], hasMask: boolean, store: boolean): Uint8Array | null {
+export function jitModuleBytes(
+  program: Program,
+  bands: JitBand[],
+  hasMask: boolean,
+  store: boolean,
+): Uint8Array | null {
   if (!jitSupports(program) || bands.length !== program.bands.length || bands.length > 16) return null;
   const nb = bands.map(normalise);
   return encodeModule([

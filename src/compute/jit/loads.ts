@@ -38,7 +38,15 @@ export function vLoad(e: Emitter, slot: number, dsts: [number, number]): void {
   e.badAcc16Set = true;
   const signed = b.dtype === 'i16';
   for (let h = 0; h < 2; h++) {
-    f.get(e.raw).simd(h === 0 ? (signed ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_low_i16x8_u) : signed ? V.i32x4_extend_high_i16x8_s : V.i32x4_extend_high_i16x8_u);
+    f.get(e.raw).simd(
+      h === 0
+        ? signed
+          ? V.i32x4_extend_low_i16x8_s
+          : V.i32x4_extend_low_i16x8_u
+        : signed
+          ? V.i32x4_extend_high_i16x8_s
+          : V.i32x4_extend_high_i16x8_u,
+    );
     f.simd(V.f32x4_convert_i32x4_s);
     if (mul) f.get(e.vcf(b.scale)).simd(V.f32x4_mul);
     if (add) f.get(e.vcf(b.offset)).simd(V.f32x4_add);
@@ -62,15 +70,26 @@ export function vFusedNdb(e: Emitter, a: number, b: number, d: number): void {
   e.addr(b);
   f.vmem(V.load).set(raw2);
   f.get(raw).get(raw2).simd(V.i16x8_min_u).get(zero).simd(V.i16x8_eq);
-  if (A.nd & 0xffff) f.get(raw).get(e.vci16(A.nd & 0xffff)).simd(V.i16x8_eq).simd(V.or);
-  if (B.nd & 0xffff) f.get(raw2).get(e.vci16(B.nd & 0xffff)).simd(V.i16x8_eq).simd(V.or);
+  if (A.nd & 0xffff)
+    f.get(raw)
+      .get(e.vci16(A.nd & 0xffff))
+      .simd(V.i16x8_eq)
+      .simd(V.or);
+  if (B.nd & 0xffff)
+    f.get(raw2)
+      .get(e.vci16(B.nd & 0xffff))
+      .simd(V.i16x8_eq)
+      .simd(V.or);
   if (e.whole && e.o.hasMask) f.get(e.maskBad16).simd(V.or);
   f.set(bad);
   if (!intMath) {
     // reflectance math: (x − y)/(x + y), then non-finite or invalid → NaN
     for (let h = 0; h < 2; h++) {
       const ext = h === 0 ? V.i32x4_extend_low_i16x8_u : V.i32x4_extend_high_i16x8_u;
-      for (const [r, B_, t] of [[raw, A, vtmp], [raw2, B, vtmp2]] as const) {
+      for (const [r, B_, t] of [
+        [raw, A, vtmp],
+        [raw2, B, vtmp2],
+      ] as const) {
         const { mul, add } = loadArith(B_);
         f.get(r).simd(ext).simd(V.f32x4_convert_i32x4_s);
         if (mul) f.get(e.vcf(B_.scale)).simd(V.f32x4_mul);
@@ -80,7 +99,10 @@ export function vFusedNdb(e: Emitter, a: number, b: number, d: number): void {
       const dh = e.vreg(h, e.code[1]!);
       f.get(vtmp).get(vtmp2).simd(V.f32x4_sub).get(vtmp).get(vtmp2).simd(V.f32x4_add).simd(V.f32x4_div).tee(dh);
       e.nonFinite(dh);
-      f.get(bad).simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s).simd(V.or).tee(e.ndbBad32[h]!);
+      f.get(bad)
+        .simd(h === 0 ? V.i32x4_extend_low_i16x8_s : V.i32x4_extend_high_i16x8_s)
+        .simd(V.or)
+        .tee(e.ndbBad32[h]!);
       f.simd(V.or).set(dh);
     }
     return;

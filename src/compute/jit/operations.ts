@@ -10,14 +10,23 @@ import { sLoad, vFusedNdb, vLoad } from './loads.js';
 
 /** The binary operations that are one instruction: [f32x4 opcode, f32 opcode]. */
 const PLAIN: Record<number, [number, number]> = {
-  [OP.ADD]: [V.f32x4_add, O.f32_add], [OP.SUB]: [V.f32x4_sub, O.f32_sub], [OP.MUL]: [V.f32x4_mul, O.f32_mul],
-  [OP.MIN]: [V.f32x4_min, O.f32_min], [OP.MAX]: [V.f32x4_max, O.f32_max],
+  [OP.ADD]: [V.f32x4_add, O.f32_add],
+  [OP.SUB]: [V.f32x4_sub, O.f32_sub],
+  [OP.MUL]: [V.f32x4_mul, O.f32_mul],
+  [OP.MIN]: [V.f32x4_min, O.f32_min],
+  [OP.MAX]: [V.f32x4_max, O.f32_max],
 };
 
 /** The forms with a constant operand of the binary operations: [operation, constant on the left]. */
 const CONST_FORM: Record<number, [number, boolean]> = {
-  [OP.ADDC]: [OP.ADD, false], [OP.SUBC]: [OP.SUB, false], [OP.RSUBC]: [OP.SUB, true], [OP.MULC]: [OP.MUL, false],
-  [OP.DIVC]: [OP.DIV, false], [OP.RDIVC]: [OP.DIV, true], [OP.MINC]: [OP.MIN, false], [OP.MAXC]: [OP.MAX, false],
+  [OP.ADDC]: [OP.ADD, false],
+  [OP.SUBC]: [OP.SUB, false],
+  [OP.RSUBC]: [OP.SUB, true],
+  [OP.MULC]: [OP.MUL, false],
+  [OP.DIVC]: [OP.DIV, false],
+  [OP.RDIVC]: [OP.DIV, true],
+  [OP.MINC]: [OP.MIN, false],
+  [OP.MAXC]: [OP.MAX, false],
 };
 
 const f32bits = new Int32Array(1);
@@ -39,17 +48,23 @@ function vBin(e: Emitter, op: number, x: () => void, y: () => void): void {
   const { f, vtmp, vtmp2, zero } = e;
   const plain = PLAIN[op];
   if (plain) {
-    x(); y(); f.simd(plain[0]);
+    x();
+    y();
+    f.simd(plain[0]);
     return;
   }
   switch (op) {
     case OP.DIV:
-      y(); f.set(vtmp2);
-      x(); f.get(vtmp2).simd(V.f32x4_div).get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
+      y();
+      f.set(vtmp2);
+      x();
+      f.get(vtmp2).simd(V.f32x4_div).get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
       return;
     case OP.ND:
-      x(); f.set(vtmp);
-      y(); f.set(vtmp2);
+      x();
+      f.set(vtmp);
+      y();
+      f.set(vtmp2);
       f.get(vtmp).get(vtmp2).simd(V.f32x4_sub);
       f.get(vtmp).get(vtmp2).simd(V.f32x4_add).tee(vtmp2).simd(V.f32x4_div);
       f.get(vtmp2).get(zero).simd(V.f32x4_eq).simd(V.or);
@@ -77,7 +92,12 @@ export function vInstr(e: Emitter, k: number): void {
     vLoad(e, a, ta);
     vLoad(e, bField, tb);
     for (let h = 0; h < 2; h++) {
-      vBin(e, OP.ND, () => f.get(ta[h]!), () => f.get(tb[h]!));
+      vBin(
+        e,
+        OP.ND,
+        () => f.get(ta[h]!),
+        () => f.get(tb[h]!),
+      );
       f.set(e.vreg(h, d));
     }
     return;
@@ -101,11 +121,20 @@ export function vInstr(e: Emitter, k: number): void {
         else vBin(e, bop, x, cv);
       }
     } else if (op === OP.MULCADD) {
-      f.get(e.vreg(h, a & 0xffff)).get(e.vcf(bitsToF32(bField))).simd(V.f32x4_mul).get(e.vreg(h, a >>> 16)).simd(V.f32x4_add);
+      f.get(e.vreg(h, a & 0xffff))
+        .get(e.vcf(bitsToF32(bField)))
+        .simd(V.f32x4_mul)
+        .get(e.vreg(h, a >>> 16))
+        .simd(V.f32x4_add);
     } else if (op === OP.NEG || op === OP.SQRT || op === OP.ABS) {
       f.get(e.vreg(h, a)).simd(op === OP.NEG ? V.f32x4_neg : op === OP.SQRT ? V.f32x4_sqrt : V.f32x4_abs);
     } else {
-      vBin(e, op, () => f.get(e.vreg(h, a)), () => f.get(e.vreg(h, bField)));
+      vBin(
+        e,
+        op,
+        () => f.get(e.vreg(h, a)),
+        () => f.get(e.vreg(h, bField)),
+      );
     }
     f.set(e.vreg(h, d));
   }
@@ -116,15 +145,19 @@ function sBin(e: Emitter, op: number, x: () => void, y: () => void): void {
   const f = e.f;
   const plain = PLAIN[op];
   if (plain) {
-    x(); y(); f.op(plain[1]);
+    x();
+    y();
+    f.op(plain[1]);
     return;
   }
   switch (op) {
     case OP.DIV: {
       const t = f.local(T.f32);
-      y(); f.set(t);
+      y();
+      f.set(t);
       f.f32(NaN);
-      x(); f.get(t).op(O.f32_div);
+      x();
+      f.get(t).op(O.f32_div);
       f.get(t).f32(0).op(O.f32_eq, O.select);
       return;
     }
@@ -132,8 +165,10 @@ function sBin(e: Emitter, op: number, x: () => void, y: () => void): void {
       const tx = f.local(T.f32);
       const ty = f.local(T.f32);
       const ts = f.local(T.f32);
-      x(); f.set(tx);
-      y(); f.set(ty);
+      x();
+      f.set(tx);
+      y();
+      f.set(ty);
       f.f32(NaN);
       f.get(tx).get(ty).op(O.f32_sub);
       f.get(tx).get(ty).op(O.f32_add).tee(ts).op(O.f32_div);
@@ -158,7 +193,12 @@ export function sInstr(e: Emitter, k: number): void {
     const tb = f.local(T.f32);
     sLoad(e, a, ta);
     sLoad(e, bField, tb);
-    sBin(e, OP.ND, () => f.get(ta), () => f.get(tb));
+    sBin(
+      e,
+      OP.ND,
+      () => f.get(ta),
+      () => f.get(tb),
+    );
     f.set(e.sreg(d));
     return;
   }
@@ -170,11 +210,20 @@ export function sInstr(e: Emitter, k: number): void {
     if (constFirst) sBin(e, bop, cv, x);
     else sBin(e, bop, x, cv);
   } else if (op === OP.MULCADD) {
-    f.get(e.sreg(a & 0xffff)).f32(bitsToF32(bField)).op(O.f32_mul).get(e.sreg(a >>> 16)).op(O.f32_add);
+    f.get(e.sreg(a & 0xffff))
+      .f32(bitsToF32(bField))
+      .op(O.f32_mul)
+      .get(e.sreg(a >>> 16))
+      .op(O.f32_add);
   } else if (op === OP.NEG || op === OP.SQRT || op === OP.ABS) {
     f.get(e.sreg(a)).op(op === OP.NEG ? O.f32_neg : op === OP.SQRT ? O.f32_sqrt : O.f32_abs);
   } else {
-    sBin(e, op, () => f.get(e.sreg(a)), () => f.get(e.sreg(bField)));
+    sBin(
+      e,
+      op,
+      () => f.get(e.sreg(a)),
+      () => f.get(e.sreg(bField)),
+    );
   }
   f.set(e.sreg(d));
 }

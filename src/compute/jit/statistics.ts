@@ -34,10 +34,23 @@ export interface StatsLocals {
 
 export function statsLocals(f: FuncBuilder): StatsLocals {
   return {
-    kv: f.local(T.v128), dk: f.local(T.v128), cnt: f.local(T.v128), mn: f.local(T.v128), mx: f.local(T.v128), s: f.local(T.v128), q: f.local(T.v128),
+    kv: f.local(T.v128),
+    dk: f.local(T.v128),
+    cnt: f.local(T.v128),
+    mn: f.local(T.v128),
+    mx: f.local(T.v128),
+    s: f.local(T.v128),
+    q: f.local(T.v128),
     d: [f.local(T.v128), f.local(T.v128), f.local(T.v128), f.local(T.v128)],
-    xk: f.local(T.v128), bad: [f.local(T.v128), f.local(T.v128)],
-    kd: f.local(T.f64), tc: f.local(T.f64), tmn: f.local(T.f64), tmx: f.local(T.f64), ts: f.local(T.f64), tq: f.local(T.f64), td: f.local(T.f64),
+    xk: f.local(T.v128),
+    bad: [f.local(T.v128), f.local(T.v128)],
+    kd: f.local(T.f64),
+    tc: f.local(T.f64),
+    tmn: f.local(T.f64),
+    tmx: f.local(T.f64),
+    ts: f.local(T.f64),
+    tq: f.local(T.f64),
+    td: f.local(T.f64),
   };
 }
 
@@ -57,8 +70,18 @@ export function vAccumulateHalf(e: Emitter, st: StatsLocals, h: number, v: numbe
     f.get(st.mn).get(st.xk).simd(V.f32x4_pmin).set(st.mn);
     f.get(st.mx).get(st.xk).simd(V.f32x4_pmax).set(st.mx);
   }
-  f.get(st.xk).simd(V.f64x2_promote_low_f32x4).get(st.dk).simd(V.f64x2_sub).set(st.d[h * 2]!);
-  f.get(st.xk).get(st.xk).shuffle(HIGH_HALF).simd(V.f64x2_promote_low_f32x4).get(st.dk).simd(V.f64x2_sub).set(st.d[h * 2 + 1]!);
+  f.get(st.xk)
+    .simd(V.f64x2_promote_low_f32x4)
+    .get(st.dk)
+    .simd(V.f64x2_sub)
+    .set(st.d[h * 2]!);
+  f.get(st.xk)
+    .get(st.xk)
+    .shuffle(HIGH_HALF)
+    .simd(V.f64x2_promote_low_f32x4)
+    .get(st.dk)
+    .simd(V.f64x2_sub)
+    .set(st.d[h * 2 + 1]!);
 }
 
 /** Adds the 8 pixels' x − K and (x − K)² to S and Q (and the integer NDB's count). */
@@ -66,7 +89,16 @@ export function vAccumulateBlock(e: Emitter, st: StatsLocals): void {
   const f = e.f;
   if (e.intNdb) f.get(st.cnt).get(e.bad).simd(V.i16x8_add).set(st.cnt);
   const [d0, d1, d2, d3] = st.d;
-  f.get(st.s).get(d0).get(d1).simd(V.f64x2_add).get(d2).get(d3).simd(V.f64x2_add).simd(V.f64x2_add).simd(V.f64x2_add).set(st.s);
+  f.get(st.s)
+    .get(d0)
+    .get(d1)
+    .simd(V.f64x2_add)
+    .get(d2)
+    .get(d3)
+    .simd(V.f64x2_add)
+    .simd(V.f64x2_add)
+    .simd(V.f64x2_add)
+    .set(st.s);
   f.get(st.q);
   f.get(d0).get(d0).simd(V.f64x2_mul).get(d1).get(d1).simd(V.f64x2_mul).simd(V.f64x2_add);
   f.get(d2).get(d2).simd(V.f64x2_mul).get(d3).get(d3).simd(V.f64x2_mul).simd(V.f64x2_add);
@@ -94,7 +126,16 @@ export function writeStats(e: Emitter, st: StatsLocals): void {
   if (e.intNdb) for (let l = 0; l < 8; l++) f.get(st.cnt).lane(V.i16x8_extract_lane_s, l).op(O.i32_sub);
   else for (let l = 0; l < 4; l++) f.get(st.cnt).lane(V.i32x4_extract_lane, l).op(O.i32_sub);
   f.set(itmp);
-  f.get(P_ACC).get(e.end8).get(P_START).op(O.i32_sub).get(itmp).op(O.i32_sub).op(O.f64_convert_i32_s).get(st.tc).op(O.f64_add).mem(O.f64_store, 0);
+  f.get(P_ACC)
+    .get(e.end8)
+    .get(P_START)
+    .op(O.i32_sub)
+    .get(itmp)
+    .op(O.i32_sub)
+    .op(O.f64_convert_i32_s)
+    .get(st.tc)
+    .op(O.f64_add)
+    .mem(O.f64_store, 0);
   if (e.fusedNdb) {
     // the lanes without a value added 0 − K and K²: S += n·K, Q −= n·K²
     f.get(itmp).op(O.f64_convert_i32_s).set(st.td);
@@ -109,8 +150,24 @@ export function writeStats(e: Emitter, st: StatsLocals): void {
   f.get(st.mx).lane(V.f32x4_extract_lane, 0).get(st.mx).lane(V.f32x4_extract_lane, 1).op(O.f32_max);
   f.get(st.mx).lane(V.f32x4_extract_lane, 2).get(st.mx).lane(V.f32x4_extract_lane, 3).op(O.f32_max, O.f32_max);
   f.op(O.f64_promote_f32).get(st.tmx).op(O.f64_max).mem(O.f64_store, 16);
-  f.get(P_ACC).get(st.s).lane(V.f64x2_extract_lane, 0).get(st.s).lane(V.f64x2_extract_lane, 1).op(O.f64_add).get(st.ts).op(O.f64_add).mem(O.f64_store, 24);
-  f.get(P_ACC).get(st.q).lane(V.f64x2_extract_lane, 0).get(st.q).lane(V.f64x2_extract_lane, 1).op(O.f64_add).get(st.tq).op(O.f64_add).mem(O.f64_store, 32);
+  f.get(P_ACC)
+    .get(st.s)
+    .lane(V.f64x2_extract_lane, 0)
+    .get(st.s)
+    .lane(V.f64x2_extract_lane, 1)
+    .op(O.f64_add)
+    .get(st.ts)
+    .op(O.f64_add)
+    .mem(O.f64_store, 24);
+  f.get(P_ACC)
+    .get(st.q)
+    .lane(V.f64x2_extract_lane, 0)
+    .get(st.q)
+    .lane(V.f64x2_extract_lane, 1)
+    .op(O.f64_add)
+    .get(st.tq)
+    .op(O.f64_add)
+    .mem(O.f64_store, 32);
 }
 
 /** The accumulators' starting values, in the prologue. */

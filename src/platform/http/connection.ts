@@ -31,7 +31,12 @@ export const LINGER_MS = 5_000;
  * stops sending, LINGER_BYTES more have arrived or LINGER_MS have passed; then `onDone(false)`, or
  * `onDone(true)` when the client finished in time.
  */
-function linger(socket: Socket, source: NodeJS.EventEmitter, finished: () => boolean, onDone: (inTime: boolean) => void): void {
+function linger(
+  socket: Socket,
+  source: NodeJS.EventEmitter,
+  finished: () => boolean,
+  onDone: (inTime: boolean) => void,
+): void {
   if (finished()) {
     onDone(true);
     return;
@@ -76,10 +81,15 @@ function drainBody(req: IncomingMessage, listening: () => boolean): void {
   if (!socket || socket.destroyed) return;
   // A refused upload may still be piped into the multipart parser: discard instead.
   req.unpipe();
-  linger(socket, req, () => req.complete, (inTime) => {
-    // Drained in time, the connection is usable again (keep-alive) unless the server is closing.
-    if (!inTime || !listening()) socket.destroy();
-  });
+  linger(
+    socket,
+    req,
+    () => req.complete,
+    (inTime) => {
+      // Drained in time, the connection is usable again (keep-alive) unless the server is closing.
+      if (!inTime || !listening()) socket.destroy();
+    },
+  );
   req.resume();
 }
 
@@ -98,7 +108,10 @@ function classify(err: ConnectionError): AppError {
     case 'HPE_HEADER_OVERFLOW':
       return requestLineTooLong(err.rawPacket)
         ? new AppError('uri_too_long', `The request line is longer than ${http.maxHeaderSize} bytes`)
-        : new AppError('headers_too_large', `The request line and headers are larger than ${http.maxHeaderSize} bytes together`);
+        : new AppError(
+            'headers_too_large',
+            `The request line and headers are larger than ${http.maxHeaderSize} bytes together`,
+          );
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return new AppError('request_timeout', 'The request was not received in time');
     default:
@@ -113,7 +126,10 @@ export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, 
   answered.add(socket);
   const problem = classify(err);
   const id = randomUUID();
-  this.log.info({ code: problem.code, status: problem.status, err_code: err.code, reqId: id }, 'request rejected by the HTTP parser');
+  this.log.info(
+    { code: problem.code, status: problem.status, err_code: err.code, reqId: id },
+    'request rejected by the HTTP parser',
+  );
   if (!socket.writable) return void socket.destroy();
   const body = JSON.stringify(toProblem(problem, id));
   socket.end(
@@ -126,7 +142,12 @@ export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, 
   );
   // Half-closed: what the client is still sending is read (and thrown away by the broken parser)
   // until it stops or the bound, so that it reads the answer instead of a reset.
-  linger(socket, socket, () => socket.readableEnded, () => socket.destroy());
+  linger(
+    socket,
+    socket,
+    () => socket.readableEnded,
+    () => socket.destroy(),
+  );
 }
 
 /** Fastify's `frameworkErrors`: the router's refusals (bad percent-encoding, a too long path segment). */

@@ -5,7 +5,14 @@
  * `app`, never from arguments.
  */
 import fp from 'fastify-plugin';
-import type { FastifyInstance, FastifyBaseLogger, FastifyPluginAsync, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyBaseLogger,
+  FastifyPluginAsync,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+} from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.js';
 import type { Database } from '../database.js';
@@ -23,7 +30,13 @@ declare module 'fastify' {
   interface FastifyInstance extends PlatformServices {}
 }
 
-export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type Api = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 export type RoutePlugin = FastifyPluginAsync<Record<never, never>, RawServerDefault, TypeBoxTypeProvider>;
 
@@ -37,6 +50,15 @@ export const AUTH_PLUGIN = 'auth';
  * and, unless `public`, the API-key hook. Encapsulated, so the prefix it is registered with applies
  * and its hooks stay inside.
  */
-export function routePlugin(name: string, fn: (app: Api) => Promise<void>, opts: { public?: boolean } = {}): RoutePlugin {
-  return fp(fn as RoutePlugin, { name, fastify: '5.x', encapsulate: true, dependencies: opts.public ? [SERVICES_PLUGIN] : [SERVICES_PLUGIN, AUTH_PLUGIN] });
+export function routePlugin(
+  name: string,
+  fn: (app: Api) => Promise<void>,
+  opts: { public?: boolean } = {},
+): RoutePlugin {
+  return fp(fn as RoutePlugin, {
+    name,
+    fastify: '5.x',
+    encapsulate: true,
+    dependencies: opts.public ? [SERVICES_PLUGIN] : [SERVICES_PLUGIN, AUTH_PLUGIN],
+  });
 }

@@ -16,7 +16,10 @@ export function registerMetrics(app: Api): void {
   app.addHook('onResponse', async (req, reply) => {
     // The route pattern, never the URL: ids in labels would make the series unbounded.
     const route = req.routeOptions.url ?? 'unmatched';
-    httpDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    httpDuration.observe(
+      { method: req.method, route, status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
   });
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
     reply.type(registry.contentType);

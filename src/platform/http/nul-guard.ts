@@ -27,8 +27,14 @@ export function nulIssues(value: unknown, base: string): FieldIssue[] {
     if (typeof v === 'string') {
       if (v.includes('\0')) issues.push({ path: at, code: 'nul_character', message: MESSAGE });
     } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) if (typeof v[i] === 'string' || (v[i] !== null && typeof v[i] === 'object')) stack.push([v[i], `${at}/${i}`]);
-    } else if (v !== null && typeof v === 'object' && !Buffer.isBuffer(v) && typeof (v as { pipe?: unknown }).pipe !== 'function') {
+      for (let i = v.length - 1; i >= 0; i--)
+        if (typeof v[i] === 'string' || (v[i] !== null && typeof v[i] === 'object')) stack.push([v[i], `${at}/${i}`]);
+    } else if (
+      v !== null &&
+      typeof v === 'object' &&
+      !Buffer.isBuffer(v) &&
+      typeof (v as { pipe?: unknown }).pipe !== 'function'
+    ) {
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;

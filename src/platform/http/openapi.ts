@@ -13,13 +13,21 @@ const ProblemProperties = {
   code: Type.String(),
   instance: Type.Optional(Type.String()),
   request_id: Type.Optional(Type.String()),
-  errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), code: Type.Optional(Type.String()), message: Type.String() }))),
+  errors: Type.Optional(
+    Type.Array(Type.Object({ path: Type.String(), code: Type.Optional(Type.String()), message: Type.String() })),
+  ),
 };
 
-export const Problem = Type.Object(ProblemProperties, { additionalProperties: true, description: 'RFC 9457 problem details (application/problem+json)' });
+export const Problem = Type.Object(ProblemProperties, {
+  additionalProperties: true,
+  description: 'RFC 9457 problem details (application/problem+json)',
+});
 
 /** A response served as application/problem+json (the type sendProblem sets, so this schema serializes it). */
-const problemSchema = (description: string) => ({ description, content: { 'application/problem+json': { schema: Problem } } });
+const problemSchema = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: Problem } },
+});
 
 /**
  * The error responses of an operation: one per status, its description naming the catalogue's
@@ -36,7 +44,9 @@ function responsesFor(codes: ProblemCode[]): Record<string, ReturnType<typeof pr
     out[String(status)] = problemSchema(cs.map((c) => `\`${c}\`: ${problemCatalog[c].title}`).join('; '));
   }
   out['4xx'] = problemSchema('Another refusal; its `code` is explained at /problems/{code}');
-  out['5xx'] = problemSchema('`internal_error` (opaque; quote the request id) or `service_unavailable` (retry after Retry-After)');
+  out['5xx'] = problemSchema(
+    '`internal_error` (opaque; quote the request id) or `service_unavailable` (retry after Retry-After)',
+  );
   return out;
 }
 
@@ -47,7 +57,8 @@ const AUTHENTICATED: ProblemCode[] = ['validation_failed', 'unauthorized', 'rate
 export const problemResponses = (...codes: ProblemCode[]) => responsesFor([...AUTHENTICATED, ...codes]);
 
 /** The error responses of an operation outside the API key (a pre-signed download). */
-export const publicProblemResponses = (...codes: ProblemCode[]) => responsesFor(['validation_failed', 'service_unavailable', ...codes]);
+export const publicProblemResponses = (...codes: ProblemCode[]) =>
+  responsesFor(['validation_failed', 'service_unavailable', ...codes]);
 
 export const ProblemResponses = problemResponses();
 

@@ -11,8 +11,16 @@ import { healthRoutes } from './health.js';
 import { registerMetrics } from './metrics.js';
 import { registerProblemHandlers } from './problems.js';
 
-export async function buildOpsApp(s: PlatformServices, opts: { logger?: FastifyServerOptions['logger'] } = {}): Promise<Api> {
-  const app = Fastify({ logger: opts.logger ?? false, logController: new LogController({ disableRequestLogging: true }), clientErrorHandler, frameworkErrors }).withTypeProvider<TypeBoxTypeProvider>();
+export async function buildOpsApp(
+  s: PlatformServices,
+  opts: { logger?: FastifyServerOptions['logger'] } = {},
+): Promise<Api> {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler,
+    frameworkErrors,
+  }).withTypeProvider<TypeBoxTypeProvider>();
   registerProblemHandlers(app);
   healthRoutes(app, s);
   registerMetrics(app);

@@ -4,7 +4,12 @@ import { Type, type Static } from 'typebox';
 
 export const PageQuery = Type.Object({
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1.' }),
-  per_page: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page; at most 100 (more is a 400, not a silent clamp).' }),
+  per_page: Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    default: 20,
+    description: 'Items per page; at most 100 (more is a 400, not a silent clamp).',
+  }),
 });
 export type PageQuery = Static<typeof PageQuery>;
 

@@ -4,7 +4,16 @@
  * id that the response also carries).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, problemCatalog, problemCodes, problemOf, toProblem, UncataloguedStatusError, type DomainProblemTable, type FieldIssue } from '../errors.js';
+import {
+  AppError,
+  problemCatalog,
+  problemCodes,
+  problemOf,
+  toProblem,
+  UncataloguedStatusError,
+  type DomainProblemTable,
+  type FieldIssue,
+} from '../errors.js';
 import { backendUnavailable } from '../unavailable.js';
 
 export { backendUnavailable };
@@ -16,7 +25,12 @@ interface AjvIssue {
   params?: Record<string, unknown>;
 }
 
-const CONTEXT_PATH: Record<string, string> = { body: '/body', querystring: '/query', params: '/path', headers: '/headers' };
+const CONTEXT_PATH: Record<string, string> = {
+  body: '/body',
+  querystring: '/query',
+  params: '/path',
+  headers: '/headers',
+};
 
 export function validationIssues(context: string, issues: AjvIssue[]): FieldIssue[] {
   const base = CONTEXT_PATH[context] ?? `/${context}`;
@@ -60,7 +74,10 @@ function mapFastifyError(err: FastifyError, domain: DomainProblemTable): AppErro
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The request body is larger than this endpoint accepts');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new AppError('malformed_json', 'The body is empty but Content-Type says JSON; send a JSON object or no Content-Type');
+      return new AppError(
+        'malformed_json',
+        'The body is empty but Content-Type says JSON; send a JSON object or no Content-Type',
+      );
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new AppError('malformed_json', `The body is not valid JSON: ${err.message}`);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -70,7 +87,11 @@ function mapFastifyError(err: FastifyError, domain: DomainProblemTable): AppErro
     return new AppError('malformed_json', `The body is not valid JSON: ${err.message}`);
   }
   if (backendUnavailable(err)) {
-    return new AppError('service_unavailable', 'A backing service (database or queue) is not reachable right now; retry shortly', { headers: { 'Retry-After': '2' } });
+    return new AppError(
+      'service_unavailable',
+      'A backing service (database or queue) is not reachable right now; retry shortly',
+      { headers: { 'Retry-After': '2' } },
+    );
   }
   const status = err.statusCode ?? 500;
   if (status === 429) return new AppError('rate_limited', err.message || 'Rate limit exceeded');
@@ -102,6 +123,10 @@ export function registerProblemHandlers(app: FastifyInstance, domain: DomainProb
     return sendProblem(reply, request, mapped);
   });
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, request, new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+    sendProblem(
+      reply,
+      request,
+      new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
+    ),
   );
 }

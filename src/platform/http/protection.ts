@@ -37,7 +37,11 @@ const REASONS: Record<string, string> = {
 /** Only API routes are shed: operations routes must answer while the process is saturated. */
 const shedsRoute = (req: FastifyRequest) => req.url.startsWith('/v1/');
 
-export async function registerLoadShedding(app: FastifyInstance, shedCfg: Config['shed'], pool: { readonly queueSize: number }): Promise<void> {
+export async function registerLoadShedding(
+  app: FastifyInstance,
+  shedCfg: Config['shed'],
+  pool: { readonly queueSize: number },
+): Promise<void> {
   const { maxEventLoopDelayMs, maxHeapUsedBytes, maxPoolQueue, retryAfterSeconds } = shedCfg;
   await app.register(underPressure, {
     maxEventLoopDelay: maxEventLoopDelayMs,
@@ -51,7 +55,10 @@ export async function registerLoadShedding(app: FastifyInstance, shedCfg: Config
       shed.inc({ reason });
       reply.header('Retry-After', String(retryAfterSeconds));
       return Promise.reject(
-        new AppError('service_unavailable', `The service is overloaded (${reason.replace(/_/g, ' ')}); retry after ${retryAfterSeconds} s`),
+        new AppError(
+          'service_unavailable',
+          `The service is overloaded (${reason.replace(/_/g, ' ')}); retry after ${retryAfterSeconds} s`,
+        ),
       );
     },
   });
@@ -68,7 +75,9 @@ export class HeavyWork {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly limits: Pick<Config['heavy'], 'concurrency' | 'queue'> & { retryAfterSeconds: number }) {}
+  constructor(
+    private readonly limits: Pick<Config['heavy'], 'concurrency' | 'queue'> & { retryAfterSeconds: number },
+  ) {}
 
   /** Heavy work running and waiting for a slot. */
   get load(): { running: number; waiting: number } {
@@ -77,13 +86,18 @@ export class HeavyWork {
 
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.running < this.limits.concurrency) this.running++;
-    else if (this.waiting.length < this.limits.queue) await new Promise<void>((r) => this.waiting.push(r)); // the slot is handed over
+    else if (this.waiting.length < this.limits.queue)
+      await new Promise<void>((r) => this.waiting.push(r)); // the slot is handed over
     else {
       shed.inc({ reason: 'heavy_queue' });
       const { concurrency, queue, retryAfterSeconds } = this.limits;
-      throw new AppError('service_unavailable', `The service is overloaded (heavy queue: ${concurrency} per-pixel GeoJSON requests running, ${queue} waiting); retry after ${retryAfterSeconds} s`, {
-        headers: { 'Retry-After': String(retryAfterSeconds) },
-      });
+      throw new AppError(
+        'service_unavailable',
+        `The service is overloaded (heavy queue: ${concurrency} per-pixel GeoJSON requests running, ${queue} waiting); retry after ${retryAfterSeconds} s`,
+        {
+          headers: { 'Retry-After': String(retryAfterSeconds) },
+        },
+      );
     }
     try {
       return await work();
@@ -100,7 +114,10 @@ export class HeavyWork {
  * counted per API key id (never the key itself), in Redis when configured so that every replica
  * shares the budget. A Redis outage lets requests through rather than failing them.
  */
-export async function registerRateLimit(scope: FastifyInstance, config: Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>): Promise<void> {
+export async function registerRateLimit(
+  scope: FastifyInstance,
+  config: Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>,
+): Promise<void> {
   if (config.rateLimitPerMinute <= 0) return;
   let redis: Redis | undefined;
   if (config.redisUrl) {
@@ -127,10 +144,15 @@ export async function registerRateLimit(scope: FastifyInstance, config: Pick<Con
     timeWindow: 60_000,
     hook: 'onRequest',
     keyGenerator: (req) => `key:${req.apiKeyId}`,
-    ...(redis ? { redis, nameSpace: `fa:${config.queuePrefix ? `${config.queuePrefix}:` : ''}ratelimit:`, skipOnError: true } : {}),
+    ...(redis
+      ? { redis, nameSpace: `fa:${config.queuePrefix ? `${config.queuePrefix}:` : ''}ratelimit:`, skipOnError: true }
+      : {}),
     enableDraftSpec: true,
     onExceeded: () => limited.inc(),
     errorResponseBuilder: (_req, ctx) =>
-      new AppError('rate_limited', `More than ${ctx.max} requests in a minute with this API key; retry in ${ctx.after}`),
+      new AppError(
+        'rate_limited',
+        `More than ${ctx.max} requests in a minute with this API key; retry in ${ctx.after}`,
+      ),
   });
 }

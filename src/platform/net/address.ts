@@ -22,9 +22,24 @@ export interface ResolvedAddress {
 
 /** IPv4 blocks that are not globally routable unicast (IANA IPv4 Special-Purpose Address Registry, multicast, class E). */
 const IPV4_SPECIAL = [
-  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
-  '192.0.0.0/24', '192.0.2.0/24', '192.31.196.0/24', '192.52.193.0/24', '192.88.99.0/24', '192.168.0.0/16',
-  '192.175.48.0/24', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4',
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.31.196.0/24',
+  '192.52.193.0/24',
+  '192.88.99.0/24',
+  '192.168.0.0/16',
+  '192.175.48.0/24',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
 ].map((c) => ipaddr.IPv4.parseCIDR(c));
 
 const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
@@ -60,7 +75,10 @@ export function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] {
 function canonicalIp(address: string): string | null {
   if (!isIP(address)) return null;
   try {
-    const host = new URL(`http://${address.includes(':') ? `[${address}]` : address}/`).hostname.replace(/^\[|\]$/g, '');
+    const host = new URL(`http://${address.includes(':') ? `[${address}]` : address}/`).hostname.replace(
+      /^\[|\]$/g,
+      '',
+    );
     return isIP(host) ? host : null;
   } catch {
     return null; // a zone id (fe80::1%eth0) is no URL host, and never public anyway
@@ -105,7 +123,11 @@ export const systemLookup: HostLookup = (host) => dnsLookup(host, { all: true, v
  * refuses the host (BlockedAddressError), so a name cannot mix a public and a private address.
  * Lookup failures are thrown as the resolver threw them; no answer is ENOTFOUND.
  */
-export async function resolvePublic(host: string, allowPrivate: boolean, lookup: HostLookup = systemLookup): Promise<ResolvedAddress[]> {
+export async function resolvePublic(
+  host: string,
+  allowPrivate: boolean,
+  lookup: HostLookup = systemLookup,
+): Promise<ResolvedAddress[]> {
   const bare = host.replace(/^\[|\]$/g, '');
   const addresses = ipaddr.isValid(bare) ? [{ address: bare, family: bare.includes(':') ? 6 : 4 }] : await lookup(bare);
   if (!addresses.length) throw Object.assign(new Error(`${bare} has no addresses`), { code: 'ENOTFOUND' });

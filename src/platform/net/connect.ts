@@ -12,7 +12,8 @@ import { BlockedAddressError, resolvePublic, type HostLookup, type ResolvedAddre
 /** A net.connect lookup that answers `address` whatever the name: no second lookup to rebind. */
 export function pinnedLookup(address: { address: string; family: number }): LookupFunction {
   return (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]);
     else cb(null, address.address, address.family);
   };
 }
@@ -22,14 +23,18 @@ export function pinnedLookup(address: { address: string; family: number }): Look
  * address; the connection then goes to what it returned (the checked address). `onBlocked`
  * words the refusal (which setting allows it).
  */
-export function checkedLookup(lookup: HostLookup, onBlocked: (host: string, address: string) => Error = (host, address) => new BlockedAddressError(host, address)): LookupFunction {
+export function checkedLookup(
+  lookup: HostLookup,
+  onBlocked: (host: string, address: string) => Error = (host, address) => new BlockedAddressError(host, address),
+): LookupFunction {
   return (hostname, options, callback) => {
     resolvePublic(hostname, false, lookup).then(
       (list) => {
         if (options.all) (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, list);
         else callback(null, list[0]!.address, list[0]!.family);
       },
-      (err: NodeJS.ErrnoException) => callback(err instanceof BlockedAddressError ? onBlocked(err.host, err.address) : err, '', 0),
+      (err: NodeJS.ErrnoException) =>
+        callback(err instanceof BlockedAddressError ? onBlocked(err.host, err.address) : err, '', 0),
     );
   };
 }
@@ -80,7 +85,12 @@ export function caId(ca: string[]): number {
  * A keep-alive HTTPS agent that connects `url`'s origin to `address` only (a checked address),
  * verifying against `ca`, with at most `maxSockets` connections.
  */
-export function pinnedAgent(url: URL, address: { address: string; family: number }, ca: string[], maxSockets: number): https.Agent {
+export function pinnedAgent(
+  url: URL,
+  address: { address: string; family: number },
+  ca: string[],
+  maxSockets: number,
+): https.Agent {
   // The CA set by identity: two sets of the same size (two runtimes in one process, the tests)
   // must not share connections verified against the other's roots.
   const key = `${url.origin}|${address.address}|${caId(ca)}`;
@@ -89,7 +99,14 @@ export function pinnedAgent(url: URL, address: { address: string; family: number
     // One secure context per CA set: passing `ca` alone makes Node parse every certificate of
     // the store again for each new TLS connection.
     // LIFO reuses the warmest connection and lets the others idle out.
-    a = new https.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo', keepAliveMsecs: 10_000, lookup: pinnedLookup(address), secureContext: contextFor(ca) });
+    a = new https.Agent({
+      keepAlive: true,
+      maxSockets,
+      scheduling: 'lifo',
+      keepAliveMsecs: 10_000,
+      lookup: pinnedLookup(address),
+      secureContext: contextFor(ca),
+    });
     if (agents.size > 1000) {
       for (const old of agents.values()) old.destroy();
       agents.clear();

@@ -43,7 +43,11 @@ export class BullmqQueues implements JobQueues {
       ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
       maxRetriesPerRequest: null,
     };
-    this.connection = new Redis(opts.redisUrl!, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false });
+    this.connection = new Redis(opts.redisUrl!, {
+      maxRetriesPerRequest: null,
+      enableReadyCheck: true,
+      lazyConnect: false,
+    });
     this.connection.on('error', () => {
       /* ioredis reconnects by itself; readiness reports the outage */
     });
@@ -119,7 +123,8 @@ export class BullmqQueues implements JobQueues {
         stalledInterval: Math.min(this.pollMs, this.leaseMs),
         maxStalledCount: 5,
         settings: {
-          backoffStrategy: (attemptsMade: number, _type?: string, _err?: Error, job?: { data: Envelope }) => backoffFor(job?.data.backoffMs, attemptsMade),
+          backoffStrategy: (attemptsMade: number, _type?: string, _err?: Error, job?: { data: Envelope }) =>
+            backoffFor(job?.data.backoffMs, attemptsMade),
         },
       },
     );
@@ -129,8 +134,21 @@ export class BullmqQueues implements JobQueues {
   }
 
   async counts(queue: string): Promise<QueueCounts> {
-    const c = await this.queue(queue).getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed');
-    return { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), delayed: c.delayed ?? 0, active: c.active ?? 0, completed: c.completed ?? 0, failed: c.failed ?? 0 };
+    const c = await this.queue(queue).getJobCounts(
+      'waiting',
+      'prioritized',
+      'delayed',
+      'active',
+      'completed',
+      'failed',
+    );
+    return {
+      waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
+      delayed: c.delayed ?? 0,
+      active: c.active ?? 0,
+      completed: c.completed ?? 0,
+      failed: c.failed ?? 0,
+    };
   }
 
   async remove(queue: string, jobId: string): Promise<boolean> {
@@ -169,7 +187,8 @@ export class BullmqQueues implements JobQueues {
     const end = Date.now() + graceMs;
     while (this.running.size && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     const drained = this.running.size === 0;
-    if (!drained) await Promise.all([...this.running.values()].map(({ job, token }) => job.moveToWait(token).catch(() => 0)));
+    if (!drained)
+      await Promise.all([...this.running.values()].map(({ job, token }) => job.moveToWait(token).catch(() => 0)));
     await Promise.all(this.workers.map((w) => w.close(!drained).catch(() => {})));
     await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => {})));
     await this.connection.quit().catch(() => this.connection.disconnect());

@@ -67,7 +67,14 @@ export class DatabaseQueues implements JobQueues {
       `INSERT INTO jobs (queue, id, data, state, run_at, max_attempts, backoff_ms)
        VALUES ($1, $2, $3::jsonb, 'waiting', now() + ($4 || ' milliseconds')::interval, $5, $6)
        ON CONFLICT (queue, id) DO NOTHING`,
-      [this.q(queue), id, JSON.stringify(data ?? null), String(delay), Math.max(1, opts.attempts ?? 1), opts.backoffMs ?? []],
+      [
+        this.q(queue),
+        id,
+        JSON.stringify(data ?? null),
+        String(delay),
+        Math.max(1, opts.attempts ?? 1),
+        opts.backoffMs ?? [],
+      ],
     );
     const c = this.consumers.get(queue);
     if (c) this.schedule(c, delay);
@@ -144,7 +151,9 @@ export class DatabaseQueues implements JobQueues {
       if (free > 0) claimed = await this.claim(c.queue, free);
       if (Date.now() - this.lastPrune > 60_000) {
         this.lastPrune = Date.now();
-        await this.db.query(`DELETE FROM jobs WHERE finished_at < now() - ($1 || ' milliseconds')::interval`, [String(this.retainMs)]);
+        await this.db.query(`DELETE FROM jobs WHERE finished_at < now() - ($1 || ' milliseconds')::interval`, [
+          String(this.retainMs),
+        ]);
       }
     } catch {
       /* database unavailable: try again at the next poll */
@@ -174,7 +183,12 @@ export class DatabaseQueues implements JobQueues {
     const runnable: ClaimedRow[] = [];
     for (const r of rows) {
       if (r.stalls > MAX_STALLS) {
-        await this.finish(queue, r.id, 'failed', `the job stalled ${r.stalls} times (its worker died or hung while handling it)`);
+        await this.finish(
+          queue,
+          r.id,
+          'failed',
+          `the job stalled ${r.stalls} times (its worker died or hung while handling it)`,
+        );
       } else runnable.push(r);
     }
     return runnable;
@@ -214,7 +228,13 @@ export class DatabaseQueues implements JobQueues {
     c.running.set(row.id, p);
   }
 
-  private async finish(queue: string, id: string, state: 'completed' | 'failed', error: string | null, attempts?: number): Promise<void> {
+  private async finish(
+    queue: string,
+    id: string,
+    state: 'completed' | 'failed',
+    error: string | null,
+    attempts?: number,
+  ): Promise<void> {
     await this.db
       .query(
         `UPDATE jobs SET state = $3, last_error = $4, finished_at = now(), locked_by = NULL, locked_until = NULL,
@@ -239,7 +259,13 @@ export class DatabaseQueues implements JobQueues {
   }
 
   async counts(queue: string): Promise<QueueCounts> {
-    const rows = await this.db.query<{ waiting: number; delayed: number; active: number; completed: number; failed: number }>(
+    const rows = await this.db.query<{
+      waiting: number;
+      delayed: number;
+      active: number;
+      completed: number;
+      failed: number;
+    }>(
       `SELECT count(*) FILTER (WHERE state = 'waiting' AND run_at <= now())::int AS waiting,
               count(*) FILTER (WHERE state = 'waiting' AND run_at > now())::int AS delayed,
               count(*) FILTER (WHERE state = 'active')::int AS active,
@@ -252,12 +278,18 @@ export class DatabaseQueues implements JobQueues {
   }
 
   async remove(queue: string, jobId: string): Promise<boolean> {
-    const rows = await this.db.query(`DELETE FROM jobs WHERE queue = $1 AND id = $2 AND state = 'waiting' RETURNING id`, [this.q(queue), jobId]);
+    const rows = await this.db.query(
+      `DELETE FROM jobs WHERE queue = $1 AND id = $2 AND state = 'waiting' RETURNING id`,
+      [this.q(queue), jobId],
+    );
     return rows.length > 0;
   }
 
   async pending(queue: string, jobId: string): Promise<boolean> {
-    const rows = await this.db.query(`SELECT 1 FROM jobs WHERE queue = $1 AND id = $2 AND state IN ('waiting', 'active')`, [this.q(queue), jobId]);
+    const rows = await this.db.query(
+      `SELECT 1 FROM jobs WHERE queue = $1 AND id = $2 AND state IN ('waiting', 'active')`,
+      [this.q(queue), jobId],
+    );
     return rows.length > 0;
   }
 
@@ -276,11 +308,10 @@ export class DatabaseQueues implements JobQueues {
     for (const c of this.consumers.values()) {
       if (!c.running.size) continue;
       await this.db
-        .query(`UPDATE jobs SET state = 'waiting', locked_by = NULL, locked_until = NULL WHERE queue = $1 AND id = ANY($2) AND locked_by = $3`, [
-          this.q(c.queue),
-          [...c.running.keys()],
-          this.worker,
-        ])
+        .query(
+          `UPDATE jobs SET state = 'waiting', locked_by = NULL, locked_until = NULL WHERE queue = $1 AND id = ANY($2) AND locked_by = $3`,
+          [this.q(c.queue), [...c.running.keys()], this.worker],
+        )
         .catch(() => {});
     }
     for (const u of this.unobserve) u();

@@ -16,11 +16,15 @@ const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const r4 = (x: number) => Math.round(x * 1e4) / 1e4;
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
-export function periodStarts(start: string, end: string, granularity: 'weekly' | 'monthly'): Array<{ start: string; end: string }> {
+export function periodStarts(
+  start: string,
+  end: string,
+  granularity: 'weekly' | 'monthly',
+): Array<{ start: string; end: string }> {
   const out: Array<{ start: string; end: string }> = [];
   if (granularity === 'weekly') {
     const s = t(start);
-    const monday = s - (((new Date(s).getUTCDay() + 6) % 7) * DAY);
+    const monday = s - ((new Date(s).getUTCDay() + 6) % 7) * DAY;
     for (let a = monday; a <= t(end); a += 7 * DAY) out.push({ start: iso(a), end: iso(a + 6 * DAY) });
   } else {
     const d = new Date(t(start));
@@ -55,7 +59,12 @@ export function linearTrend(points: Array<{ x: number; y: number }>): { slope: n
   return { slope: sxy / sxx, r2: syy === 0 ? null : (sxy * sxy) / (sxx * syy) };
 }
 
-export function buildHealth(meta: Meta, period: HealthContent['period'], points: Point[], alerts: HealthContent['alerts']): HealthContent {
+export function buildHealth(
+  meta: Meta,
+  period: HealthContent['period'],
+  points: Point[],
+  alerts: HealthContent['alerts'],
+): HealthContent {
   const series = [...points].sort((a, b) => a.date.localeCompare(b.date));
   if (!series.length) throw new Error(`no clear capture of the field between ${period.start} and ${period.end}`);
   const periods: HealthContent['periods'] = [];
@@ -86,18 +95,30 @@ export function buildHealth(meta: Meta, period: HealthContent['period'], points:
   const last = series.at(-1)!;
   const filled = periods.filter((p) => p.mean !== null);
   const lastChange = filled.at(-1)?.change ?? null;
-  const status = direction === 'declining' && (lastChange ?? 0) < -0.05 ? 'action' : direction === 'declining' || alerts.length > 0 || (lastChange ?? 0) < -0.05 ? 'watch' : 'good';
+  const status =
+    direction === 'declining' && (lastChange ?? 0) < -0.05
+      ? 'action'
+      : direction === 'declining' || alerts.length > 0 || (lastChange ?? 0) < -0.05
+        ? 'watch'
+        : 'good';
   const unit = period.granularity === 'weekly' ? 'week' : 'month';
   const parts = [
     `${meta.index} was ${direction} over the period (${per30 >= 0 ? '+' : ''}${per30.toFixed(3)} per 30 days, ${series.length} clear capture${series.length === 1 ? '' : 's'}).`,
     `Latest clear capture ${last.date}: mean ${last.mean.toFixed(3)}${lastChange === null ? '' : `, ${lastChange >= 0 ? '+' : ''}${lastChange.toFixed(3)} against the previous ${unit} with data`}.`,
-    alerts.length ? `${alerts.length} alert${alerts.length === 1 ? '' : 's'} triggered in the period.` : 'No alert was triggered in the period.',
+    alerts.length
+      ? `${alerts.length} alert${alerts.length === 1 ? '' : 's'} triggered in the period.`
+      : 'No alert was triggered in the period.',
   ];
   return {
     meta,
     period,
     periods,
-    trend: { slope_per_30_days: r4(per30), direction, r2: fit === null ? null : r4(fit), method: 'least-squares line through the clear captures\' field means; |slope| below 0.02 per 30 days is stable' },
+    trend: {
+      slope_per_30_days: r4(per30),
+      direction,
+      r2: fit === null ? null : r4(fit),
+      method: "least-squares line through the clear captures' field means; |slope| below 0.02 per 30 days is stable",
+    },
     latest: { date: last.date, mean: r4(last.mean), change_vs_previous_period: lastChange },
     alerts,
     status,

@@ -31,7 +31,13 @@ export interface PrescriptionResult {
   labels: Int32Array;
 }
 
-export function buildPrescription(meta: Meta, capture: Capture, r: IndexRaster, boundary: Boundary, o: NonNullable<ResolvedOptions['prescription']>): PrescriptionResult {
+export function buildPrescription(
+  meta: Meta,
+  capture: Capture,
+  r: IndexRaster,
+  boundary: Boundary,
+  o: NonNullable<ResolvedOptions['prescription']>,
+): PrescriptionResult {
   const pxHa = pixelAreaHa(r);
   const minPixels = Math.max(1, Math.round(o.min_zone_ha / pxHa));
   const cls = classifyZones(r, o.zones, o.zoning, minPixels);
@@ -83,9 +89,22 @@ export function buildPrescription(meta: Meta, capture: Capture, r: IndexRaster, 
       base_rate: o.base_rate,
       rate_direction: o.rate_direction,
       rate_spread: o.rate_spread,
-      zoning: { method: o.zoning, zones_requested: o.zones, zones: zones.length, breaks: cls.breaks.map(r4), min_zone_ha: o.min_zone_ha, merged_fragments: cls.merged_fragments },
+      zoning: {
+        method: o.zoning,
+        zones_requested: o.zones,
+        zones: zones.length,
+        breaks: cls.breaks.map(r4),
+        min_zone_ha: o.min_zone_ha,
+        merged_fragments: cls.merged_fragments,
+      },
       zones,
-      totals: { area_ha: r4(totalArea), field_area_ha: meta.field.area_ha, product_total: r2(total), product_unit: productUnit(o.unit), average_rate: r2(total / totalArea) },
+      totals: {
+        area_ha: r4(totalArea),
+        field_area_ha: meta.field.area_ha,
+        product_total: r2(total),
+        product_unit: productUnit(o.unit),
+        average_rate: r2(total / totalArea),
+      },
     },
   };
 }

@@ -25,7 +25,9 @@ export interface IndexRaster {
  * Ground area of one pixel in hectares, whatever the CRS and its unit (metres, feet, degrees): the
  * geodesic area of the grid's extent on the WGS84 ellipsoid, edges densified, over its pixel count.
  */
-export function pixelAreaHa(g: Pick<IndexRaster, 'epsg' | 'resX' | 'resY' | 'originY' | 'height' | 'originX' | 'width'>): number {
+export function pixelAreaHa(
+  g: Pick<IndexRaster, 'epsg' | 'resX' | 'resY' | 'originY' | 'height' | 'originX' | 'width'>,
+): number {
   const node = gridToLonLat(g);
   const ring: Array<[number, number]> = [];
   const steps = 8;
@@ -38,7 +40,9 @@ export function pixelAreaHa(g: Pick<IndexRaster, 'epsg' | 'resX' | 'resY' | 'ori
 }
 
 /** Grid node (i, j) or pixel centre (i + 0.5, j + 0.5) to lon/lat. */
-export function gridToLonLat(g: Pick<IndexRaster, 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>): (i: number, j: number) => [number, number] {
+export function gridToLonLat(
+  g: Pick<IndexRaster, 'epsg' | 'originX' | 'originY' | 'resX' | 'resY'>,
+): (i: number, j: number) => [number, number] {
   const inv = toWgs84(g.epsg);
   return (i, j) => inv([g.originX + i * g.resX, g.originY + j * g.resY]);
 }
@@ -75,7 +79,12 @@ export interface Region {
  * Connected regions of equal, non-negative labels (-1 = ignore), with 4- or 8-connectivity.
  * Returns the region id of every pixel (-1 for ignored ones) and the regions.
  */
-export function connectedRegions(labels: Int32Array, width: number, height: number, eight: boolean): { ids: Int32Array; regions: Region[] } {
+export function connectedRegions(
+  labels: Int32Array,
+  width: number,
+  height: number,
+  eight: boolean,
+): { ids: Int32Array; regions: Region[] } {
   const ids = new Int32Array(labels.length).fill(-1);
   const regions: Region[] = [];
   const stack: number[] = [];
@@ -193,7 +202,9 @@ export function tracePixels(width: number, height: number, member: (k: number) =
       if (ring.length >= 4) rings.push(dropCollinear(ring));
     }
   }
-  const outers = rings.filter((r) => signedArea(r) > 0).map((r) => ({ ring: r, area: signedArea(r), holes: [] as Ring[] }));
+  const outers = rings
+    .filter((r) => signedArea(r) > 0)
+    .map((r) => ({ ring: r, area: signedArea(r), holes: [] as Ring[] }));
   outers.sort((a, b) => a.area - b.area);
   for (const hole of rings.filter((r) => signedArea(r) < 0)) {
     // A point just on the non-member side of the hole's first edge lies in the hole.

@@ -9,10 +9,16 @@ const Num = Type.Number();
 const NullNum = Type.Union([Type.Number(), Type.Null()]);
 const DateStr = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' });
 const NullDate = Type.Union([DateStr, Type.Null()]);
-const LonLat = Type.Object({ lon: Type.Number({ minimum: -180, maximum: 180 }), lat: Type.Number({ minimum: -90, maximum: 90 }) }, { additionalProperties: false });
+const LonLat = Type.Object(
+  { lon: Type.Number({ minimum: -180, maximum: 180 }), lat: Type.Number({ minimum: -90, maximum: 90 }) },
+  { additionalProperties: false },
+);
 const Position = Type.Array(Type.Number(), { minItems: 2, maxItems: 2 });
 const MultiPolygon = Type.Object(
-  { type: Type.Literal('MultiPolygon'), coordinates: Type.Array(Type.Array(Type.Array(Position, { minItems: 4 }), { minItems: 1 })) },
+  {
+    type: Type.Literal('MultiPolygon'),
+    coordinates: Type.Array(Type.Array(Type.Array(Position, { minItems: 4 }), { minItems: 1 })),
+  },
   { additionalProperties: false, description: 'GeoJSON MultiPolygon in WGS84 lon/lat, clipped to the field boundary.' },
 );
 
@@ -44,13 +50,26 @@ export const Capture = Type.Object(
     imagery_id: Type.String(),
     date: DateStr,
     source: Type.String(),
-    usable_fraction: Type.Number({ minimum: 0, maximum: 1, description: 'Share of the field pixels that were usable (not cloud, shadow or no data).' }),
+    usable_fraction: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description: 'Share of the field pixels that were usable (not cloud, shadow or no data).',
+    }),
   },
   { additionalProperties: false },
 );
 
 export const Statistics = Type.Object(
-  { count: Type.Integer(), mean: NullNum, median: NullNum, min: NullNum, max: NullNum, std: NullNum, p10: NullNum, p90: NullNum },
+  {
+    count: Type.Integer(),
+    mean: NullNum,
+    median: NullNum,
+    min: NullNum,
+    max: NullNum,
+    std: NullNum,
+    p10: NullNum,
+    p90: NullNum,
+  },
   { additionalProperties: false },
 );
 
@@ -71,7 +90,13 @@ export const ScoutingContent = Type.Object(
     meta: Meta,
     capture: Capture,
     statistics: Statistics,
-    previous: Type.Union([Type.Object({ imagery_id: Type.String(), date: DateStr, mean: Num, change: Num }, { additionalProperties: false }), Type.Null()]),
+    previous: Type.Union([
+      Type.Object(
+        { imagery_id: Type.String(), date: DateStr, mean: Num, change: Num },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ]),
     threshold: Type.Object(
       {
         method: Type.String(),
@@ -99,7 +124,10 @@ export const ScoutingContent = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    anomalies_total: Type.Object({ count: Type.Integer(), area_ha: Num, share_of_field_pct: Num }, { additionalProperties: false }),
+    anomalies_total: Type.Object(
+      { count: Type.Integer(), area_ha: Num, share_of_field_pct: Num },
+      { additionalProperties: false },
+    ),
     status: Type.Union([Type.Literal('good'), Type.Literal('watch'), Type.Literal('action')]),
     recommendation: Type.String(),
     map: MapLegend,
@@ -108,22 +136,55 @@ export const ScoutingContent = Type.Object(
 );
 
 export const SeriesPoint = Type.Object(
-  { date: DateStr, mean: Num, min: NullNum, max: NullNum, std: NullNum, valid_fraction: NullNum, imagery_id: Type.String() },
+  {
+    date: DateStr,
+    mean: Num,
+    min: NullNum,
+    max: NullNum,
+    std: NullNum,
+    valid_fraction: NullNum,
+    imagery_id: Type.String(),
+  },
   { additionalProperties: false },
 );
 
 /** The values of a seasonal report that may be left null, each then listed in `unavailable`. */
-export const SEASONAL_UNAVAILABLE = ['phases', 'phases.green_up', 'phases.senescence', 'phases.season_length_days', 'baseline', 'amplitude', 'auc', 'yield_potential'] as const;
+export const SEASONAL_UNAVAILABLE = [
+  'phases',
+  'phases.green_up',
+  'phases.senescence',
+  'phases.season_length_days',
+  'baseline',
+  'amplitude',
+  'auc',
+  'yield_potential',
+] as const;
 
 export const SeasonalContent = Type.Object(
   {
     meta: Meta,
-    period: Type.Object({ start: DateStr, end: DateStr, basis: Type.String({ description: 'Where the period came from: options, planting/harvest dates, or the captures.' }) }, { additionalProperties: false }),
+    period: Type.Object(
+      {
+        start: DateStr,
+        end: DateStr,
+        basis: Type.String({
+          description: 'Where the period came from: options, planting/harvest dates, or the captures.',
+        }),
+      },
+      { additionalProperties: false },
+    ),
     series: Type.Array(SeriesPoint, { minItems: 1 }),
     skipped_captures: Type.Integer({ description: 'Captures in the period left out as too cloudy over the field.' }),
-    peak: Type.Object({ date: DateStr, value: Num }, { additionalProperties: false, description: 'The highest field mean among the clear captures.' }),
-    baseline: Type.Union([Num, Type.Null()], { description: 'Lowest value before the peak; null with a single clear capture (see unavailable).' }),
-    amplitude: Type.Union([Num, Type.Null()], { description: 'Peak minus baseline; null with a single clear capture (see unavailable).' }),
+    peak: Type.Object(
+      { date: DateStr, value: Num },
+      { additionalProperties: false, description: 'The highest field mean among the clear captures.' },
+    ),
+    baseline: Type.Union([Num, Type.Null()], {
+      description: 'Lowest value before the peak; null with a single clear capture (see unavailable).',
+    }),
+    amplitude: Type.Union([Num, Type.Null()], {
+      description: 'Peak minus baseline; null with a single clear capture (see unavailable).',
+    }),
     phases: Type.Object(
       {
         amplitude_fraction: Num,
@@ -131,11 +192,17 @@ export const SeasonalContent = Type.Object(
         senescence: NullDate,
         season_length_days: NullNum,
       },
-      { additionalProperties: false, description: 'Phenology dates; null when not observed or with fewer than 4 clear captures (see unavailable).' },
+      {
+        additionalProperties: false,
+        description: 'Phenology dates; null when not observed or with fewer than 4 clear captures (see unavailable).',
+      },
     ),
     auc: Type.Union(
       [Type.Object({ index_days: Num, above_baseline_index_days: Num }, { additionalProperties: false }), Type.Null()],
-      { description: 'Trapezoidal area under the curve over the clear captures, in index x days; null with a single clear capture (see unavailable).' },
+      {
+        description:
+          'Trapezoidal area under the curve over the clear captures, in index x days; null with a single clear capture (see unavailable).',
+      },
     ),
     yield_potential: Type.Union(
       [
@@ -155,12 +222,17 @@ export const SeasonalContent = Type.Object(
     unavailable: Type.Array(
       Type.Object(
         {
-          item: Type.Enum([...SEASONAL_UNAVAILABLE], { description: 'Path of the value left null in this document (phases: all three phenology values).' }),
+          item: Type.Enum([...SEASONAL_UNAVAILABLE], {
+            description: 'Path of the value left null in this document (phases: all three phenology values).',
+          }),
           reason: Type.String({ description: 'Why the captures of the period did not allow it, in plain words.' }),
         },
         { additionalProperties: false },
       ),
-      { description: 'What could not be computed from the clear captures of the period, and why; empty when everything was.' },
+      {
+        description:
+          'What could not be computed from the clear captures of the period, and why; empty when everything was.',
+      },
     ),
   },
   { additionalProperties: false, $id: 'seasonal' },
@@ -169,10 +241,22 @@ export const SeasonalContent = Type.Object(
 export const HealthContent = Type.Object(
   {
     meta: Meta,
-    period: Type.Object({ start: DateStr, end: DateStr, granularity: Type.Union([Type.Literal('weekly'), Type.Literal('monthly')]) }, { additionalProperties: false }),
+    period: Type.Object(
+      { start: DateStr, end: DateStr, granularity: Type.Union([Type.Literal('weekly'), Type.Literal('monthly')]) },
+      { additionalProperties: false },
+    ),
     periods: Type.Array(
       Type.Object(
-        { start: DateStr, end: DateStr, captures: Type.Integer(), mean: NullNum, min: NullNum, max: NullNum, change: NullNum, change_pct: NullNum },
+        {
+          start: DateStr,
+          end: DateStr,
+          captures: Type.Integer(),
+          mean: NullNum,
+          min: NullNum,
+          max: NullNum,
+          change: NullNum,
+          change_pct: NullNum,
+        },
         { additionalProperties: false },
       ),
     ),
@@ -185,11 +269,17 @@ export const HealthContent = Type.Object(
       },
       { additionalProperties: false },
     ),
-    latest: Type.Object({ date: DateStr, mean: Num, change_vs_previous_period: NullNum }, { additionalProperties: false }),
+    latest: Type.Object(
+      { date: DateStr, mean: Num, change_vs_previous_period: NullNum },
+      { additionalProperties: false },
+    ),
     alerts: Type.Array(
       Type.Object(
         {
-          triggered_at: Type.String({ format: 'date-time', description: 'When the rule was judged (the capture was registered).' }),
+          triggered_at: Type.String({
+            format: 'date-time',
+            description: 'When the rule was judged (the capture was registered).',
+          }),
           capture_date: Type.Union([DateStr, Type.Null()], { description: 'Date of the capture that triggered it.' }),
           alert_type: Type.String(),
           index: Type.String(),

@@ -5,7 +5,15 @@
  * low pixels or a skewed field do not move it the way a mean/std threshold would. σ has a floor
  * (0.02 index units) so that a very uniform field does not flag ordinary noise.
  */
-import { connectedRegions, gridToLonLat, medianAbsDeviation, pixelAreaHa, quantile, validValues, type IndexRaster } from './raster.js';
+import {
+  connectedRegions,
+  gridToLonLat,
+  medianAbsDeviation,
+  pixelAreaHa,
+  quantile,
+  validValues,
+  type IndexRaster,
+} from './raster.js';
 import type { Capture, Meta, ScoutingContent } from './schema.js';
 
 export const ANOMALY_K = 2;
@@ -18,7 +26,8 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
 
 export function summarise(sorted: Float64Array): ScoutingContent['statistics'] {
-  if (!sorted.length) return { count: 0, mean: null, median: null, min: null, max: null, std: null, p10: null, p90: null };
+  if (!sorted.length)
+    return { count: 0, mean: null, median: null, min: null, max: null, std: null, p10: null, p90: null };
   let s = 0;
   for (const v of sorted) s += v;
   const mean = s / sorted.length;
@@ -51,7 +60,10 @@ export interface Anomaly {
   at: [number, number];
 }
 
-export function findAnomalies(r: IndexRaster, fieldAreaHa: number): { threshold: ScoutingContent['threshold']; anomalies: Anomaly[]; total: number; totalHa: number } {
+export function findAnomalies(
+  r: IndexRaster,
+  fieldAreaHa: number,
+): { threshold: ScoutingContent['threshold']; anomalies: Anomaly[]; total: number; totalHa: number } {
   const sorted = validValues(r);
   const median = quantile(sorted, 0.5);
   const mad = medianAbsDeviation(sorted, median);
@@ -84,7 +96,7 @@ export function findAnomalies(r: IndexRaster, fieldAreaHa: number): { threshold:
     let best = reg.pixels[0]!;
     let bestD = Infinity;
     for (const p of reg.pixels) {
-      const d = (p % r.width - ci) ** 2 + (Math.floor(p / r.width) - cj) ** 2;
+      const d = ((p % r.width) - ci) ** 2 + (Math.floor(p / r.width) - cj) ** 2;
       if (d < bestD) {
         bestD = d;
         best = p;
@@ -113,7 +125,15 @@ export function findAnomalies(r: IndexRaster, fieldAreaHa: number): { threshold:
   found.sort((a, b) => b.content.area_ha * b.content.deficit - a.content.area_ha * a.content.deficit);
   for (const [k, a] of found.entries()) a.content.rank = k + 1;
   return {
-    threshold: { method: 'median - k * 1.4826 * MAD (robust z-score), sigma floor 0.02', median: r4(median), mad: r4(mad), robust_sigma: r4(sigma), k: ANOMALY_K, value: r4(value), min_area_ha: MIN_ANOMALY_HA },
+    threshold: {
+      method: 'median - k * 1.4826 * MAD (robust z-score), sigma floor 0.02',
+      median: r4(median),
+      mad: r4(mad),
+      robust_sigma: r4(sigma),
+      k: ANOMALY_K,
+      value: r4(value),
+      min_area_ha: MIN_ANOMALY_HA,
+    },
     anomalies: found.slice(0, MAX_LISTED),
     total: found.length,
     totalHa: found.reduce((sum, a) => sum + a.pixels.length * pxHa, 0),
@@ -129,28 +149,56 @@ export function buildScouting(input: ScoutingInput): { content: ScoutingContent;
   const share = (100 * anomalyHa) / fieldHa;
   const change = input.previous && statistics.mean !== null ? r4(statistics.mean - input.previous.mean) : null;
   const high = anomalies.filter((a) => a.content.severity === 'high').length;
-  const status: ScoutingContent['status'] = share >= 10 || high >= 2 || (change !== null && change <= -0.1) ? 'action' : share >= 2 || high >= 1 || (change !== null && change <= -0.05) ? 'watch' : 'good';
+  const status: ScoutingContent['status'] =
+    share >= 10 || high >= 2 || (change !== null && change <= -0.1)
+      ? 'action'
+      : share >= 2 || high >= 1 || (change !== null && change <= -0.05)
+        ? 'watch'
+        : 'good';
   const parts: string[] = [];
-  if (!anomalies.length) parts.push(`No area of at least ${MIN_ANOMALY_HA} ha falls below ${threshold.value.toFixed(2)} ${input.meta.index}; the canopy is even.`);
+  if (!anomalies.length)
+    parts.push(
+      `No area of at least ${MIN_ANOMALY_HA} ha falls below ${threshold.value.toFixed(2)} ${input.meta.index}; the canopy is even.`,
+    );
   else {
-    parts.push(`${total} low-${input.meta.index} area${total === 1 ? ' covers' : 's cover'} ${anomalyHa.toFixed(2)} ha (${share.toFixed(1)} % of the field).`);
-    parts.push(`Visit the ${Math.min(3, anomalies.length)} top-ranked point${anomalies.length === 1 ? '' : 's'} first and check for water-logging, compaction, pests, disease or nutrient deficiency.`);
+    parts.push(
+      `${total} low-${input.meta.index} area${total === 1 ? ' covers' : 's cover'} ${anomalyHa.toFixed(2)} ha (${share.toFixed(1)} % of the field).`,
+    );
+    parts.push(
+      `Visit the ${Math.min(3, anomalies.length)} top-ranked point${anomalies.length === 1 ? '' : 's'} first and check for water-logging, compaction, pests, disease or nutrient deficiency.`,
+    );
   }
-  if (change !== null) parts.push(`The field mean ${change < 0 ? 'fell' : 'rose'} by ${Math.abs(change).toFixed(3)} since ${input.previous!.date}.`);
-  if (input.capture.usable_fraction < 0.9) parts.push(`Only ${(input.capture.usable_fraction * 100).toFixed(0)} % of the field was clear of cloud on this date; unseen parts are not judged.`);
+  if (change !== null)
+    parts.push(
+      `The field mean ${change < 0 ? 'fell' : 'rose'} by ${Math.abs(change).toFixed(3)} since ${input.previous!.date}.`,
+    );
+  if (input.capture.usable_fraction < 0.9)
+    parts.push(
+      `Only ${(input.capture.usable_fraction * 100).toFixed(0)} % of the field was clear of cloud on this date; unseen parts are not judged.`,
+    );
   return {
     anomalies,
     content: {
       meta: input.meta,
       capture: input.capture,
       statistics,
-      previous: input.previous && statistics.mean !== null ? { ...input.previous, mean: r4(input.previous.mean), change: change! } : null,
+      previous:
+        input.previous && statistics.mean !== null
+          ? { ...input.previous, mean: r4(input.previous.mean), change: change! }
+          : null,
       threshold,
       anomalies: anomalies.map((a) => a.content),
       anomalies_total: { count: total, area_ha: r4(anomalyHa), share_of_field_pct: r2(share) },
       status,
       recommendation: parts.join(' '),
-      map: { value_min: input.colour.lo, value_max: input.colour.hi, colormap: 'red-yellow-green', width_px: r.width, height_px: r.height, pixel_size_m: Math.abs(r.resX) },
+      map: {
+        value_min: input.colour.lo,
+        value_max: input.colour.hi,
+        colormap: 'red-yellow-green',
+        width_px: r.width,
+        height_px: r.height,
+        pixel_size_m: Math.abs(r.resX),
+      },
     },
   };
 }

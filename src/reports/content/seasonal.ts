@@ -35,14 +35,21 @@ function crossing(a: Point, b: Point, level: number): string {
   return iso(t(a.date) + Math.round((f * (t(b.date) - t(a.date))) / DAY) * DAY);
 }
 
-export function buildSeasonal(meta: Meta, period: SeasonalContent['period'], points: Point[], skipped: number): SeasonalContent {
+export function buildSeasonal(
+  meta: Meta,
+  period: SeasonalContent['period'],
+  points: Point[],
+  skipped: number,
+): SeasonalContent {
   const series = [...points].sort((a, b) => a.date.localeCompare(b.date));
   const n = series.length;
   const cloudy = skipped ? `; ${skipped} more ${skipped === 1 ? 'was' : 'were'} too cloudy over the field to use` : '';
   if (!n) {
     throw new NoClearCapture(
       `no clear capture of the field between ${period.start} and ${period.end}` +
-        (skipped ? `: the ${skipped} capture${skipped === 1 ? '' : 's'} of the period had more than 30 % of the field under cloud` : ': no capture of it in the period'),
+        (skipped
+          ? `: the ${skipped} capture${skipped === 1 ? '' : 's'} of the period had more than 30 % of the field under cloud`
+          : ': no capture of it in the period'),
     );
   }
   const unavailable: Unavailable[] = [];
@@ -66,7 +73,8 @@ export function buildSeasonal(meta: Meta, period: SeasonalContent['period'], poi
     const upLevel = baseUp + AMPLITUDE_FRACTION * (peak.mean - baseUp);
     const downLevel = baseDown + AMPLITUDE_FRACTION * (peak.mean - baseDown);
     for (let k = 1; k <= pk; k++) {
-      if (series[k - 1]!.mean < upLevel && series[k]!.mean >= upLevel) greenUp = crossing(series[k - 1]!, series[k]!, upLevel);
+      if (series[k - 1]!.mean < upLevel && series[k]!.mean >= upLevel)
+        greenUp = crossing(series[k - 1]!, series[k]!, upLevel);
     }
     for (let k = pk + 1; k < series.length; k++) {
       if (series[k - 1]!.mean >= downLevel && series[k]!.mean < downLevel) {
@@ -86,7 +94,11 @@ export function buildSeasonal(meta: Meta, period: SeasonalContent['period'], poi
         reason: `Senescence not observed: no two clear captures after the peak of ${peak.date} show the curve falling back through half its amplitude (${r4(downLevel)}); the decline may lie after ${period.end}.`,
       });
     }
-    if (!greenUp || !senescence) unavailable.push({ item: 'phases.season_length_days', reason: 'The season length runs from green-up to senescence and needs both dates.' });
+    if (!greenUp || !senescence)
+      unavailable.push({
+        item: 'phases.season_length_days',
+        reason: 'The season length runs from green-up to senescence and needs both dates.',
+      });
   } else {
     unavailable.push({
       item: 'phases',
@@ -109,9 +121,14 @@ export function buildSeasonal(meta: Meta, period: SeasonalContent['period'], poi
       'Relative to a reference canopy, not calibrated to this farm: it ranks seasons and fields, it does not predict tonnes.',
       'Drought after the last clear capture, lodging, disease after flowering and harvest losses are not seen.',
     ];
-    if (meta.index !== 'NDVI') caveats.push(`The reference was set for NDVI; on ${meta.index} use the value to compare like with like only.`);
-    if (!greenUp || !senescence) caveats.push('The period does not cover the whole curve (green-up or senescence not observed): the integral is incomplete.');
-    if (skipped > series.length) caveats.push(`${skipped} cloudy captures were left out; the curve rests on ${series.length} clear ones.`);
+    if (meta.index !== 'NDVI')
+      caveats.push(`The reference was set for NDVI; on ${meta.index} use the value to compare like with like only.`);
+    if (!greenUp || !senescence)
+      caveats.push(
+        'The period does not cover the whole curve (green-up or senescence not observed): the integral is incomplete.',
+      );
+    if (skipped > series.length)
+      caveats.push(`${skipped} cloudy captures were left out; the curve rests on ${series.length} clear ones.`);
     yieldPotential = {
       relative,
       class: relative >= 0.9 ? 'high' : relative >= 0.6 ? 'average' : 'low',

@@ -204,7 +204,9 @@ export function classifyZones(r: IndexRaster, k: number, method: ZoningMethod, m
   // Each merge joins a fragment to a neighbour, so the number of regions falls until none is small.
   for (let round = 0; round < 1000; round++) {
     const { regions } = connectedRegions(labels, r.width, r.height, false);
-    const small = regions.filter((reg) => reg.pixels.length < minPixels).sort((a, b) => a.pixels.length - b.pixels.length);
+    const small = regions
+      .filter((reg) => reg.pixels.length < minPixels)
+      .sort((a, b) => a.pixels.length - b.pixels.length);
     let changed = 0;
     for (const reg of small) {
       // Border length with each neighbouring class, read from the labels as merged so far.
@@ -213,7 +215,12 @@ export function classifyZones(r: IndexRaster, k: number, method: ZoningMethod, m
       for (const p of reg.pixels) {
         const i = p % r.width;
         const j = (p - i) / r.width;
-        for (const [ni, nj] of [[i + 1, j], [i - 1, j], [i, j + 1], [i, j - 1]] as const) {
+        for (const [ni, nj] of [
+          [i + 1, j],
+          [i - 1, j],
+          [i, j + 1],
+          [i, j - 1],
+        ] as const) {
           if (ni < 0 || nj < 0 || ni >= r.width || nj >= r.height) continue;
           const lab = labels[nj * r.width + ni]!;
           if (lab >= 0 && lab !== own) border.set(lab, (border.get(lab) ?? 0) + 1);
@@ -263,7 +270,12 @@ export function classifyZones(r: IndexRaster, k: number, method: ZoningMethod, m
  * index lies from the field mean (area-weighted), the farthest zone by `spread` (0.2 = ±20 %).
  * `inverse` gives more where the index is low. The area-weighted average rate equals base_rate.
  */
-export function zoneRates(zones: Array<{ mean: number; weight: number }>, base: number, direction: 'inverse' | 'proportional', spread: number): number[] {
+export function zoneRates(
+  zones: Array<{ mean: number; weight: number }>,
+  base: number,
+  direction: 'inverse' | 'proportional',
+  spread: number,
+): number[] {
   const w = zones.reduce((s, z) => s + z.weight, 0);
   const m = zones.reduce((s, z) => s + z.mean * z.weight, 0) / w;
   const maxDev = Math.max(...zones.map((z) => Math.abs(z.mean - m)));

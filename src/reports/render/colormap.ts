@@ -24,7 +24,11 @@ export function rampColour(f: number): Rgb {
   const u = x - k;
   const a = RAMP[k]!;
   const b = RAMP[k + 1]!;
-  return [Math.round(a[0] + (b[0] - a[0]) * u), Math.round(a[1] + (b[1] - a[1]) * u), Math.round(a[2] + (b[2] - a[2]) * u)];
+  return [
+    Math.round(a[0] + (b[0] - a[0]) * u),
+    Math.round(a[1] + (b[1] - a[1]) * u),
+    Math.round(a[2] + (b[2] - a[2]) * u),
+  ];
 }
 
 /** n zone colours from low (red) to high (green) index. */
@@ -73,7 +77,11 @@ function encode(width: number, height: number, scale: number, colourOf: (k: numb
   return PNG.sync.write(png, { colorType: 6 });
 }
 
-export function indexMapPng(r: IndexRaster, range: { lo: number; hi: number }, scale = scaleFor(r.width, r.height)): Buffer {
+export function indexMapPng(
+  r: IndexRaster,
+  range: { lo: number; hi: number },
+  scale = scaleFor(r.width, r.height),
+): Buffer {
   const span = range.hi - range.lo;
   return encode(r.width, r.height, scale, (k) => {
     if (!r.inside[k]) return null;
@@ -82,7 +90,13 @@ export function indexMapPng(r: IndexRaster, range: { lo: number; hi: number }, s
   });
 }
 
-export function zoneMapPng(labels: Int32Array, width: number, height: number, zones: number, scale = scaleFor(width, height)): Buffer {
+export function zoneMapPng(
+  labels: Int32Array,
+  width: number,
+  height: number,
+  zones: number,
+  scale = scaleFor(width, height),
+): Buffer {
   const colours = zoneColours(zones);
   return encode(width, height, scale, (k) => (labels[k]! >= 0 ? colours[labels[k]!]! : null));
 }

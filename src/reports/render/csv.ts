@@ -5,7 +5,13 @@
  * and outlines as WKT (QGIS and most farm software read a WKT column).
  */
 import { writeToBuffer } from 'fast-csv';
-import type { HealthContent, PrescriptionContent, ReportContent, ScoutingContent, SeasonalContent } from '../content/schema.js';
+import type {
+  HealthContent,
+  PrescriptionContent,
+  ReportContent,
+  ScoutingContent,
+  SeasonalContent,
+} from '../content/schema.js';
 
 const blank = (x: number | string | null) => (x === null ? '' : x);
 
@@ -82,10 +88,34 @@ export function csvRows(type: string, c: ReportContent): Array<Record<string, st
 
 /** Column names per type, written even when there are no rows (a field without anomalies). */
 export const CSV_HEADERS: Record<string, string[]> = {
-  scouting: ['rank', 'lon', 'lat', 'area_ha', 'share_of_field_pct', 'mean', 'min', 'deficit', 'severity', 'capture_date', 'index'],
+  scouting: [
+    'rank',
+    'lon',
+    'lat',
+    'area_ha',
+    'share_of_field_pct',
+    'mean',
+    'min',
+    'deficit',
+    'severity',
+    'capture_date',
+    'index',
+  ],
   seasonal: ['date', 'mean', 'min', 'max', 'std', 'valid_fraction', 'imagery_id', 'index', 'not_computed', 'reason'],
   health_summary: ['period_start', 'period_end', 'captures', 'mean', 'min', 'max', 'change', 'change_pct', 'index'],
-  prescription: ['zone', 'mean_index', 'min_index', 'max_index', 'area_ha', 'rate', 'unit', 'product_total', 'product_unit', 'input', 'wkt'],
+  prescription: [
+    'zone',
+    'mean_index',
+    'min_index',
+    'max_index',
+    'area_ha',
+    'rate',
+    'unit',
+    'product_total',
+    'product_unit',
+    'input',
+    'wkt',
+  ],
 };
 
 export async function renderCsv(type: string, c: ReportContent): Promise<Buffer> {

@@ -21,8 +21,16 @@ export function keyFacts(doc: Doc, facts: Array<[string, string]>, perRow = 4): 
     const col = k % perRow;
     if (col === 0 && k > 0) y += 34;
     const x = PAGE.margin + col * w;
-    doc.font('Helvetica').fontSize(7.5).fillColor(MUTED).text(label.toUpperCase(), x, y, { width: w - 8, lineBreak: false, height: 10 });
-    doc.font('Helvetica-Bold').fontSize(11).fillColor(INK).text(value, x, y + 11, { width: w - 8, lineBreak: false, height: 14 });
+    doc
+      .font('Helvetica')
+      .fontSize(7.5)
+      .fillColor(MUTED)
+      .text(label.toUpperCase(), x, y, { width: w - 8, lineBreak: false, height: 10 });
+    doc
+      .font('Helvetica-Bold')
+      .fontSize(11)
+      .fillColor(INK)
+      .text(value, x, y + 11, { width: w - 8, lineBreak: false, height: 14 });
   });
   doc.y = y + 40;
   doc.x = PAGE.margin;
@@ -33,17 +41,32 @@ export function section(doc: Doc, title: string): void {
   doc.moveDown(0.4);
   const y = doc.y;
   doc.font('Helvetica-Bold').fontSize(13).fillColor(ACCENT).text(title, PAGE.margin, y, { width: CONTENT_W });
-  doc.save().moveTo(PAGE.margin, doc.y + 2).lineTo(PAGE.width - PAGE.margin, doc.y + 2).lineWidth(0.75).strokeColor(ACCENT).stroke().restore();
+  doc
+    .save()
+    .moveTo(PAGE.margin, doc.y + 2)
+    .lineTo(PAGE.width - PAGE.margin, doc.y + 2)
+    .lineWidth(0.75)
+    .strokeColor(ACCENT)
+    .stroke()
+    .restore();
   doc.y += 8;
   doc.x = PAGE.margin;
 }
 
 export function paragraph(doc: Doc, text: string, opts: { size?: number; colour?: string } = {}): void {
-  doc.font('Helvetica').fontSize(opts.size ?? 9.5).fillColor(opts.colour ?? INK).text(text, PAGE.margin, doc.y, { width: CONTENT_W, lineGap: 1.5 });
+  doc
+    .font('Helvetica')
+    .fontSize(opts.size ?? 9.5)
+    .fillColor(opts.colour ?? INK)
+    .text(text, PAGE.margin, doc.y, { width: CONTENT_W, lineGap: 1.5 });
   doc.moveDown(0.5);
 }
 
-const STATUS = { good: ['#1a9641', 'Good'], watch: ['#e8a33d', 'Watch'], action: ['#d7191c', 'Action needed'] } as const;
+const STATUS = {
+  good: ['#1a9641', 'Good'],
+  watch: ['#e8a33d', 'Watch'],
+  action: ['#d7191c', 'Action needed'],
+} as const;
 
 export function statusBox(doc: Doc, status: keyof typeof STATUS, text: string): void {
   const [colour, label] = STATUS[status];
@@ -52,9 +75,21 @@ export function statusBox(doc: Doc, status: keyof typeof STATUS, text: string): 
   ensureSpace(doc, h + 8);
   const y = doc.y;
   doc.save().roundedRect(PAGE.margin, y, CONTENT_W, h, 4).fillAndStroke('#f5f7fa', RULE).restore();
-  doc.save().roundedRect(PAGE.margin + 8, y + 8, 84, 18, 9).fill(colour).restore();
-  doc.font('Helvetica-Bold').fontSize(9).fillColor('#ffffff').text(label, PAGE.margin + 8, y + 13, { width: 84, align: 'center', lineBreak: false, height: 12 });
-  doc.font('Helvetica').fontSize(9.5).fillColor(INK).text(text, PAGE.margin + 102, y + 8, { width: CONTENT_W - 110, lineGap: 1.5 });
+  doc
+    .save()
+    .roundedRect(PAGE.margin + 8, y + 8, 84, 18, 9)
+    .fill(colour)
+    .restore();
+  doc
+    .font('Helvetica-Bold')
+    .fontSize(9)
+    .fillColor('#ffffff')
+    .text(label, PAGE.margin + 8, y + 13, { width: 84, align: 'center', lineBreak: false, height: 12 });
+  doc
+    .font('Helvetica')
+    .fontSize(9.5)
+    .fillColor(INK)
+    .text(text, PAGE.margin + 102, y + 8, { width: CONTENT_W - 110, lineGap: 1.5 });
   doc.y = y + h + 10;
   doc.x = PAGE.margin;
 }
@@ -71,7 +106,12 @@ export interface Column {
  * `minRowHeight`, rows shrink (down to it) when that keeps the whole table on the current page:
  * a handful of rows spilling onto an otherwise empty page helps nobody.
  */
-export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swatches?: string[]; minRowHeight?: number } = {}): void {
+export function table(
+  doc: Doc,
+  columns: Column[],
+  rows: string[][],
+  opts: { swatches?: string[]; minRowHeight?: number } = {},
+): void {
   const total = columns.reduce((s, c) => s + c.width, 0);
   const scale = CONTENT_W / total;
   const widths = columns.map((c) => c.width * scale);
@@ -80,11 +120,20 @@ export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swa
   const textDy = (rowH - 7) / 2;
   const head = () => {
     const y = doc.y;
-    doc.save().rect(PAGE.margin, y, CONTENT_W, rowH + 2).fill('#e4e7eb').restore();
+    doc
+      .save()
+      .rect(PAGE.margin, y, CONTENT_W, rowH + 2)
+      .fill('#e4e7eb')
+      .restore();
     let x = PAGE.margin;
     doc.font('Helvetica-Bold').fontSize(8).fillColor(INK);
     columns.forEach((c, k) => {
-      doc.text(c.header, x + 4, y + 4.5, { width: widths[k]! - 8, align: c.align ?? 'left', lineBreak: false, height: 10 });
+      doc.text(c.header, x + 4, y + 4.5, {
+        width: widths[k]! - 8,
+        align: c.align ?? 'left',
+        lineBreak: false,
+        height: 10,
+      });
       x += widths[k]!;
     });
     doc.y = y + rowH + 2;
@@ -104,15 +153,31 @@ export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swa
     row.forEach((cell, k) => {
       let pad = 4;
       if (k === 0 && opts.swatches?.[r]) {
-        doc.save().rect(x + 4, y + textDy - 0.5, 8, 8).fill(opts.swatches[r]!).restore();
+        doc
+          .save()
+          .rect(x + 4, y + textDy - 0.5, 8, 8)
+          .fill(opts.swatches[r]!)
+          .restore();
         pad = 16;
       }
-      doc.fillColor(INK).text(cell, x + pad, y + textDy, { width: widths[k]! - pad - 4, align: columns[k]!.align ?? 'left', lineBreak: false, height: 10 });
+      doc.fillColor(INK).text(cell, x + pad, y + textDy, {
+        width: widths[k]! - pad - 4,
+        align: columns[k]!.align ?? 'left',
+        lineBreak: false,
+        height: 10,
+      });
       x += widths[k]!;
     });
     doc.y = y + rowH;
   });
-  doc.save().moveTo(PAGE.margin, doc.y).lineTo(PAGE.width - PAGE.margin, doc.y).lineWidth(0.5).strokeColor(RULE).stroke().restore();
+  doc
+    .save()
+    .moveTo(PAGE.margin, doc.y)
+    .lineTo(PAGE.width - PAGE.margin, doc.y)
+    .lineWidth(0.5)
+    .strokeColor(RULE)
+    .stroke()
+    .restore();
   doc.y += 8;
   doc.x = PAGE.margin;
 }
@@ -121,7 +186,11 @@ export function table(doc: Doc, columns: Column[], rows: string[][], opts: { swa
 export function sideFacts(doc: Doc, x: number, y: number, facts: Array<[string, string]>): number {
   for (const [k, v] of facts) {
     doc.font('Helvetica').fontSize(8).fillColor(MUTED).text(k, x, y, { width: 78, lineBreak: false, height: 9 });
-    doc.font('Helvetica-Bold').fontSize(8).fillColor(INK).text(v, x + 78, y, { width: PAGE.width - PAGE.margin - x - 78, lineBreak: false, height: 9 });
+    doc
+      .font('Helvetica-Bold')
+      .fontSize(8)
+      .fillColor(INK)
+      .text(v, x + 78, y, { width: PAGE.width - PAGE.margin - x - 78, lineBreak: false, height: 9 });
     y += 12;
   }
   return y;

@@ -29,14 +29,30 @@ function axes(doc: Doc, f: Frame, yLabel: string): { X: (t: number) => number; Y
   const step = niceStep(f.hi - f.lo, 5);
   doc.font('Helvetica').fontSize(7).fillColor(MUTED);
   for (let v = Math.ceil(f.lo / step) * step; v <= f.hi + 1e-9; v += step) {
-    doc.save().moveTo(f.x, Y(v)).lineTo(f.x + f.w, Y(v)).lineWidth(0.4).strokeColor('#e4e7eb').stroke().restore();
-    doc.text(v.toFixed(step < 0.1 ? 2 : 1), f.x - 30, Y(v) - 3, { width: 26, align: 'right', lineBreak: false, height: 9 });
+    doc
+      .save()
+      .moveTo(f.x, Y(v))
+      .lineTo(f.x + f.w, Y(v))
+      .lineWidth(0.4)
+      .strokeColor('#e4e7eb')
+      .stroke()
+      .restore();
+    doc.text(v.toFixed(step < 0.1 ? 2 : 1), f.x - 30, Y(v) - 3, {
+      width: 26,
+      align: 'right',
+      lineBreak: false,
+      height: 9,
+    });
   }
   // Month ticks when the span is long enough, else weekly ones.
   const ticks: Array<[number, string]> = [];
   const d0 = new Date(f.t0);
   if (f.t1 - f.t0 > 50 * DAY) {
-    for (let m = new Date(Date.UTC(d0.getUTCFullYear(), d0.getUTCMonth() + (d0.getUTCDate() > 1 ? 1 : 0), 1)); m.getTime() <= f.t1; m = new Date(Date.UTC(m.getUTCFullYear(), m.getUTCMonth() + 1, 1))) {
+    for (
+      let m = new Date(Date.UTC(d0.getUTCFullYear(), d0.getUTCMonth() + (d0.getUTCDate() > 1 ? 1 : 0), 1));
+      m.getTime() <= f.t1;
+      m = new Date(Date.UTC(m.getUTCFullYear(), m.getUTCMonth() + 1, 1))
+    ) {
       ticks.push([m.getTime(), `${MONTHS[m.getUTCMonth()]}${m.getUTCMonth() === 0 ? ` ${m.getUTCFullYear()}` : ''}`]);
     }
   } else {
@@ -46,11 +62,33 @@ function axes(doc: Doc, f: Frame, yLabel: string): { X: (t: number) => number; Y
     }
   }
   for (const [t, label] of ticks) {
-    doc.save().moveTo(X(t), f.y + f.h).lineTo(X(t), f.y + f.h + 3).lineWidth(0.5).strokeColor(MUTED).stroke().restore();
+    doc
+      .save()
+      .moveTo(X(t), f.y + f.h)
+      .lineTo(X(t), f.y + f.h + 3)
+      .lineWidth(0.5)
+      .strokeColor(MUTED)
+      .stroke()
+      .restore();
     doc.text(label, X(t) - 20, f.y + f.h + 5, { width: 40, align: 'center', lineBreak: false, height: 9 });
   }
-  doc.save().moveTo(f.x, f.y).lineTo(f.x, f.y + f.h).lineTo(f.x + f.w, f.y + f.h).lineWidth(0.75).strokeColor(INK).stroke().restore();
-  doc.save().rotate(-90, { origin: [f.x - 38, f.y + f.h / 2] }).font('Helvetica').fontSize(7.5).fillColor(MUTED).text(yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 }).restore();
+  doc
+    .save()
+    .moveTo(f.x, f.y)
+    .lineTo(f.x, f.y + f.h)
+    .lineTo(f.x + f.w, f.y + f.h)
+    .lineWidth(0.75)
+    .strokeColor(INK)
+    .stroke()
+    .restore();
+  doc
+    .save()
+    .rotate(-90, { origin: [f.x - 38, f.y + f.h / 2] })
+    .font('Helvetica')
+    .fontSize(7.5)
+    .fillColor(MUTED)
+    .text(yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 })
+    .restore();
   return { X, Y };
 }
 
@@ -64,13 +102,30 @@ export interface LinePoint {
 /** Field mean over time as a line with dots, an optional min-max band, vertical event markers and horizontal reference lines. */
 export function lineChart(
   doc: Doc,
-  o: { points: LinePoint[]; start: string; end: string; yLabel: string; height?: number; markers?: Array<{ date: string; label: string; colour: string }>; levels?: Array<{ value: number; label: string }> },
+  o: {
+    points: LinePoint[];
+    start: string;
+    end: string;
+    yLabel: string;
+    height?: number;
+    markers?: Array<{ date: string; label: string; colour: string }>;
+    levels?: Array<{ value: number; label: string }>;
+  },
 ): void {
   const h = o.height ?? 190;
   ensureSpace(doc, h + 40);
   const vals = o.points.flatMap((p) => [p.value, p.lo ?? p.value, p.hi ?? p.value]);
   const step = niceStep(Math.max(0.1, Math.max(...vals) - Math.min(...vals)), 5);
-  const f: Frame = { x: PAGE.margin + 44, y: doc.y + 6, w: CONTENT_W - 52, h, t0: ms(o.start), t1: ms(o.end), lo: Math.floor(Math.min(...vals) / step) * step, hi: Math.ceil(Math.max(...vals) / step) * step };
+  const f: Frame = {
+    x: PAGE.margin + 44,
+    y: doc.y + 6,
+    w: CONTENT_W - 52,
+    h,
+    t0: ms(o.start),
+    t1: ms(o.end),
+    lo: Math.floor(Math.min(...vals) / step) * step,
+    hi: Math.ceil(Math.max(...vals) / step) * step,
+  };
   if (f.hi <= f.lo) f.hi = f.lo + step; // one value (a single capture of a uniform field): the axes need a span
   const { X, Y } = axes(doc, f, o.yLabel);
   const band = o.points.filter((p) => p.lo != null && p.hi != null);
@@ -82,13 +137,39 @@ export function lineChart(
     doc.closePath().fillOpacity(0.15).fill(ACCENT).restore();
   }
   for (const l of o.levels ?? []) {
-    doc.save().moveTo(f.x, Y(l.value)).lineTo(f.x + f.w, Y(l.value)).dash(2, { space: 2 }).lineWidth(0.6).strokeColor(MUTED).stroke().undash().restore();
-    doc.font('Helvetica').fontSize(6.5).fillColor(MUTED).text(l.label, f.x + f.w - 150, Y(l.value) - 8, { width: 148, align: 'right', lineBreak: false, height: 8 });
+    doc
+      .save()
+      .moveTo(f.x, Y(l.value))
+      .lineTo(f.x + f.w, Y(l.value))
+      .dash(2, { space: 2 })
+      .lineWidth(0.6)
+      .strokeColor(MUTED)
+      .stroke()
+      .undash()
+      .restore();
+    doc
+      .font('Helvetica')
+      .fontSize(6.5)
+      .fillColor(MUTED)
+      .text(l.label, f.x + f.w - 150, Y(l.value) - 8, { width: 148, align: 'right', lineBreak: false, height: 8 });
   }
   for (const m of o.markers ?? []) {
     const x = X(ms(m.date));
-    doc.save().moveTo(x, f.y).lineTo(x, f.y + f.h).dash(3, { space: 2 }).lineWidth(0.8).strokeColor(m.colour).stroke().undash().restore();
-    doc.font('Helvetica-Bold').fontSize(6.5).fillColor(m.colour).text(m.label, x + 2, f.y + 2, { width: 80, lineBreak: false, height: 8 });
+    doc
+      .save()
+      .moveTo(x, f.y)
+      .lineTo(x, f.y + f.h)
+      .dash(3, { space: 2 })
+      .lineWidth(0.8)
+      .strokeColor(m.colour)
+      .stroke()
+      .undash()
+      .restore();
+    doc
+      .font('Helvetica-Bold')
+      .fontSize(6.5)
+      .fillColor(m.colour)
+      .text(m.label, x + 2, f.y + 2, { width: 80, lineBreak: false, height: 8 });
   }
   if (o.points.length) {
     doc.save();
@@ -97,26 +178,58 @@ export function lineChart(
       else doc.moveTo(X(ms(p.date)), Y(p.value));
     }
     doc.lineWidth(1.6).strokeColor(ACCENT).stroke().restore();
-    for (const p of o.points) doc.save().circle(X(ms(p.date)), Y(p.value), 2.2).fill(ACCENT).restore();
+    for (const p of o.points)
+      doc
+        .save()
+        .circle(X(ms(p.date)), Y(p.value), 2.2)
+        .fill(ACCENT)
+        .restore();
   }
   doc.y = f.y + f.h + 22;
   doc.x = PAGE.margin;
 }
 
 /** One bar per period (gaps left empty), value labels on top, and an optional trend line. */
-export function barChart(doc: Doc, o: { bars: Array<{ label: string; value: number | null }>; yLabel: string; trend?: { first: number; last: number }; height?: number }): void {
+export function barChart(
+  doc: Doc,
+  o: {
+    bars: Array<{ label: string; value: number | null }>;
+    yLabel: string;
+    trend?: { first: number; last: number };
+    height?: number;
+  },
+): void {
   const h = o.height ?? 170;
   ensureSpace(doc, h + 40);
   const vals = o.bars.flatMap((b) => (b.value === null ? [] : [b.value]));
   const lo = Math.min(0, ...vals);
   const hi = Math.max(...vals, 0.1);
   const step = niceStep(hi - lo, 5);
-  const f = { x: PAGE.margin + 44, y: doc.y + 6, w: CONTENT_W - 52, h, lo: Math.floor(lo / step) * step, hi: Math.ceil(hi / step) * step };
+  const f = {
+    x: PAGE.margin + 44,
+    y: doc.y + 6,
+    w: CONTENT_W - 52,
+    h,
+    lo: Math.floor(lo / step) * step,
+    hi: Math.ceil(hi / step) * step,
+  };
   const Y = (v: number) => f.y + f.h - ((v - f.lo) / (f.hi - f.lo)) * f.h;
   doc.font('Helvetica').fontSize(7).fillColor(MUTED);
   for (let v = f.lo; v <= f.hi + 1e-9; v += step) {
-    doc.save().moveTo(f.x, Y(v)).lineTo(f.x + f.w, Y(v)).lineWidth(0.4).strokeColor('#e4e7eb').stroke().restore();
-    doc.text(v.toFixed(step < 0.1 ? 2 : 1), f.x - 30, Y(v) - 3, { width: 26, align: 'right', lineBreak: false, height: 9 });
+    doc
+      .save()
+      .moveTo(f.x, Y(v))
+      .lineTo(f.x + f.w, Y(v))
+      .lineWidth(0.4)
+      .strokeColor('#e4e7eb')
+      .stroke()
+      .restore();
+    doc.text(v.toFixed(step < 0.1 ? 2 : 1), f.x - 30, Y(v) - 3, {
+      width: 26,
+      align: 'right',
+      lineBreak: false,
+      height: 9,
+    });
   }
   const slot = f.w / Math.max(1, o.bars.length);
   const bw = Math.min(28, slot * 0.7);
@@ -124,18 +237,65 @@ export function barChart(doc: Doc, o: { bars: Array<{ label: string; value: numb
   o.bars.forEach((b, k) => {
     const cx = f.x + slot * (k + 0.5);
     if (b.value !== null) {
-      doc.save().rect(cx - bw / 2, Y(b.value), bw, Y(f.lo) - Y(b.value)).fill('#66a86f').restore();
-      if (o.bars.length <= 16) doc.font('Helvetica').fontSize(6.5).fillColor(INK).text(b.value.toFixed(2), cx - 20, Y(b.value) - 9, { width: 40, align: 'center', lineBreak: false, height: 8 });
+      doc
+        .save()
+        .rect(cx - bw / 2, Y(b.value), bw, Y(f.lo) - Y(b.value))
+        .fill('#66a86f')
+        .restore();
+      if (o.bars.length <= 16)
+        doc
+          .font('Helvetica')
+          .fontSize(6.5)
+          .fillColor(INK)
+          .text(b.value.toFixed(2), cx - 20, Y(b.value) - 9, {
+            width: 40,
+            align: 'center',
+            lineBreak: false,
+            height: 8,
+          });
     } else {
-      doc.font('Helvetica').fontSize(6.5).fillColor(MUTED).text('no data', cx - 20, Y(f.lo) - 10, { width: 40, align: 'center', lineBreak: false, height: 8 });
+      doc
+        .font('Helvetica')
+        .fontSize(6.5)
+        .fillColor(MUTED)
+        .text('no data', cx - 20, Y(f.lo) - 10, { width: 40, align: 'center', lineBreak: false, height: 8 });
     }
-    if (k % every === 0) doc.font('Helvetica').fontSize(6.5).fillColor(MUTED).text(b.label, cx - 26, f.y + f.h + 5, { width: 52, align: 'center', lineBreak: false, height: 8 });
+    if (k % every === 0)
+      doc
+        .font('Helvetica')
+        .fontSize(6.5)
+        .fillColor(MUTED)
+        .text(b.label, cx - 26, f.y + f.h + 5, { width: 52, align: 'center', lineBreak: false, height: 8 });
   });
   if (o.trend) {
-    doc.save().moveTo(f.x + slot * 0.5, Y(o.trend.first)).lineTo(f.x + slot * (o.bars.length - 0.5), Y(o.trend.last)).dash(4, { space: 2 }).lineWidth(1.2).strokeColor('#d7191c').stroke().undash().restore();
+    doc
+      .save()
+      .moveTo(f.x + slot * 0.5, Y(o.trend.first))
+      .lineTo(f.x + slot * (o.bars.length - 0.5), Y(o.trend.last))
+      .dash(4, { space: 2 })
+      .lineWidth(1.2)
+      .strokeColor('#d7191c')
+      .stroke()
+      .undash()
+      .restore();
   }
-  doc.save().moveTo(f.x, f.y).lineTo(f.x, f.y + f.h).lineTo(f.x + f.w, f.y + f.h).lineWidth(0.75).strokeColor(INK).stroke().restore();
-  doc.save().rotate(-90, { origin: [f.x - 38, f.y + f.h / 2] }).font('Helvetica').fontSize(7.5).fillColor(MUTED).text(o.yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 }).restore();
+  doc
+    .save()
+    .moveTo(f.x, f.y)
+    .lineTo(f.x, f.y + f.h)
+    .lineTo(f.x + f.w, f.y + f.h)
+    .lineWidth(0.75)
+    .strokeColor(INK)
+    .stroke()
+    .restore();
+  doc
+    .save()
+    .rotate(-90, { origin: [f.x - 38, f.y + f.h / 2] })
+    .font('Helvetica')
+    .fontSize(7.5)
+    .fillColor(MUTED)
+    .text(o.yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 })
+    .restore();
   doc.y = f.y + f.h + 22;
   doc.x = PAGE.margin;
 }

@@ -15,7 +15,12 @@ export const BOTTOM = PAGE.height - PAGE.margin - 24;
 export const CONTENT_W = PAGE.width - 2 * PAGE.margin;
 
 export function newDoc(title: string, subject: string): Doc {
-  return new PDFDocument({ size: 'A4', margin: PAGE.margin, bufferPages: true, info: { Title: title, Subject: subject, Author: 'Field analysis service', Creator: 'field-analysis-service' } });
+  return new PDFDocument({
+    size: 'A4',
+    margin: PAGE.margin,
+    bufferPages: true,
+    info: { Title: title, Subject: subject, Author: 'Field analysis service', Creator: 'field-analysis-service' },
+  });
 }
 
 export async function finish(doc: Doc, footer: string): Promise<Buffer> {
@@ -29,10 +34,22 @@ export async function finish(doc: Doc, footer: string): Promise<Buffer> {
   for (let p = range.start; p < range.start + range.count; p++) {
     doc.switchToPage(p);
     const y = PAGE.height - PAGE.margin + 6;
-    doc.save().moveTo(PAGE.margin, y - 6).lineTo(PAGE.width - PAGE.margin, y - 6).lineWidth(0.5).strokeColor(RULE).stroke().restore();
+    doc
+      .save()
+      .moveTo(PAGE.margin, y - 6)
+      .lineTo(PAGE.width - PAGE.margin, y - 6)
+      .lineWidth(0.5)
+      .strokeColor(RULE)
+      .stroke()
+      .restore();
     doc.font('Helvetica').fontSize(7.5).fillColor(MUTED);
     doc.text(footer, PAGE.margin, y, { width: CONTENT_W - 80, lineBreak: false, height: 10 });
-    doc.text(`Page ${p - range.start + 1} of ${range.count}`, PAGE.width - PAGE.margin - 80, y, { width: 80, align: 'right', lineBreak: false, height: 10 });
+    doc.text(`Page ${p - range.start + 1} of ${range.count}`, PAGE.width - PAGE.margin - 80, y, {
+      width: 80,
+      align: 'right',
+      lineBreak: false,
+      height: 10,
+    });
   }
   doc.end();
   await done;

@@ -11,6 +11,9 @@ export function dateRange(a: string, b: string): string {
   return ya === yb ? `${da} ${MONTHS[ma! - 1]} - ${db} ${MONTHS[mb! - 1]} ${yb}` : `${longDate(a)} - ${longDate(b)}`;
 }
 /** Fixed decimals without "-0.000". */
-export const fixed = (x: number | null | undefined, n = 3) => (x === null || x === undefined ? '-' : (Math.abs(x) < 0.5 * 10 ** -n ? 0 : x).toFixed(n));
-export const signed = (x: number | null | undefined, n = 3) => (x === null || x === undefined ? '-' : `${x >= 0.5 * 10 ** -n ? '+' : ''}${fixed(x, n)}`);
-export const thousands = (x: number, n = 0) => x.toLocaleString('en-GB', { minimumFractionDigits: n, maximumFractionDigits: n });
+export const fixed = (x: number | null | undefined, n = 3) =>
+  x === null || x === undefined ? '-' : (Math.abs(x) < 0.5 * 10 ** -n ? 0 : x).toFixed(n);
+export const signed = (x: number | null | undefined, n = 3) =>
+  x === null || x === undefined ? '-' : `${x >= 0.5 * 10 ** -n ? '+' : ''}${fixed(x, n)}`;
+export const thousands = (x: number, n = 0) =>
+  x.toLocaleString('en-GB', { minimumFractionDigits: n, maximumFractionDigits: n });

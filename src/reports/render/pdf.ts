@@ -1,5 +1,11 @@
 /** The PDF of each report type: what a farmer or adviser would print or forward. */
-import type { HealthContent, PrescriptionContent, ReportContent, ScoutingContent, SeasonalContent } from '../content/schema.js';
+import type {
+  HealthContent,
+  PrescriptionContent,
+  ReportContent,
+  ScoutingContent,
+  SeasonalContent,
+} from '../content/schema.js';
 import { hex, MASKED_RGB, rampColour, zoneColours } from './colormap.js';
 import { paragraph, section, statusBox, table, titleBand } from './pdf-blocks.js';
 import { barChart, lineChart } from './pdf-charts.js';
@@ -18,8 +24,10 @@ export interface MapImage {
 
 const RAMP_STOPS = [0, 0.25, 0.5, 0.75, 1].map((f) => hex(rampColour(f)));
 const crop = (c: ReportContent) => c.meta.field.crop_type ?? 'crop not set';
-const fieldLine = (c: ReportContent) => `${c.meta.field.name}  |  ${crop(c)}  |  ${thousands(c.meta.field.area_ha, 2)} ha`;
-const footer = (c: ReportContent) => `${c.meta.title} - ${c.meta.field.name} - ${c.meta.report_id} - generated ${c.meta.generated_at.slice(0, 16).replace('T', ' ')} UTC`;
+const fieldLine = (c: ReportContent) =>
+  `${c.meta.field.name}  |  ${crop(c)}  |  ${thousands(c.meta.field.area_ha, 2)} ha`;
+const footer = (c: ReportContent) =>
+  `${c.meta.title} - ${c.meta.field.name} - ${c.meta.report_id} - generated ${c.meta.generated_at.slice(0, 16).replace('T', ' ')} UTC`;
 
 function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
   titleBand(doc, 'Scouting report', fieldLine(c), [
@@ -32,17 +40,24 @@ function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
   section(doc, `${c.meta.index} map and scouting points`);
   mapWithLegend(doc, {
     ...map,
-    legend: { kind: 'ramp', lo: c.map.value_min, hi: c.map.value_max, title: c.meta.index, stops: RAMP_STOPS, masked: hex(MASKED_RGB) },
+    legend: {
+      kind: 'ramp',
+      lo: c.map.value_min,
+      hi: c.map.value_max,
+      title: c.meta.index,
+      stops: RAMP_STOPS,
+      masked: hex(MASKED_RGB),
+    },
     facts: [
-    ['Mean', fixed(c.statistics.mean)],
-    ['Median', fixed(c.statistics.median)],
-    ['Std dev', fixed(c.statistics.std)],
-    ['Min / max', `${fixed(c.statistics.min, 2)} / ${fixed(c.statistics.max, 2)}`],
-    ['P10 / P90', `${fixed(c.statistics.p10, 2)} / ${fixed(c.statistics.p90, 2)}`],
-    ['Low threshold', fixed(c.threshold.value)],
-    ['Low areas', `${c.anomalies_total.count} (${fixed(c.anomalies_total.area_ha, 2)} ha)`],
-    ['Previous', c.previous ? longDate(c.previous.date) : 'none'],
-    ['Change', c.previous ? signed(c.previous.change) : '-'],
+      ['Mean', fixed(c.statistics.mean)],
+      ['Median', fixed(c.statistics.median)],
+      ['Std dev', fixed(c.statistics.std)],
+      ['Min / max', `${fixed(c.statistics.min, 2)} / ${fixed(c.statistics.max, 2)}`],
+      ['P10 / P90', `${fixed(c.statistics.p10, 2)} / ${fixed(c.statistics.p90, 2)}`],
+      ['Low threshold', fixed(c.threshold.value)],
+      ['Low areas', `${c.anomalies_total.count} (${fixed(c.anomalies_total.area_ha, 2)} ha)`],
+      ['Previous', c.previous ? longDate(c.previous.date) : 'none'],
+      ['Change', c.previous ? signed(c.previous.change) : '-'],
     ],
   });
   section(doc, 'Problem areas to visit (ranked)');
@@ -60,7 +75,16 @@ function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
         { header: 'Below median', width: 62, align: 'right' },
         { header: 'Severity', width: 52 },
       ],
-      c.anomalies.map((a) => [String(a.rank), a.point.lat.toFixed(5), a.point.lon.toFixed(5), a.area_ha.toFixed(2), a.share_of_field_pct.toFixed(1), a.mean.toFixed(3), a.deficit.toFixed(3), a.severity]),
+      c.anomalies.map((a) => [
+        String(a.rank),
+        a.point.lat.toFixed(5),
+        a.point.lon.toFixed(5),
+        a.area_ha.toFixed(2),
+        a.share_of_field_pct.toFixed(1),
+        a.mean.toFixed(3),
+        a.deficit.toFixed(3),
+        a.severity,
+      ]),
     );
   }
   paragraph(
@@ -94,7 +118,12 @@ function seasonal(doc: Doc, c: SeasonalContent): void {
     ['Senescence', phase(c.phases.senescence)],
     ['Season length', c.phases.season_length_days === null ? '-' : `${c.phases.season_length_days} days`],
     ['Area under curve', c.auc ? `${c.auc.index_days.toFixed(1)} index-days` : 'not computed'],
-    ['Yield potential', c.yield_potential ? `${(c.yield_potential.relative * 100).toFixed(0)} % (${c.yield_potential.class})` : 'not computed'],
+    [
+      'Yield potential',
+      c.yield_potential
+        ? `${(c.yield_potential.relative * 100).toFixed(0)} % (${c.yield_potential.class})`
+        : 'not computed',
+    ],
     ['Clear captures', `${c.series.length} (+${c.skipped_captures} cloudy)`],
   ]);
   if (c.unavailable.length) {
@@ -113,13 +142,28 @@ function seasonal(doc: Doc, c: SeasonalContent): void {
     end: c.period.end,
     yLabel: `${c.meta.index} (field mean)`,
     markers,
-    levels: c.baseline !== null && c.amplitude !== null ? [{ value: c.baseline + c.phases.amplitude_fraction * c.amplitude, label: `${c.phases.amplitude_fraction * 100} % of amplitude` }] : [],
+    levels:
+      c.baseline !== null && c.amplitude !== null
+        ? [
+            {
+              value: c.baseline + c.phases.amplitude_fraction * c.amplitude,
+              label: `${c.phases.amplitude_fraction * 100} % of amplitude`,
+            },
+          ]
+        : [],
   });
-  paragraph(doc, 'Line: field mean of each clear capture; shaded band: lowest to highest pixel. Cloudy captures are left out, not interpolated.', { size: 8, colour: '#616e7c' });
+  paragraph(
+    doc,
+    'Line: field mean of each clear capture; shaded band: lowest to highest pixel. Cloudy captures are left out, not interpolated.',
+    { size: 8, colour: '#616e7c' },
+  );
   section(doc, 'Yield potential');
   const yp = c.yield_potential;
   if (yp) {
-    paragraph(doc, `Relative yield potential ${(yp.relative * 100).toFixed(0)} % of a well-developed reference crop: ${yp.class}.`);
+    paragraph(
+      doc,
+      `Relative yield potential ${(yp.relative * 100).toFixed(0)} % of a well-developed reference crop: ${yp.class}.`,
+    );
     paragraph(doc, `Method: ${yp.method}`, { size: 8.5 });
     for (const cav of yp.caveats) paragraph(doc, `- ${cav}`, { size: 8.5, colour: '#616e7c' });
   } else {
@@ -136,7 +180,14 @@ function seasonal(doc: Doc, c: SeasonalContent): void {
       { header: 'Std dev', width: 55, align: 'right' },
       { header: 'Usable %', width: 55, align: 'right' },
     ],
-    c.series.map((p) => [longDate(p.date), p.mean.toFixed(3), fixed(p.min), fixed(p.max), fixed(p.std), p.valid_fraction === null ? '-' : (p.valid_fraction * 100).toFixed(0)]),
+    c.series.map((p) => [
+      longDate(p.date),
+      p.mean.toFixed(3),
+      fixed(p.min),
+      fixed(p.max),
+      fixed(p.std),
+      p.valid_fraction === null ? '-' : (p.valid_fraction * 100).toFixed(0),
+    ]),
     { minRowHeight: 11 },
   );
 }
@@ -152,13 +203,24 @@ function health(doc: Doc, c: HealthContent): void {
   statusBox(doc, c.status, c.summary);
   section(doc, `${unit}ly mean ${c.meta.index}`);
   const filled = c.periods.filter((p) => p.mean !== null);
-  const label = (p: HealthContent['periods'][number]) => (c.period.granularity === 'weekly' ? longDate(p.start).split(' ').slice(0, 2).join(' ') : longDate(p.start).split(' ').slice(1).join(' '));
+  const label = (p: HealthContent['periods'][number]) =>
+    c.period.granularity === 'weekly'
+      ? longDate(p.start).split(' ').slice(0, 2).join(' ')
+      : longDate(p.start).split(' ').slice(1).join(' ');
   // The trend line drawn across the bars: the fitted slope through the mean of the period means.
   const m = filled.reduce((s, p) => s + p.mean!, 0) / Math.max(1, filled.length);
   const days = (Date.parse(c.periods.at(-1)!.start) - Date.parse(c.periods[0]!.start)) / 86_400_000;
   const half = (c.trend.slope_per_30_days / 30) * (days / 2);
-  barChart(doc, { bars: c.periods.map((p) => ({ label: label(p), value: p.mean })), yLabel: `${c.meta.index} (mean)`, trend: filled.length > 1 ? { first: m - half, last: m + half } : undefined });
-  paragraph(doc, 'Bars: mean of the clear captures in each period; dashed red line: least-squares trend. Periods without a clear capture are shown as "no data".', { size: 8, colour: '#616e7c' });
+  barChart(doc, {
+    bars: c.periods.map((p) => ({ label: label(p), value: p.mean })),
+    yLabel: `${c.meta.index} (mean)`,
+    trend: filled.length > 1 ? { first: m - half, last: m + half } : undefined,
+  });
+  paragraph(
+    doc,
+    'Bars: mean of the clear captures in each period; dashed red line: least-squares trend. Periods without a clear capture are shown as "no data".',
+    { size: 8, colour: '#616e7c' },
+  );
   section(doc, 'Periods');
   table(
     doc,
@@ -194,7 +256,14 @@ function health(doc: Doc, c: HealthContent): void {
         { header: 'Threshold', width: 55, align: 'right' },
         { header: 'Judged (UTC)', width: 90, align: 'right' },
       ],
-      c.alerts.map((a) => [a.capture_date ? longDate(a.capture_date) : '-', a.alert_type.replace('_', ' '), a.index, a.value.toFixed(3), a.threshold.toFixed(3), a.triggered_at.slice(0, 16).replace('T', ' ')]),
+      c.alerts.map((a) => [
+        a.capture_date ? longDate(a.capture_date) : '-',
+        a.alert_type.replace('_', ' '),
+        a.index,
+        a.value.toFixed(3),
+        a.threshold.toFixed(3),
+        a.triggered_at.slice(0, 16).replace('T', ' '),
+      ]),
     );
   }
 }
@@ -211,7 +280,14 @@ function prescription(doc: Doc, c: PrescriptionContent, map: MapImage): void {
   section(doc, 'Management zones');
   mapWithLegend(doc, {
     ...map,
-    legend: { kind: 'classes', title: `Rate (${c.unit})`, entries: c.zones.map((z, k) => ({ colour: colours[k]!, label: `Zone ${z.zone}: ${thousands(z.rate, c.unit === 'seeds/ha' ? 0 : c.unit === 't/ha' ? 2 : 1)}` })) },
+    legend: {
+      kind: 'classes',
+      title: `Rate (${c.unit})`,
+      entries: c.zones.map((z, k) => ({
+        colour: colours[k]!,
+        label: `Zone ${z.zone}: ${thousands(z.rate, c.unit === 'seeds/ha' ? 0 : c.unit === 't/ha' ? 2 : 1)}`,
+      })),
+    },
   });
   section(doc, 'Zones and rates');
   table(
@@ -235,7 +311,15 @@ function prescription(doc: Doc, c: PrescriptionContent, map: MapImage): void {
         thousands(z.rate, c.unit === 'seeds/ha' ? 0 : c.unit === 't/ha' ? 2 : 1),
         thousands(z.product_total, pu === 'seeds' ? 0 : 1),
       ]),
-      ['Total', '', '', c.totals.area_ha.toFixed(2), '100.0', `avg ${thousands(c.totals.average_rate, c.unit === 'seeds/ha' ? 0 : 2)}`, thousands(c.totals.product_total, pu === 'seeds' ? 0 : 1)],
+      [
+        'Total',
+        '',
+        '',
+        c.totals.area_ha.toFixed(2),
+        '100.0',
+        `avg ${thousands(c.totals.average_rate, c.unit === 'seeds/ha' ? 0 : 2)}`,
+        thousands(c.totals.product_total, pu === 'seeds' ? 0 : 1),
+      ],
     ],
     { swatches: [...colours] },
   );

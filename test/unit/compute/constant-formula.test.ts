@@ -8,7 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 
-const kernels = [new Kernel({ simd: true, jit: true }), new Kernel({ simd: true, jit: false }), new Kernel({ simd: false })];
+const kernels = [
+  new Kernel({ simd: true, jit: true }),
+  new Kernel({ simd: true, jit: false }),
+  new Kernel({ simd: false }),
+];
 const label = (k: Kernel) => (k.simd ? (k.jit ? 'simd + jit' : 'simd interpreter') : 'scalar');
 
 const CASES: Array<[string, number | null]> = [
@@ -36,7 +40,8 @@ describe.each(kernels.map((k) => [label(k), k] as const))('formulas without a ba
       const values = kernel.copyValues();
       for (let i = 0; i < n; i++) {
         const want = value === null || !prep.mask![i] ? NaN : value;
-        if (!Object.is(values[i], want) && !(Number.isNaN(values[i]!) && Number.isNaN(want))) throw new Error(`n=${n} pixel ${i}: ${values[i]} instead of ${want}`);
+        if (!Object.is(values[i], want) && !(Number.isNaN(values[i]!) && Number.isNaN(want)))
+          throw new Error(`n=${n} pixel ${i}: ${values[i]} instead of ${want}`);
       }
       if (value === null) {
         expect(stats.count).toBe(0);

@@ -69,7 +69,29 @@ describe('formula parser', () => {
 
   it('fuzz: any string either compiles or throws FormulaError, never anything else', () => {
     const alphabet = fc.constantFrom(...'B0123456789. +-*/(),eEsqrtabminxpowlgB8AB11B12 \t^#'.split(''));
-    const tokens = fc.constantFrom('B02', 'B04', 'B08', 'B8A', 'B11', 'sqrt(', 'pow(', 'min(', 'max(', 'log(', ')', '(', ',', '+', '-', '*', '/', '1', '0.5', '1e3', ' ');
+    const tokens = fc.constantFrom(
+      'B02',
+      'B04',
+      'B08',
+      'B8A',
+      'B11',
+      'sqrt(',
+      'pow(',
+      'min(',
+      'max(',
+      'log(',
+      ')',
+      '(',
+      ',',
+      '+',
+      '-',
+      '*',
+      '/',
+      '1',
+      '0.5',
+      '1e3',
+      ' ',
+    );
     const check = (s: string) => {
       try {
         const p = compileFormula(s);
@@ -79,8 +101,20 @@ describe('formula parser', () => {
       }
     };
     fc.assert(fc.property(fc.string({ maxLength: 200 }), check), { numRuns: 2000 });
-    fc.assert(fc.property(fc.array(alphabet, { maxLength: 120 }).map((a) => a.join('')), check), { numRuns: 2000 });
-    fc.assert(fc.property(fc.array(tokens, { maxLength: 80 }).map((a) => a.join('')), check), { numRuns: 3000 });
+    fc.assert(
+      fc.property(
+        fc.array(alphabet, { maxLength: 120 }).map((a) => a.join('')),
+        check,
+      ),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(
+        fc.array(tokens, { maxLength: 80 }).map((a) => a.join('')),
+        check,
+      ),
+      { numRuns: 3000 },
+    );
     check('('.repeat(5000));
     check(`${'-'.repeat(999)}1`);
   });

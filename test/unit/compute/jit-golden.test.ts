@@ -27,7 +27,10 @@ const LAYOUTS: Record<string, JitBand> = {
 function digest(formula: string): string {
   const program = compileFormula(formula);
   const h = createHash('sha256');
-  const layouts = [...Object.values(LAYOUTS).map((b) => program.bands.map(() => b)), program.bands.map((_, j) => Object.values(LAYOUTS)[j % 7]!)];
+  const layouts = [
+    ...Object.values(LAYOUTS).map((b) => program.bands.map(() => b)),
+    program.bands.map((_, j) => Object.values(LAYOUTS)[j % 7]!),
+  ];
   for (const bands of layouts)
     for (const hasMask of [false, true])
       for (const store of [false, true]) {
@@ -42,7 +45,8 @@ const EXPECTED: Record<string, string> = {
   '(B08 - B04) / (B08 + B04)': '617643d88a0eabcb',
   '(B08 - B04) / (B08 + B04) * 2': '6be96f608a943d32',
   '2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)': 'ae33fbba596264b3',
-  'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25': '5aa0f631aba76b7e',
+  'sqrt(abs((B08 - B04) * (B08 + B03) / (B11 + 0.5))) - min(B02, B04) * 2 + max(B08 / (B03 + 0.1), B11) * 0.25':
+    '5aa0f631aba76b7e',
   'B08 / 0': '1800efc3d91a84c8',
   '1 / B04 - B08 * 0': '1e30c9abeb51a81f',
   '0 - B04': 'a98500ce54d123c6',

@@ -23,10 +23,30 @@ const tree = formulaTree({ bands: BANDS, constants: [0, 1, -0.5], maxCallArgs: 3
 const shaped = fc.constantFrom(...SHAPED_FORMULAS);
 
 const dtypeSpec = fc.oneof(
-  fc.record({ dtype: fc.constant('u16' as const), scale: fc.constantFrom(1, 0.0001, 2.75e-5), offset: fc.constantFrom(0, -0.1, -0.2), nodata: fc.constantFrom(undefined, 65535, 1) }),
-  fc.record({ dtype: fc.constant('i16' as const), scale: fc.constantFrom(1, 0.0001, -0.5), offset: fc.constantFrom(0, 0.25), nodata: fc.constantFrom(undefined, -9999, 5) }),
-  fc.record({ dtype: fc.constant('u8' as const), scale: fc.constantFrom(1, 0.004), offset: fc.constantFrom(0, -0.5), nodata: fc.constantFrom(undefined, 255, 7) }),
-  fc.record({ dtype: fc.constant('f32' as const), scale: fc.constantFrom(1, 0.5), offset: fc.constantFrom(0, -0, 0.1), nodata: fc.constantFrom(undefined, -9999) }),
+  fc.record({
+    dtype: fc.constant('u16' as const),
+    scale: fc.constantFrom(1, 0.0001, 2.75e-5),
+    offset: fc.constantFrom(0, -0.1, -0.2),
+    nodata: fc.constantFrom(undefined, 65535, 1),
+  }),
+  fc.record({
+    dtype: fc.constant('i16' as const),
+    scale: fc.constantFrom(1, 0.0001, -0.5),
+    offset: fc.constantFrom(0, 0.25),
+    nodata: fc.constantFrom(undefined, -9999, 5),
+  }),
+  fc.record({
+    dtype: fc.constant('u8' as const),
+    scale: fc.constantFrom(1, 0.004),
+    offset: fc.constantFrom(0, -0.5),
+    nodata: fc.constantFrom(undefined, 255, 7),
+  }),
+  fc.record({
+    dtype: fc.constant('f32' as const),
+    scale: fc.constantFrom(1, 0.5),
+    offset: fc.constantFrom(0, -0, 0.1),
+    nodata: fc.constantFrom(undefined, -9999),
+  }),
 );
 
 const MAXN = 83;
@@ -48,12 +68,21 @@ function fillBand(spec: BandSpec, raw: number[]): Float32Array | Uint16Array | I
     case 'i16':
       return Int16Array.from(raw, (x) => (Number.isNaN(x) ? 0 : Math.round(x) - 3000));
     case 'u8':
-      return Uint8Array.from({ length: n }, (_, i) => (Number.isNaN(raw[i]!) ? 0 : Math.abs(Math.round(raw[i]!)) % 256));
+      return Uint8Array.from({ length: n }, (_, i) =>
+        Number.isNaN(raw[i]!) ? 0 : Math.abs(Math.round(raw[i]!)) % 256,
+      );
   }
 }
 
 /** Runs the program on both kernels with the same inputs; returns values and statistics of each. */
-function both(program: ReturnType<typeof compile>, specs: BandSpec[], data: ArrayLike<number>[], mask: Uint8Array | undefined, opts: { stats?: boolean; writeValues?: boolean } = {}, n = data[0]?.length ?? mask?.length ?? 0) {
+function both(
+  program: ReturnType<typeof compile>,
+  specs: BandSpec[],
+  data: ArrayLike<number>[],
+  mask: Uint8Array | undefined,
+  opts: { stats?: boolean; writeValues?: boolean } = {},
+  n = data[0]?.length ?? mask?.length ?? 0,
+) {
   return [jit, vm].map((k) => {
     const prep = k.prepare(n, specs, { mask: !!mask });
     for (const [j, d] of data.entries()) prep.bands[j]!.set(d as never);
@@ -110,19 +139,40 @@ describe('kernel JIT', () => {
       }
     };
     const names: Record<string, string> = {};
-    for (const k of Object.keys(V)) names[k] = k.replace(/^(i16x8|i32x4|f32x4|f64x2)_/, '$1.').replace(/^(load|load8x8_u|store|const|shuffle|not|and|andnot|or|bitselect)$/, 'v128.$1');
+    for (const k of Object.keys(V))
+      names[k] = k
+        .replace(/^(i16x8|i32x4|f32x4|f64x2)_/, '$1.')
+        .replace(/^(load|load8x8_u|store|const|shuffle|not|and|andnot|or|bitselect)$/, 'v128.$1');
     names.shuffle = 'i8x16.shuffle';
     for (const [k, code] of Object.entries(V)) {
       const n = names[k]!;
       let got: number;
       if (k === 'const') got = simdOp('(v128.const i32x4 1 2 3 4)', '', 'v128');
-      else if (k === 'shuffle') got = simdOp(`(i8x16.shuffle ${Array.from({ length: 16 }, (_, i) => i).join(' ')} (local.get 0) (local.get 0))`, '(param v128)', 'v128');
-      else if (k === 'store') got = simdOp('(v128.store (local.get 0) (local.get 1)) (i32.const 0)', '(param i32 v128)', 'i32');
+      else if (k === 'shuffle')
+        got = simdOp(
+          `(i8x16.shuffle ${Array.from({ length: 16 }, (_, i) => i).join(' ')} (local.get 0) (local.get 0))`,
+          '(param v128)',
+          'v128',
+        );
+      else if (k === 'store')
+        got = simdOp('(v128.store (local.get 0) (local.get 1)) (i32.const 0)', '(param i32 v128)', 'i32');
       else if (k === 'load' || k === 'load8x8_u') got = simdOp(`(${n} (local.get 0))`, '(param i32)', 'v128');
-      else if (k.endsWith('_splat')) got = simdOp(`(${n} (local.get 0))`, `(param ${k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32'})`, 'v128');
-      else if (k.includes('extract_lane')) got = simdOp(`(${n} 1 (local.get 0))`, '(param v128)', k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32');
-      else if (k === 'bitselect') got = simdOp(`(${n} (local.get 0) (local.get 0) (local.get 0))`, '(param v128)', 'v128');
-      else if (k === 'not' || /extend|abs|neg|sqrt|convert|promote/.test(k)) got = simdOp(`(${n} (local.get 0))`, '(param v128)', 'v128');
+      else if (k.endsWith('_splat'))
+        got = simdOp(
+          `(${n} (local.get 0))`,
+          `(param ${k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32'})`,
+          'v128',
+        );
+      else if (k.includes('extract_lane'))
+        got = simdOp(
+          `(${n} 1 (local.get 0))`,
+          '(param v128)',
+          k.startsWith('f32') ? 'f32' : k.startsWith('f64') ? 'f64' : 'i32',
+        );
+      else if (k === 'bitselect')
+        got = simdOp(`(${n} (local.get 0) (local.get 0) (local.get 0))`, '(param v128)', 'v128');
+      else if (k === 'not' || /extend|abs|neg|sqrt|convert|promote/.test(k))
+        got = simdOp(`(${n} (local.get 0))`, '(param v128)', 'v128');
       else got = simdOp(`(${n} (local.get 0) (local.get 0))`, '(param v128)', 'v128');
       expect(got, n).toBe(code);
     }
@@ -152,7 +202,8 @@ describe('kernel JIT', () => {
           const want = referenceValues(src, inputs, n, mask, Math.fround);
           for (let i = 0; i < n; i++) {
             // NDB on two u16 bands of equal scale and no offset is integer math (within 2.5e-7)
-            if (!close(a!.values[i]!, want[i]!, 0, isNdb ? 2.5e-7 : 0)) throw new Error(`${src}: pixel ${i}: jit ${a!.values[i]} reference ${want[i]}`);
+            if (!close(a!.values[i]!, want[i]!, 0, isNdb ? 2.5e-7 : 0))
+              throw new Error(`${src}: pixel ${i}: jit ${a!.values[i]} reference ${want[i]}`);
           }
           // values only and statistics only agree with values+stats
           const [vo] = both(program, specs, data, mask, { stats: false }, n);
@@ -179,13 +230,18 @@ describe('kernel JIT', () => {
         (n, seed, invalidLead, withMask, offset, scaleB) => {
           let s = seed;
           const rnd = () => {
-      s = (s * 1103515245 + 12345) & 0x7fffffff;
-      return s / 0x7fffffff;
-    };
-          const red = Uint16Array.from({ length: n }, (_, i) => (i < invalidLead ? 0 : rnd() < 0.05 ? 65535 : 1 + Math.floor(rnd() * 9000)));
+            s = (s * 1103515245 + 12345) & 0x7fffffff;
+            return s / 0x7fffffff;
+          };
+          const red = Uint16Array.from({ length: n }, (_, i) =>
+            i < invalidLead ? 0 : rnd() < 0.05 ? 65535 : 1 + Math.floor(rnd() * 9000),
+          );
           const nir = Uint16Array.from({ length: n }, () => (rnd() < 0.02 ? 0 : 1 + Math.floor(rnd() * 9000)));
           const mask = withMask ? Uint8Array.from({ length: n }, () => (rnd() < 0.8 ? 1 : 0)) : undefined;
-          const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }, { dtype: 'u16', scale: scaleB, offset, nodata: 65535 }];
+          const specs: BandSpec[] = [
+            { dtype: 'u16', scale: 0.0001, offset, nodata: 65535 },
+            { dtype: 'u16', scale: scaleB, offset, nodata: 65535 },
+          ];
           const [a, b] = both(ndvi, specs, [red, nir], mask);
           expectSame(a!.values, b!.values, 'NDVI');
           expectStatsClose(a!.stats, b!.stats, 1e-12, 'NDVI');
@@ -204,7 +260,10 @@ describe('kernel JIT', () => {
   const fusedNdvi10M = (offset: number, seed: number, dn: (draw: number, i: number) => [red: number, nir: number]) => {
     const n = 10_000_000;
     const ndvi = compileFormula('(B08 - B04) / (B08 + B04)');
-    const prep = jit.prepare(n, [{ dtype: 'u16', scale: 0.0001, offset }, { dtype: 'u16', scale: 0.0001, offset }]);
+    const prep = jit.prepare(n, [
+      { dtype: 'u16', scale: 0.0001, offset },
+      { dtype: 'u16', scale: 0.0001, offset },
+    ]);
     const red = prep.bands[0]! as Uint16Array;
     const nir = prep.bands[1]! as Uint16Array;
     for (let i = 0; i < n; i++) {
@@ -217,7 +276,10 @@ describe('kernel JIT', () => {
   };
 
   it('NDVI fused with its statistics on 10 million pixels agrees with a float64 two-pass reference to 1e-9', () => {
-    const { stats, ref } = fusedNdvi10M(0, 42, (s, i) => [i % 101 === 0 ? 0 : 300 + (s >>> 20), 2000 + ((s >>> 8) & 4095)]);
+    const { stats, ref } = fusedNdvi10M(0, 42, (s, i) => [
+      i % 101 === 0 ? 0 : 300 + (s >>> 20),
+      2000 + ((s >>> 8) & 4095),
+    ]);
     expect(stats.count).toBe(ref.count);
     expect(stats.min).toBe(ref.min);
     expect(stats.max).toBe(ref.max);
@@ -228,7 +290,10 @@ describe('kernel JIT', () => {
   it('NDVI fused with its statistics on 10 million nearly equal pixels (std/mean ~4e-4) agrees with the two-pass reference to 1e-9', () => {
     // a uniform canopy: digital numbers within a few counts of each other
     for (const offset of [0, -0.1]) {
-      const { stats, ref } = fusedNdvi10M(offset, 3, (s, i) => [i % 89 === 0 ? 0 : 1500 + (s >>> 30), 6000 + ((s >>> 12) & 3)]);
+      const { stats, ref } = fusedNdvi10M(offset, 3, (s, i) => [
+        i % 89 === 0 ? 0 : 1500 + (s >>> 30),
+        6000 + ((s >>> 12) & 3),
+      ]);
       expect(ref.std / ref.mean).toBeLessThan(1e-3);
       expect(stats.count).toBe(ref.count);
       expect(Math.abs(stats.mean - ref.mean) / Math.abs(ref.mean), `offset ${offset}`).toBeLessThan(1e-9);
@@ -240,9 +305,21 @@ describe('kernel JIT', () => {
     for (const src of ['exp(B04) + B08', 'log(B08) * 2', 'pow(B08, 1.5) - B04']) {
       const program = compileFormula(src);
       expect(jitSupports(program)).toBe(false);
-      expect(jitModuleBytes(program, program.bands.map(() => ({ dtype: 'u16' })), false, true)).toBeNull();
+      expect(
+        jitModuleBytes(
+          program,
+          program.bands.map(() => ({ dtype: 'u16' })),
+          false,
+          true,
+        ),
+      ).toBeNull();
       const data = program.bands.map((_, j) => Uint16Array.from({ length: 37 }, (_, i) => (i * (11 + j)) % 900));
-      const [a, b] = both(program, program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 })), data, undefined);
+      const [a, b] = both(
+        program,
+        program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 })),
+        data,
+        undefined,
+      );
       expectSame(a!.values, b!.values, src);
       expect(a!.stats).toEqual(b!.stats);
     }
@@ -251,8 +328,14 @@ describe('kernel JIT', () => {
   it('falls back to the interpreter (with a warning) when a module fails to compile', () => {
     const k = new Kernel({ simd: true, jit: true });
     const program = compileFormula('B03 * 3 - B05 / 7');
-    const data = [Uint16Array.from({ length: 29 }, (_, i) => i * 37), Uint16Array.from({ length: 29 }, (_, i) => 29 - i)];
-    const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001 }];
+    const data = [
+      Uint16Array.from({ length: 29 }, (_, i) => i * 37),
+      Uint16Array.from({ length: 29 }, (_, i) => 29 - i),
+    ];
+    const specs: BandSpec[] = [
+      { dtype: 'u16', scale: 0.0001 },
+      { dtype: 'u16', scale: 0.0001 },
+    ];
     // the interpreter's result, without compiling this program's module anywhere first
     const vp = vm.prepare(29, specs);
     for (const [j, d] of data.entries()) vp.bands[j]!.set(d);
@@ -282,7 +365,15 @@ describe('kernel JIT', () => {
     const p = compile(parseFormula('B08 * 2 + B04'));
     for (const scale of [1, 0.5]) {
       const data = [Uint16Array.from([1, 2, 3, 4, 5]), Uint16Array.from([10, 20, 30, 40, 50])];
-      const [a, b] = both(structuredClone(p), [{ dtype: 'u16', scale }, { dtype: 'u16', scale }], data, undefined);
+      const [a, b] = both(
+        structuredClone(p),
+        [
+          { dtype: 'u16', scale },
+          { dtype: 'u16', scale },
+        ],
+        data,
+        undefined,
+      );
       expectSame(a!.values, b!.values, `scale ${scale}`);
       expect(a!.values[0]).toBe(scale * 21);
     }

@@ -13,7 +13,11 @@ import { close, formulaTree, printFormula } from '../../helpers/formulas.js';
 
 // The SIMD build with the per-formula JIT (what the service runs), the interpreter alone, and
 // the scalar build.
-const kernels = [new Kernel({ simd: true, jit: true }), new Kernel({ simd: true, jit: false }), new Kernel({ simd: false })];
+const kernels = [
+  new Kernel({ simd: true, jit: true }),
+  new Kernel({ simd: true, jit: false }),
+  new Kernel({ simd: false }),
+];
 const label = (k: Kernel) => (k.simd ? (k.jit ? 'simd + jit' : 'simd interpreter') : 'scalar');
 
 const BANDS = ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'] as const;
@@ -21,7 +25,11 @@ const BANDS = ['B02', 'B03', 'B04', 'B05', 'B08', 'B11'] as const;
 // Random formulas as syntax trees (printed back to text, so the parser is in the loop too).
 const tree = formulaTree({ bands: BANDS, constants: [0, 1, 0.5], maxCallArgs: 2 });
 
-const dnValue = fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 8, arbitrary: fc.integer({ min: 1, max: 12000 }) }, { weight: 1, arbitrary: fc.constant(65535) });
+const dnValue = fc.oneof(
+  { weight: 1, arbitrary: fc.constant(0) },
+  { weight: 8, arbitrary: fc.integer({ min: 1, max: 12000 }) },
+  { weight: 1, arbitrary: fc.constant(65535) },
+);
 const f32Value = fc.oneof(
   { weight: 1, arbitrary: fc.constant(0) },
   { weight: 1, arbitrary: fc.constant(Number.NaN) },
@@ -31,57 +39,75 @@ const f32Value = fc.oneof(
 describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (_name, kernel) => {
   it('random formulas on u16 digital numbers equal the float32-emulating reference exactly', () => {
     fc.assert(
-      fc.property(tree, fc.integer({ min: 1, max: 70 }), fc.array(dnValue, { minLength: 70 * 6, maxLength: 70 * 6 }), (t, n, dns) => {
-        const program = compile(parseFormula(printFormula(t)));
-        const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001, offset: -0.1, nodata: 65535 }));
-        const prep = kernel.prepare(n, specs);
-        const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
-        program.bands.forEach((b, j) => {
-          const data = Uint16Array.from(dns.slice(j * 70, j * 70 + n));
-          prep.bands[j]!.set(data);
-          inputs[b] = { data, spec: specs[j]! };
-        });
-        kernel.run(program);
-        const got = kernel.copyValues();
-        const want = referenceValues(parseFormula(printFormula(t)), inputs, n, undefined, Math.fround);
-        for (let i = 0; i < n; i++) {
-          if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: kernel ${got[i]} reference ${want[i]} for ${printFormula(t)}`);
-        }
-      }),
+      fc.property(
+        tree,
+        fc.integer({ min: 1, max: 70 }),
+        fc.array(dnValue, { minLength: 70 * 6, maxLength: 70 * 6 }),
+        (t, n, dns) => {
+          const program = compile(parseFormula(printFormula(t)));
+          const specs: BandSpec[] = program.bands.map(() => ({
+            dtype: 'u16',
+            scale: 0.0001,
+            offset: -0.1,
+            nodata: 65535,
+          }));
+          const prep = kernel.prepare(n, specs);
+          const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
+          program.bands.forEach((b, j) => {
+            const data = Uint16Array.from(dns.slice(j * 70, j * 70 + n));
+            prep.bands[j]!.set(data);
+            inputs[b] = { data, spec: specs[j]! };
+          });
+          kernel.run(program);
+          const got = kernel.copyValues();
+          const want = referenceValues(parseFormula(printFormula(t)), inputs, n, undefined, Math.fround);
+          for (let i = 0; i < n; i++) {
+            if (!close(got[i]!, want[i]!, 0, 0))
+              throw new Error(`pixel ${i}: kernel ${got[i]} reference ${want[i]} for ${printFormula(t)}`);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
 
   it('random formulas on f32 inputs with zeros, NaN and negatives: exact against float32, close to float64', () => {
     fc.assert(
-      fc.property(tree, fc.integer({ min: 1, max: 37 }), fc.array(f32Value, { minLength: 37 * 6, maxLength: 37 * 6 }), fc.array(fc.boolean(), { minLength: 37, maxLength: 37 }), (t, n, vals, maskBits) => {
-        const src = printFormula(t);
-        const program = compile(parseFormula(src));
-        const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'f32' }));
-        const prep = kernel.prepare(n, specs, { mask: true });
-        const mask = Uint8Array.from(maskBits.slice(0, n).map((b) => (b ? 1 : 0)));
-        prep.mask!.set(mask);
-        const inputs: Record<string, { data: Float32Array; spec: BandSpec }> = {};
-        program.bands.forEach((b, j) => {
-          const data = Float32Array.from(vals.slice(j * 37, j * 37 + n));
-          prep.bands[j]!.set(data);
-          inputs[b] = { data, spec: specs[j]! };
-        });
-        const stats = kernel.run(program);
-        const got = kernel.copyValues();
-        const want32 = referenceValues(parseFormula(src), inputs, n, mask, Math.fround);
-        for (let i = 0; i < n; i++) {
-          if (!close(got[i]!, want32[i]!, 0, 0)) throw new Error(`pixel ${i}: kernel ${got[i]} float32 reference ${want32[i]} for ${src}`);
-          if (mask[i] === 0 && !Number.isNaN(got[i]!)) throw new Error('masked pixel has a value');
-        }
-        const ref = referenceStats(want32);
-        expect(stats.count).toBe(ref.count);
-        if (ref.count) {
-          expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
-          expect(stats.min === ref.min).toBe(true); // == so that -0 equals 0
-          expect(stats.max === ref.max).toBe(true);
-        }
-      }),
+      fc.property(
+        tree,
+        fc.integer({ min: 1, max: 37 }),
+        fc.array(f32Value, { minLength: 37 * 6, maxLength: 37 * 6 }),
+        fc.array(fc.boolean(), { minLength: 37, maxLength: 37 }),
+        (t, n, vals, maskBits) => {
+          const src = printFormula(t);
+          const program = compile(parseFormula(src));
+          const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'f32' }));
+          const prep = kernel.prepare(n, specs, { mask: true });
+          const mask = Uint8Array.from(maskBits.slice(0, n).map((b) => (b ? 1 : 0)));
+          prep.mask!.set(mask);
+          const inputs: Record<string, { data: Float32Array; spec: BandSpec }> = {};
+          program.bands.forEach((b, j) => {
+            const data = Float32Array.from(vals.slice(j * 37, j * 37 + n));
+            prep.bands[j]!.set(data);
+            inputs[b] = { data, spec: specs[j]! };
+          });
+          const stats = kernel.run(program);
+          const got = kernel.copyValues();
+          const want32 = referenceValues(parseFormula(src), inputs, n, mask, Math.fround);
+          for (let i = 0; i < n; i++) {
+            if (!close(got[i]!, want32[i]!, 0, 0))
+              throw new Error(`pixel ${i}: kernel ${got[i]} float32 reference ${want32[i]} for ${src}`);
+            if (mask[i] === 0 && !Number.isNaN(got[i]!)) throw new Error('masked pixel has a value');
+          }
+          const ref = referenceStats(want32);
+          expect(stats.count).toBe(ref.count);
+          if (ref.count) {
+            expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
+            expect(stats.min === ref.min).toBe(true); // == so that -0 equals 0
+            expect(stats.max === ref.max).toBe(true);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -101,7 +127,8 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
       kernel.run(program);
       const got = kernel.copyValues();
       const want = referenceValues(src, inputs, n);
-      for (let i = 0; i < n; i++) expect(close(got[i]!, want[i]!, 1e-5, 1e-6), `${src} px ${i}: ${got[i]} vs ${want[i]}`).toBe(true);
+      for (let i = 0; i < n; i++)
+        expect(close(got[i]!, want[i]!, 1e-5, 1e-6), `${src} px ${i}: ${got[i]} vs ${want[i]}`).toBe(true);
     }
   });
 
@@ -120,7 +147,10 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
     kernel.run(ovf);
     expect(Array.from(kernel.values()).every(Number.isNaN)).toBe(true);
     const u = compile(parseFormula('(B08 - B04) / (B08 + B04)'));
-    const p3 = kernel.prepare(11, [{ dtype: 'u16', scale: 0.0001 }, { dtype: 'u16', scale: 0.0001, nodata: 65535 }]);
+    const p3 = kernel.prepare(11, [
+      { dtype: 'u16', scale: 0.0001 },
+      { dtype: 'u16', scale: 0.0001, nodata: 65535 },
+    ]);
     p3.bands[0]!.set([0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100]);
     p3.bands[1]!.set([100, 0, 65535, 300, 300, 300, 300, 300, 300, 300, 300]);
     const s3 = kernel.run(u);
@@ -132,7 +162,20 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
 
   it('every catalogue index equals its hand-computed value on sample pixels', () => {
     // Sentinel-2-like reflectances of one pixel of healthy crop.
-    const px = { B01: 0.03, B02: 0.04, B03: 0.07, B04: 0.05, B05: 0.12, B06: 0.3, B07: 0.36, B08: 0.4, B8A: 0.42, B09: 0.1, B11: 0.22, B12: 0.12 } as const;
+    const px = {
+      B01: 0.03,
+      B02: 0.04,
+      B03: 0.07,
+      B04: 0.05,
+      B05: 0.12,
+      B06: 0.3,
+      B07: 0.36,
+      B08: 0.4,
+      B8A: 0.42,
+      B09: 0.1,
+      B11: 0.22,
+      B12: 0.12,
+    } as const;
     const hand: Record<string, number> = {
       NDVI: (0.4 - 0.05) / (0.4 + 0.05),
       NDRE: (0.4 - 0.12) / (0.4 + 0.12),
@@ -158,18 +201,24 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
       ARVI: (0.4 - (2 * 0.05 - 0.04)) / (0.4 + (2 * 0.05 - 0.04)),
       GCI: 0.42 / 0.07 - 1,
       BSI: (0.22 + 0.05 - (0.4 + 0.04)) / (0.22 + 0.05 + (0.4 + 0.04)),
-      TCARI_OSAVI: (3 * (0.12 - 0.05 - 0.2 * (0.12 - 0.07) * (0.12 / 0.05))) / ((1.16 * (0.4 - 0.05)) / (0.4 + 0.05 + 0.16)),
+      TCARI_OSAVI:
+        (3 * (0.12 - 0.05 - 0.2 * (0.12 - 0.07) * (0.12 / 0.05))) / ((1.16 * (0.4 - 0.05)) / (0.4 + 0.05 + 0.16)),
     };
     expect(indexCatalog.length).toBeGreaterThanOrEqual(21);
     for (const e of indexCatalog) {
       expect(hand[e.name], `hand value for ${e.name}`).toBeDefined();
       const program = indexProgram(e.name);
       // Digital numbers as Sentinel-2 L2A from baseline 04.00: DN = (refl + 0.1) × 10000.
-      const prep = kernel.prepare(3, program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: -0.1 })));
+      const prep = kernel.prepare(
+        3,
+        program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: -0.1 })),
+      );
       for (const [j, b] of program.bands.entries()) prep.bands[j]!.fill(Math.round((px[b] + 0.1) * 10000));
       const s = kernel.run(program);
       expect(s.count, e.name).toBe(3);
-      expect(Math.abs(s.mean - hand[e.name]!), `${e.name}: ${s.mean} vs ${hand[e.name]}`).toBeLessThan(2e-6 * Math.max(1, Math.abs(hand[e.name]!)));
+      expect(Math.abs(s.mean - hand[e.name]!), `${e.name}: ${s.mean} vs ${hand[e.name]}`).toBeLessThan(
+        2e-6 * Math.max(1, Math.abs(hand[e.name]!)),
+      );
       expect(e.range[0]).toBeLessThan(e.range[1]);
       expect(e.source.length).toBeGreaterThan(5);
     }
@@ -191,7 +240,13 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
     kernel.run(program);
     const values = kernel.copyValues();
     const o = kernel.orderStats()!;
-    for (const [p, v] of [[10, o.p10], [25, o.p25], [50, o.median], [75, o.p75], [90, o.p90]] as const) {
+    for (const [p, v] of [
+      [10, o.p10],
+      [25, o.p25],
+      [50, o.median],
+      [75, o.p75],
+      [90, o.p90],
+    ] as const) {
       expect(Math.abs(v - referencePercentile(values, p))).toBeLessThan(1e-6);
     }
     const h = kernel.histogram(-1, 2, 30);
@@ -210,110 +265,131 @@ describe.each(kernels.map((k) => [label(k), k] as const))('kernel (%s build)', (
   });
 });
 
-describe.each(kernels.map((k) => [label(k), k] as const))('one-pass statistics and the fused NDVI loop (%s build)', (_name, kernel) => {
-  const ndvi = compile(parseFormula('(B08 - B04) / (B08 + B04)'));
-  /** Random DNs with DN 0, nodata 65535 and a mask, over sizes that cross blocks, chunks and tails. */
-  const ndviCase = fc.record({
-    n: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 250, max: 9000 })),
-    seed: fc.integer({ min: 1, max: 2 ** 30 }),
-    invalidLead: fc.integer({ min: 0, max: 1200 }),
-    withMask: fc.boolean(),
-  });
-  const fill = (n: number, seed: number, invalidLead: number, withMask: boolean) => {
-    let s = seed;
-    const rnd = () => {
-      s = (s * 1103515245 + 12345) & 0x7fffffff;
-      return s / 0x7fffffff;
-    };
-    const red = new Uint16Array(n);
-    const nir = new Uint16Array(n);
-    const mask = withMask ? new Uint8Array(n) : undefined;
-    for (let i = 0; i < n; i++) {
-      const u = rnd();
-      red[i] = i < invalidLead ? 0 : u < 0.03 ? 0 : u < 0.05 ? 65535 : 1 + Math.floor(rnd() * 9000);
-      nir[i] = u > 0.98 ? 0 : 1 + Math.floor(rnd() * 9000);
-      if (mask) mask[i] = rnd() < 0.8 ? 1 : 0;
-    }
-    return { red, nir, mask };
-  };
-
-  /** Runs NDVI on fresh random bands (scale 0.0001, nodata 65535, the given offset). */
-  const runNdvi = (n: number, seed: number, invalidLead: number, withMask: boolean, offset: number) => {
-    const { red, nir, mask } = fill(n, seed, invalidLead, withMask);
-    const specs: BandSpec[] = [{ dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }, { dtype: 'u16', scale: 0.0001, offset, nodata: 65535 }];
-    const prep = kernel.prepare(n, specs, { mask: !!mask });
-    prep.bands[0]!.set(red);
-    prep.bands[1]!.set(nir);
-    if (mask) prep.mask!.set(mask);
-    const stats = kernel.run(ndvi);
-    return { red, nir, mask, specs, stats, got: kernel.copyValues() };
-  };
-
-  it('NDVI with an offset (reflectance math): values equal the float32 reference exactly, statistics the float64 ones to 1e-9', () => {
-    fc.assert(
-      fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
-        const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, -0.1);
-        const statsOnly = kernel.run(ndvi, { writeValues: false });
-        const inputs = { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } };
-        const want = referenceValues('(B08 - B04) / (B08 + B04)', inputs, n, mask, Math.fround);
-        for (let i = 0; i < n; i++) if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
-        const ref = referenceStats(want);
-        for (const s of [stats, statsOnly]) {
-          expect(s.count).toBe(ref.count);
-          if (!ref.count) continue;
-          expect(s.min).toBe(ref.min);
-          expect(s.max).toBe(ref.max);
-          expect(close(s.mean, ref.mean, 1e-9, 1e-12), `mean ${s.mean} vs ${ref.mean}`).toBe(true);
-          expect(close(s.std, ref.std, 1e-9, 1e-12), `std ${s.std} vs ${ref.std}`).toBe(true);
-        }
-      }),
-      { numRuns: 60 },
-    );
-  });
-
-  it('NDVI with equal scales and no offset (integer math on the DNs in the SIMD build): within 2.5e-7 of float64', () => {
-    fc.assert(
-      fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
-        const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, 0);
-        const want = referenceValues('(B08 - B04) / (B08 + B04)', { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } }, n, mask);
-        for (let i = 0; i < n; i++) if (!close(got[i]!, want[i]!, 0, 2.5e-7)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
-        const ref = referenceStats(got); // the kernel's own values, in float64
-        expect(stats.count).toBe(ref.count);
-        if (ref.count) {
-          expect(stats.min).toBe(ref.min);
-          expect(stats.max).toBe(ref.max);
-          expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
-          expect(close(stats.std, ref.std, 1e-9, 1e-12)).toBe(true);
-        }
-      }),
-      { numRuns: 60 },
-    );
-  });
-
-  it('a formula through the interpreter over many blocks, the first ones without a value: statistics to 1e-9', () => {
-    const n = 5000;
-    const program = compile(parseFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'));
-    const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 }));
-    const prep = kernel.prepare(n, specs);
-    const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
-    program.bands.forEach((b, j) => {
-      const data = Uint16Array.from({ length: n }, (_, i) => (i < 1100 ? 0 : 1 + ((i * (37 + j * 11)) % 9000)));
-      prep.bands[j]!.set(data);
-      inputs[b] = { data, spec: specs[j]! };
+describe.each(kernels.map((k) => [label(k), k] as const))(
+  'one-pass statistics and the fused NDVI loop (%s build)',
+  (_name, kernel) => {
+    const ndvi = compile(parseFormula('(B08 - B04) / (B08 + B04)'));
+    /** Random DNs with DN 0, nodata 65535 and a mask, over sizes that cross blocks, chunks and tails. */
+    const ndviCase = fc.record({
+      n: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 250, max: 9000 })),
+      seed: fc.integer({ min: 1, max: 2 ** 30 }),
+      invalidLead: fc.integer({ min: 0, max: 1200 }),
+      withMask: fc.boolean(),
     });
-    const stats = kernel.run(program);
-    const ref = referenceStats(referenceValues(parseFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'), inputs, n, undefined, Math.fround));
-    expect(stats.count).toBe(ref.count);
-    expect(stats.min).toBe(ref.min);
-    expect(stats.max).toBe(ref.max);
-    expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
-    expect(close(stats.std, ref.std, 1e-9, 1e-12)).toBe(true);
-    const none = kernel.prepare(700, [{ dtype: 'u16' }, { dtype: 'u16' }]);
-    none.bands[0]!.fill(0);
-    none.bands[1]!.fill(5);
-    expect(kernel.run(ndvi).count).toBe(0);
-  });
-});
+    const fill = (n: number, seed: number, invalidLead: number, withMask: boolean) => {
+      let s = seed;
+      const rnd = () => {
+        s = (s * 1103515245 + 12345) & 0x7fffffff;
+        return s / 0x7fffffff;
+      };
+      const red = new Uint16Array(n);
+      const nir = new Uint16Array(n);
+      const mask = withMask ? new Uint8Array(n) : undefined;
+      for (let i = 0; i < n; i++) {
+        const u = rnd();
+        red[i] = i < invalidLead ? 0 : u < 0.03 ? 0 : u < 0.05 ? 65535 : 1 + Math.floor(rnd() * 9000);
+        nir[i] = u > 0.98 ? 0 : 1 + Math.floor(rnd() * 9000);
+        if (mask) mask[i] = rnd() < 0.8 ? 1 : 0;
+      }
+      return { red, nir, mask };
+    };
+
+    /** Runs NDVI on fresh random bands (scale 0.0001, nodata 65535, the given offset). */
+    const runNdvi = (n: number, seed: number, invalidLead: number, withMask: boolean, offset: number) => {
+      const { red, nir, mask } = fill(n, seed, invalidLead, withMask);
+      const specs: BandSpec[] = [
+        { dtype: 'u16', scale: 0.0001, offset, nodata: 65535 },
+        { dtype: 'u16', scale: 0.0001, offset, nodata: 65535 },
+      ];
+      const prep = kernel.prepare(n, specs, { mask: !!mask });
+      prep.bands[0]!.set(red);
+      prep.bands[1]!.set(nir);
+      if (mask) prep.mask!.set(mask);
+      const stats = kernel.run(ndvi);
+      return { red, nir, mask, specs, stats, got: kernel.copyValues() };
+    };
+
+    it('NDVI with an offset (reflectance math): values equal the float32 reference exactly, statistics the float64 ones to 1e-9', () => {
+      fc.assert(
+        fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
+          const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, -0.1);
+          const statsOnly = kernel.run(ndvi, { writeValues: false });
+          const inputs = { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } };
+          const want = referenceValues('(B08 - B04) / (B08 + B04)', inputs, n, mask, Math.fround);
+          for (let i = 0; i < n; i++)
+            if (!close(got[i]!, want[i]!, 0, 0)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
+          const ref = referenceStats(want);
+          for (const s of [stats, statsOnly]) {
+            expect(s.count).toBe(ref.count);
+            if (!ref.count) continue;
+            expect(s.min).toBe(ref.min);
+            expect(s.max).toBe(ref.max);
+            expect(close(s.mean, ref.mean, 1e-9, 1e-12), `mean ${s.mean} vs ${ref.mean}`).toBe(true);
+            expect(close(s.std, ref.std, 1e-9, 1e-12), `std ${s.std} vs ${ref.std}`).toBe(true);
+          }
+        }),
+        { numRuns: 60 },
+      );
+    });
+
+    it('NDVI with equal scales and no offset (integer math on the DNs in the SIMD build): within 2.5e-7 of float64', () => {
+      fc.assert(
+        fc.property(ndviCase, ({ n, seed, invalidLead, withMask }) => {
+          const { red, nir, mask, specs, stats, got } = runNdvi(n, seed, invalidLead, withMask, 0);
+          const want = referenceValues(
+            '(B08 - B04) / (B08 + B04)',
+            { B04: { data: red, spec: specs[0]! }, B08: { data: nir, spec: specs[1]! } },
+            n,
+            mask,
+          );
+          for (let i = 0; i < n; i++)
+            if (!close(got[i]!, want[i]!, 0, 2.5e-7)) throw new Error(`pixel ${i}: ${got[i]} vs ${want[i]}`);
+          const ref = referenceStats(got); // the kernel's own values, in float64
+          expect(stats.count).toBe(ref.count);
+          if (ref.count) {
+            expect(stats.min).toBe(ref.min);
+            expect(stats.max).toBe(ref.max);
+            expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
+            expect(close(stats.std, ref.std, 1e-9, 1e-12)).toBe(true);
+          }
+        }),
+        { numRuns: 60 },
+      );
+    });
+
+    it('a formula through the interpreter over many blocks, the first ones without a value: statistics to 1e-9', () => {
+      const n = 5000;
+      const program = compile(parseFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'));
+      const specs: BandSpec[] = program.bands.map(() => ({ dtype: 'u16', scale: 0.0001 }));
+      const prep = kernel.prepare(n, specs);
+      const inputs: Record<string, { data: Uint16Array; spec: BandSpec }> = {};
+      program.bands.forEach((b, j) => {
+        const data = Uint16Array.from({ length: n }, (_, i) => (i < 1100 ? 0 : 1 + ((i * (37 + j * 11)) % 9000)));
+        prep.bands[j]!.set(data);
+        inputs[b] = { data, spec: specs[j]! };
+      });
+      const stats = kernel.run(program);
+      const ref = referenceStats(
+        referenceValues(
+          parseFormula('2.5 * (B08 - B04) / (B08 + 6 * B04 - 7.5 * B02 + 1)'),
+          inputs,
+          n,
+          undefined,
+          Math.fround,
+        ),
+      );
+      expect(stats.count).toBe(ref.count);
+      expect(stats.min).toBe(ref.min);
+      expect(stats.max).toBe(ref.max);
+      expect(close(stats.mean, ref.mean, 1e-9, 1e-12)).toBe(true);
+      expect(close(stats.std, ref.std, 1e-9, 1e-12)).toBe(true);
+      const none = kernel.prepare(700, [{ dtype: 'u16' }, { dtype: 'u16' }]);
+      none.bands[0]!.fill(0);
+      none.bands[1]!.fill(5);
+      expect(kernel.run(ndvi).count).toBe(0);
+    });
+  },
+);
 
 describe('statistics on 10 million values', () => {
   it('agree with a float64 two-pass reference to 1e-9 relative', () => {

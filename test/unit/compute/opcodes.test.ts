@@ -32,7 +32,10 @@ describe('kernel op codes', () => {
   it('codes are unique and the ranges the kernel and the JIT test hold the operations they mean', () => {
     const codes = Object.values(OP);
     expect(new Set(codes).size).toBe(codes.length);
-    const between = (lo: number, hi: number) => Object.keys(OP).filter((k) => OP[k as keyof typeof OP] >= lo && OP[k as keyof typeof OP] <= hi).sort();
+    const between = (lo: number, hi: number) =>
+      Object.keys(OP)
+        .filter((k) => OP[k as keyof typeof OP] >= lo && OP[k as keyof typeof OP] <= hi)
+        .sort();
     expect(between(OP.NEG, OP.LOG)).toEqual(['ABS', 'EXP', 'LOG', 'NEG', 'SQRT']);
     expect(between(OP.ADDC, OP.MAXC)).toEqual(['ADDC', 'DIVC', 'MAXC', 'MINC', 'MULC', 'RDIVC', 'RSUBC', 'SUBC']);
   });

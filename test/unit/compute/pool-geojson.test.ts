@@ -25,9 +25,20 @@ describe('compute pool, per-pixel GeoJSON', () => {
 
   it('the worker writes the FeatureCollection and transfers its bytes', async () => {
     const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 60, seed: 5 };
-    const [cap] = writeSyntheticSeason(dir, spec, datesEvery('2025-06-02', '2025-06-02', 7), '2025-04-01', '2025-09-30');
+    const [cap] = writeSyntheticSeason(
+      dir,
+      spec,
+      datesEvery('2025-06-02', '2025-06-02', 7),
+      '2025-04-01',
+      '2025-09-30',
+    );
     const task = {
-      capture: { bands: Object.fromEntries(Object.entries(cap!.files).map(([b, href]) => [b, { href }])), mask: { href: cap!.scl, kind: 'scl' as const }, scale: 0.0001, offset: -0.1 },
+      capture: {
+        bands: Object.fromEntries(Object.entries(cap!.files).map(([b, href]) => [b, { href }])),
+        mask: { href: cap!.scl, kind: 'scl' as const },
+        scale: 0.0001,
+        offset: -0.1,
+      },
       boundary: sceneField(spec, 0.5),
       program: indexProgram('NDVI'),
       roots: [dir],

@@ -22,10 +22,15 @@ describe('compute pool', () => {
     const red = Uint16Array.from({ length: n }, (_, i) => 300 + (i % 700));
     const nir = Uint16Array.from({ length: n }, (_, i) => (i % 50 === 0 ? 0 : 2000 + ((i * 7) % 3000)));
     const mask = Uint8Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 0 : 1));
-    const expected = referenceValues('(B08 - B04) / (B08 + B04)', {
-      B04: { data: red.slice(), spec: { dtype: 'u16', scale: 0.0001, offset: -0.1 } },
-      B08: { data: nir.slice(), spec: { dtype: 'u16', scale: 0.0001, offset: -0.1 } },
-    }, n, mask.slice());
+    const expected = referenceValues(
+      '(B08 - B04) / (B08 + B04)',
+      {
+        B04: { data: red.slice(), spec: { dtype: 'u16', scale: 0.0001, offset: -0.1 } },
+        B08: { data: nir.slice(), spec: { dtype: 'u16', scale: 0.0001, offset: -0.1 } },
+      },
+      n,
+      mask.slice(),
+    );
     const program = indexProgram('NDVI');
     const result = await pool.runIndex({
       program,
@@ -63,7 +68,11 @@ describe('compute pool', () => {
     const tasks = Array.from({ length: 200 }, (_, t) =>
       pool.runIndex({
         program,
-        bands: program.bands.map((_, j) => ({ dtype: 'u16' as const, scale: 0.0001, data: Uint16Array.from({ length: 10_000 }, (_, i) => 500 + ((i * (j + 3) + t) % 4000)) })),
+        bands: program.bands.map((_, j) => ({
+          dtype: 'u16' as const,
+          scale: 0.0001,
+          data: Uint16Array.from({ length: 10_000 }, (_, i) => 500 + ((i * (j + 3) + t) % 4000)),
+        })),
       }),
     );
     const results = await Promise.all(tasks);
@@ -76,7 +85,15 @@ describe('compute pool', () => {
 
   it('a bad task rejects with an error and the pool keeps working', async () => {
     const program = indexProgram('NDVI');
-    await expect(pool.runIndex({ program, bands: [{ dtype: 'u16', data: new Uint16Array(10) }, { dtype: 'u16', data: new Uint16Array(11) }] })).rejects.toThrow(/pixels/);
+    await expect(
+      pool.runIndex({
+        program,
+        bands: [
+          { dtype: 'u16', data: new Uint16Array(10) },
+          { dtype: 'u16', data: new Uint16Array(11) },
+        ],
+      }),
+    ).rejects.toThrow(/pixels/);
     await pool.ping();
   });
 });
@@ -99,11 +116,25 @@ describe('compute pool, several tasks per thread', () => {
     });
     const programs = [indexProgram('NDVI'), indexProgram('EVI'), indexProgram('NDRE')];
     const fieldTasks = caps.flatMap((c, k) =>
-      programs.map((program, j) => ({ capture: source(c), boundary: sceneField(spec, 0.3 + 0.1 * ((k + j) % 4)), program, roots: [dir], values: true, orderStats: true })),
+      programs.map((program, j) => ({
+        capture: source(c),
+        boundary: sceneField(spec, 0.3 + 0.1 * ((k + j) % 4)),
+        program,
+        roots: [dir],
+        values: true,
+        orderStats: true,
+      })),
     );
     const red = Uint16Array.from({ length: 5000 }, (_, i) => 300 + ((i * 11) % 2500));
     const nir = Uint16Array.from({ length: 5000 }, (_, i) => (i % 37 === 0 ? 0 : 1800 + ((i * 5) % 3500)));
-    const indexTask = () => ({ program: programs[0]!, bands: [{ dtype: 'u16' as const, scale: 0.0001, data: red.slice() }, { dtype: 'u16' as const, scale: 0.0001, data: nir.slice() }], orderStats: true });
+    const indexTask = () => ({
+      program: programs[0]!,
+      bands: [
+        { dtype: 'u16' as const, scale: 0.0001, data: red.slice() },
+        { dtype: 'u16' as const, scale: 0.0001, data: nir.slice() },
+      ],
+      orderStats: true,
+    });
 
     const strip = (r: FieldIndexResult) => ({ ...r, kernelMs: 0 });
     const oneAtATime = new ComputePool({ size: 1, tasksPerThread: 1 });
@@ -115,7 +146,10 @@ describe('compute pool, several tasks per thread', () => {
     const interleaved = new ComputePool({ size: 1, tasksPerThread: 4 });
     try {
       // every field task twice, with index tasks between them, all submitted at once
-      const runs = [...fieldTasks, ...fieldTasks].map((t, i) => ({ i: i % fieldTasks.length, p: interleaved.runFieldIndex(t) }));
+      const runs = [...fieldTasks, ...fieldTasks].map((t, i) => ({
+        i: i % fieldTasks.length,
+        p: interleaved.runFieldIndex(t),
+      }));
       const index = Array.from({ length: 12 }, () => interleaved.runIndex(indexTask()));
       for (const { i, p } of runs) {
         const got = strip(await p);

@@ -24,13 +24,22 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** GDAL's transformation of lon/lat points (traditional GIS order) to a CRS, or to a file's pixel/line with `-i file`. */
 function gdalTransform(args: string[], points: Array<[number, number]>): Array<[number, number]> {
-  const out = execFileSync('gdaltransform', args, { input: `${points.map((p) => `${p[0]} ${p[1]}`).join('\n')}\n`, encoding: 'utf8' });
-  return out.trim().split('\n').map((l) => l.trim().split(/\s+/).slice(0, 2).map(Number) as [number, number]);
+  const out = execFileSync('gdaltransform', args, {
+    input: `${points.map((p) => `${p[0]} ${p[1]}`).join('\n')}\n`,
+    encoding: 'utf8',
+  });
+  return out
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).slice(0, 2).map(Number) as [number, number]);
 }
 
 /** Points around a centre, a few kilometres apart. */
 const around = ([lon, lat]: [number, number]): Array<[number, number]> => [
-  [lon, lat], [lon + 0.05, lat + 0.03], [lon - 0.04, lat - 0.05], [lon + 0.02, lat - 0.04],
+  [lon, lat],
+  [lon + 0.05, lat + 0.03],
+  [lon - 0.04, lat - 0.05],
+  [lon + 0.02, lat - 0.04],
 ];
 
 describe.runIf(gdal)('EPSG-coded CRSs against PROJ (gdaltransform)', () => {
@@ -80,13 +89,38 @@ interface UserCase {
 const USER_CASES: UserCase[] = [
   {
     name: 'Albers Equal Area (CONUS), NAD83 by datum code, metres',
-    keys: { 3074: 32767, 3075: 11, 2048: 32767, 2050: 6269, 3076: 9001, 3078: 29.5, 3079: 45.5, 3081: 23, 3080: -96, 3082: 0, 3083: 0 },
+    keys: {
+      3074: 32767,
+      3075: 11,
+      2048: 32767,
+      2050: 6269,
+      3076: 9001,
+      3078: 29.5,
+      3079: 45.5,
+      3081: 23,
+      3080: -96,
+      3082: 0,
+      3083: 0,
+    },
     centre: [-93.6, 41.6],
     wkt: /Albers/i,
   },
   {
     name: 'Albers Equal Area, false origin keys, GRS80 by ellipsoid code, US survey feet',
-    keys: { 3074: 32767, 3075: 11, 2048: 32767, 2050: 32767, 2056: 7019, 3076: 9003, 3078: 34, 3079: 40.5, 3085: 0, 3084: -120, 3086: 0, 3087: -4000000 },
+    keys: {
+      3074: 32767,
+      3075: 11,
+      2048: 32767,
+      2050: 32767,
+      2056: 7019,
+      3076: 9003,
+      3078: 34,
+      3079: 40.5,
+      3085: 0,
+      3084: -120,
+      3086: 0,
+      3087: -4000000,
+    },
     centre: [-119.8, 36.7],
     wkt: /Albers[\s\S]*US survey foot/i,
     res: 30,
@@ -99,7 +133,20 @@ const USER_CASES: UserCase[] = [
   },
   {
     name: 'Transverse Mercator on a user ellipsoid (a, 1/f) with TOWGS84',
-    keys: { 3074: 32767, 3075: 1, 2048: 32767, 2050: 32767, 2057: 6377397.155, 2059: 299.1528128, 2062: [598.1, 73.7, 418.2, 0.202, 0.045, -2.455, 6.7], 3081: 0, 3080: 9, 3092: 1, 3082: 3500000, 3083: 0 },
+    keys: {
+      3074: 32767,
+      3075: 1,
+      2048: 32767,
+      2050: 32767,
+      2057: 6377397.155,
+      2059: 299.1528128,
+      2062: [598.1, 73.7, 418.2, 0.202, 0.045, -2.455, 6.7],
+      3081: 0,
+      3080: 9,
+      3092: 1,
+      3082: 3500000,
+      3083: 0,
+    },
     centre: [9.2, 48.8],
     wkt: /Transverse Mercator|Transverse_Mercator/i,
   },
@@ -111,7 +158,19 @@ const USER_CASES: UserCase[] = [
   },
   {
     name: 'Oblique Stereographic on Bessel with TOWGS84',
-    keys: { 3074: 32767, 3075: 16, 2048: 32767, 2050: 32767, 2056: 7004, 2062: [565.4171, 50.3319, 465.5524, 1.9342, -1.6677, 9.1019, 4.0725], 3081: 52.1561605555556, 3080: 5.38763888888889, 3092: 0.9999079, 3082: 155000, 3083: 463000 },
+    keys: {
+      3074: 32767,
+      3075: 16,
+      2048: 32767,
+      2050: 32767,
+      2056: 7004,
+      2062: [565.4171, 50.3319, 465.5524, 1.9342, -1.6677, 9.1019, 4.0725],
+      3081: 52.1561605555556,
+      3080: 5.38763888888889,
+      3092: 0.9999079,
+      3082: 155000,
+      3083: 463000,
+    },
     centre: [5.3, 52.0],
     wkt: /Oblique Stereographic|Oblique_Stereographic/i,
   },
@@ -145,46 +204,134 @@ async function keysOf(file: string): Promise<GeoKeys> {
 }
 
 describe('user-defined CRSs from GeoKeys', () => {
-  it.runIf(gdal).each(USER_CASES)('$name: the pixel of each lon/lat is the one GDAL finds', async ({ name, keys, centre, wkt, res = 10 }) => {
-    // A 200 × 200 raster whose top-left corner sits 1 km north-west of the centre, in CRS units.
-    const file = path.join(dir, `${name.replace(/\W+/g, '-')}.tif`);
-    const probe = crsFromGeoKeys({ GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ...named(keys) });
-    const [cx, cy] = fromWgs84(probe)(centre);
-    const ox = Math.round(cx) - 100 * res;
-    const oy = Math.round(cy) + 100 * res;
-    writeFileSync(file, writeGeoTiff({ width: 200, height: 200, data: new Uint16Array(200 * 200).fill(1), epsg: 32767, geoKeys: keys, originX: ox, originY: oy, resolution: res, tileSize: 256 }));
-    const info = JSON.parse(execFileSync('gdalinfo', ['-json', file], { encoding: 'utf8' })) as { coordinateSystem: { wkt: string } };
-    expect(info.coordinateSystem.wkt, `GDAL's reading of the ${name} GeoKeys`).toMatch(wkt);
-    const crs = crsFromGeoKeys(await keysOf(file));
-    expect(crs).toBe(probe);
-    const pts = around(centre).map(([lon, lat]) => [lon + 0.002, lat + 0.001] as [number, number]);
-    const ref = gdalTransform(['-i', '-t_srs', 'EPSG:4326', file], pts);
-    const fwd = fromWgs84(crs);
-    pts.forEach((p, i) => {
-      const [x, y] = fwd(p);
-      const col = (x - ox) / res;
-      const row = (oy - y) / res;
-      // 1e-3 of a pixel: a centimetre on 10 m pixels
-      expect(Math.abs(col - ref[i]![0]), `${name}: column of ${p} (${crs})`).toBeLessThan(1e-3);
-      expect(Math.abs(row - ref[i]![1]), `${name}: row of ${p} (${crs})`).toBeLessThan(1e-3);
-    });
-  });
+  it.runIf(gdal).each(USER_CASES)(
+    '$name: the pixel of each lon/lat is the one GDAL finds',
+    async ({ name, keys, centre, wkt, res = 10 }) => {
+      // A 200 × 200 raster whose top-left corner sits 1 km north-west of the centre, in CRS units.
+      const file = path.join(dir, `${name.replace(/\W+/g, '-')}.tif`);
+      const probe = crsFromGeoKeys({ GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ...named(keys) });
+      const [cx, cy] = fromWgs84(probe)(centre);
+      const ox = Math.round(cx) - 100 * res;
+      const oy = Math.round(cy) + 100 * res;
+      writeFileSync(
+        file,
+        writeGeoTiff({
+          width: 200,
+          height: 200,
+          data: new Uint16Array(200 * 200).fill(1),
+          epsg: 32767,
+          geoKeys: keys,
+          originX: ox,
+          originY: oy,
+          resolution: res,
+          tileSize: 256,
+        }),
+      );
+      const info = JSON.parse(execFileSync('gdalinfo', ['-json', file], { encoding: 'utf8' })) as {
+        coordinateSystem: { wkt: string };
+      };
+      expect(info.coordinateSystem.wkt, `GDAL's reading of the ${name} GeoKeys`).toMatch(wkt);
+      const crs = crsFromGeoKeys(await keysOf(file));
+      expect(crs).toBe(probe);
+      const pts = around(centre).map(([lon, lat]) => [lon + 0.002, lat + 0.001] as [number, number]);
+      const ref = gdalTransform(['-i', '-t_srs', 'EPSG:4326', file], pts);
+      const fwd = fromWgs84(crs);
+      pts.forEach((p, i) => {
+        const [x, y] = fwd(p);
+        const col = (x - ox) / res;
+        const row = (oy - y) / res;
+        // 1e-3 of a pixel: a centimetre on 10 m pixels
+        expect(Math.abs(col - ref[i]![0]), `${name}: column of ${p} (${crs})`).toBeLessThan(1e-3);
+        expect(Math.abs(row - ref[i]![1]), `${name}: row of ${p} (${crs})`).toBeLessThan(1e-3);
+      });
+    },
+  );
 
   it('refuses what it cannot use, naming it', () => {
     const refused: Array<[string, GeoKeys, RegExp]> = [
-      ['an EPSG code not in the registry', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 29999 }, /EPSG:29999 is not a CRS of the EPSG registry/],
-      ['a vertical CRS', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 5703 }, /EPSG:5703 \(NAVD88 height\) is not a horizontal coordinate system/],
-      ['an engineering CRS', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 5800 }, /EPSG:5800 .*not a horizontal coordinate system/],
-      ['NAD27, shifted only by grids the service lacks', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 26718 }, /EPSG:26718 \(NAD27 \/ UTM zone 18N\): its definition gives no transformation from its datum to WGS84/],
-      ['NAD27 in the EPSG index only (a grid)', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 6201 }, /EPSG:6201 \(NAD27 \/ Michigan Central\): its datum is shifted to WGS84 with the grid/],
-      ['a datum shift with rotations only the EPSG index gives', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 5896 }, /EPSG:5896 \(VN-2000 \/ TM-3 zone 481\): the EPSG index's transformation of its datum to WGS84 is not reliable/],
-      ['south-oriented axes', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 22289 }, /EPSG:22289 \(Cape \/ Lo29\) has south- or west-pointing axes/],
-      ['an unsupported user-defined projection', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjCoordTransGeoKey: 4, GeographicTypeGeoKey: 4326 }, /CT_ObliqueMercator_Laborde \(ProjCoordTransGeoKey 4\)/],
-      ['an EPSG conversion other than UTM', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjectionGeoKey: 19914, GeographicTypeGeoKey: 4326 }, /EPSG projection 19914/],
-      ['an unknown linear unit', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjCoordTransGeoKey: 1, GeographicTypeGeoKey: 4326, ProjLinearUnitsGeoKey: 9999 }, /linear unit EPSG:9999/],
-      ['an unknown datum code', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjCoordTransGeoKey: 1, GeographicTypeGeoKey: 32767, GeogGeodeticDatumGeoKey: 6999 }, /datum EPSG:6999/],
-      ['a user-defined datum without an ellipsoid', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjCoordTransGeoKey: 1, GeographicTypeGeoKey: 32767, GeogGeodeticDatumGeoKey: 32767 }, /gives no ellipsoid/],
-      ['a projected CRS without a projection', { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, GeographicTypeGeoKey: 4326 }, /names no projection/],
+      [
+        'an EPSG code not in the registry',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 29999 },
+        /EPSG:29999 is not a CRS of the EPSG registry/,
+      ],
+      [
+        'a vertical CRS',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 5703 },
+        /EPSG:5703 \(NAVD88 height\) is not a horizontal coordinate system/,
+      ],
+      [
+        'an engineering CRS',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 5800 },
+        /EPSG:5800 .*not a horizontal coordinate system/,
+      ],
+      [
+        'NAD27, shifted only by grids the service lacks',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 26718 },
+        /EPSG:26718 \(NAD27 \/ UTM zone 18N\): its definition gives no transformation from its datum to WGS84/,
+      ],
+      [
+        'NAD27 in the EPSG index only (a grid)',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 6201 },
+        /EPSG:6201 \(NAD27 \/ Michigan Central\): its datum is shifted to WGS84 with the grid/,
+      ],
+      [
+        'a datum shift with rotations only the EPSG index gives',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 5896 },
+        /EPSG:5896 \(VN-2000 \/ TM-3 zone 481\): the EPSG index's transformation of its datum to WGS84 is not reliable/,
+      ],
+      [
+        'south-oriented axes',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 22289 },
+        /EPSG:22289 \(Cape \/ Lo29\) has south- or west-pointing axes/,
+      ],
+      [
+        'an unsupported user-defined projection',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjCoordTransGeoKey: 4, GeographicTypeGeoKey: 4326 },
+        /CT_ObliqueMercator_Laborde \(ProjCoordTransGeoKey 4\)/,
+      ],
+      [
+        'an EPSG conversion other than UTM',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, ProjectionGeoKey: 19914, GeographicTypeGeoKey: 4326 },
+        /EPSG projection 19914/,
+      ],
+      [
+        'an unknown linear unit',
+        {
+          GTModelTypeGeoKey: 1,
+          ProjectedCSTypeGeoKey: 32767,
+          ProjCoordTransGeoKey: 1,
+          GeographicTypeGeoKey: 4326,
+          ProjLinearUnitsGeoKey: 9999,
+        },
+        /linear unit EPSG:9999/,
+      ],
+      [
+        'an unknown datum code',
+        {
+          GTModelTypeGeoKey: 1,
+          ProjectedCSTypeGeoKey: 32767,
+          ProjCoordTransGeoKey: 1,
+          GeographicTypeGeoKey: 32767,
+          GeogGeodeticDatumGeoKey: 6999,
+        },
+        /datum EPSG:6999/,
+      ],
+      [
+        'a user-defined datum without an ellipsoid',
+        {
+          GTModelTypeGeoKey: 1,
+          ProjectedCSTypeGeoKey: 32767,
+          ProjCoordTransGeoKey: 1,
+          GeographicTypeGeoKey: 32767,
+          GeogGeodeticDatumGeoKey: 32767,
+        },
+        /gives no ellipsoid/,
+      ],
+      [
+        'a projected CRS without a projection',
+        { GTModelTypeGeoKey: 1, ProjectedCSTypeGeoKey: 32767, GeographicTypeGeoKey: 4326 },
+        /names no projection/,
+      ],
       ['a geocentric CRS', { GTModelTypeGeoKey: 3 }, /geocentric/],
       ['no CRS at all', { GTModelTypeGeoKey: 1, GTRasterTypeGeoKey: 1 }, /name no CRS/],
     ];
@@ -214,12 +361,31 @@ describe('pixel area in a CRS in feet', () => {
 /** Numeric GeoKey ids to the names geotiff.js reports. */
 function named(keys: Record<number, number | number[]>): GeoKeys {
   const names: Record<number, string> = {
-    1024: 'GTModelTypeGeoKey', 2048: 'GeographicTypeGeoKey', 2050: 'GeogGeodeticDatumGeoKey', 2056: 'GeogEllipsoidGeoKey', 2057: 'GeogSemiMajorAxisGeoKey',
-    2059: 'GeogInvFlatteningGeoKey', 2062: 'GeogTOWGS84GeoKey', 3072: 'ProjectedCSTypeGeoKey', 3074: 'ProjectionGeoKey', 3075: 'ProjCoordTransGeoKey',
-    3076: 'ProjLinearUnitsGeoKey', 3078: 'ProjStdParallel1GeoKey', 3079: 'ProjStdParallel2GeoKey', 3080: 'ProjNatOriginLongGeoKey', 3081: 'ProjNatOriginLatGeoKey',
-    3082: 'ProjFalseEastingGeoKey', 3083: 'ProjFalseNorthingGeoKey', 3084: 'ProjFalseOriginLongGeoKey', 3085: 'ProjFalseOriginLatGeoKey',
-    3086: 'ProjFalseOriginEastingGeoKey', 3087: 'ProjFalseOriginNorthingGeoKey', 3088: 'ProjCenterLongGeoKey', 3089: 'ProjCenterLatGeoKey',
-    3092: 'ProjScaleAtNatOriginGeoKey', 3095: 'ProjStraightVertPoleLongGeoKey',
+    1024: 'GTModelTypeGeoKey',
+    2048: 'GeographicTypeGeoKey',
+    2050: 'GeogGeodeticDatumGeoKey',
+    2056: 'GeogEllipsoidGeoKey',
+    2057: 'GeogSemiMajorAxisGeoKey',
+    2059: 'GeogInvFlatteningGeoKey',
+    2062: 'GeogTOWGS84GeoKey',
+    3072: 'ProjectedCSTypeGeoKey',
+    3074: 'ProjectionGeoKey',
+    3075: 'ProjCoordTransGeoKey',
+    3076: 'ProjLinearUnitsGeoKey',
+    3078: 'ProjStdParallel1GeoKey',
+    3079: 'ProjStdParallel2GeoKey',
+    3080: 'ProjNatOriginLongGeoKey',
+    3081: 'ProjNatOriginLatGeoKey',
+    3082: 'ProjFalseEastingGeoKey',
+    3083: 'ProjFalseNorthingGeoKey',
+    3084: 'ProjFalseOriginLongGeoKey',
+    3085: 'ProjFalseOriginLatGeoKey',
+    3086: 'ProjFalseOriginEastingGeoKey',
+    3087: 'ProjFalseOriginNorthingGeoKey',
+    3088: 'ProjCenterLongGeoKey',
+    3089: 'ProjCenterLatGeoKey',
+    3092: 'ProjScaleAtNatOriginGeoKey',
+    3095: 'ProjStraightVertPoleLongGeoKey',
   };
   return Object.fromEntries(Object.entries(keys).map(([k, v]) => [names[Number(k)]!, v]));
 }

@@ -50,34 +50,51 @@ async function refusal(fn: () => unknown): Promise<string> {
   }
 }
 
-const byte = (n: number) => ({ compression: COMPRESSION.deflate, predictor: 1, width: n, rows: 1, samples: 1, bytesPerSample: 1 as const });
+const byte = (n: number) => ({
+  compression: COMPRESSION.deflate,
+  predictor: 1,
+  width: n,
+  rows: 1,
+  samples: 1,
+  bytesPerSample: 1 as const,
+});
 
 describe('block decoder: nothing decodes past the declared size', () => {
   it.each([
     ['DEFLATE', COMPRESSION.deflate, (b: Uint8Array) => deflateSync(b)],
     ['LZW', COMPRESSION.lzw, (b: Uint8Array) => lzwEncode(b)],
-  ])('%s: exactly the declared size decodes, one byte more is a bomb, and a bomb stops at the bound', async (_name, compression, encode) => {
-    const data = Uint8Array.from({ length: 4096 }, (_, i) => (i * 31) % 251);
-    const layout = { ...byte(4096), compression };
-    expect(Buffer.from(decodeBlock(encode(data), layout)).equals(Buffer.from(data))).toBe(true);
-    expect(await refusal(() => decodeBlock(encode(new Uint8Array(4097)), layout))).toBe('decompression_bomb');
-    const bomb = compression === COMPRESSION.lzw ? lzwBomb(512 * 1_048_576) : zlibBomb(512 * 1_048_576);
-    const rss = process.memoryUsage().rss;
-    expect(await refusal(() => decodeBlock(bomb, { ...layout, width: 131_072 }))).toBe('decompression_bomb');
-    // Not a speed or memory assertion, a sanity check that the bomb was not decoded (512 MiB).
-    expect(process.memoryUsage().rss - rss).toBeLessThan(256 * 1_048_576);
-  });
+  ])(
+    '%s: exactly the declared size decodes, one byte more is a bomb, and a bomb stops at the bound',
+    async (_name, compression, encode) => {
+      const data = Uint8Array.from({ length: 4096 }, (_, i) => (i * 31) % 251);
+      const layout = { ...byte(4096), compression };
+      expect(Buffer.from(decodeBlock(encode(data), layout)).equals(Buffer.from(data))).toBe(true);
+      expect(await refusal(() => decodeBlock(encode(new Uint8Array(4097)), layout))).toBe('decompression_bomb');
+      const bomb = compression === COMPRESSION.lzw ? lzwBomb(512 * 1_048_576) : zlibBomb(512 * 1_048_576);
+      const rss = process.memoryUsage().rss;
+      expect(await refusal(() => decodeBlock(bomb, { ...layout, width: 131_072 }))).toBe('decompression_bomb');
+      // Not a speed or memory assertion, a sanity check that the bomb was not decoded (512 MiB).
+      expect(process.memoryUsage().rss - rss).toBeLessThan(256 * 1_048_576);
+    },
+  );
 
   it.each([
     ['DEFLATE', COMPRESSION.deflate, (b: Uint8Array) => deflateSync(b)],
     ['LZW', COMPRESSION.lzw, (b: Uint8Array) => lzwEncode(b)],
-  ])('%s: the last strip may hold more rows than are left, up to what RowsPerStrip declares', async (_name, compression, encode) => {
-    const rows = 10;
-    const full = Uint8Array.from({ length: 100 * rows }, (_, i) => i % 256);
-    const layout = { ...byte(100), compression, rows: 3 };
-    expect(Array.from(decodeBlock(encode(full), layout, { declaredRows: rows }))).toEqual(Array.from(full.subarray(0, 300)));
-    expect(await refusal(() => decodeBlock(encode(full), layout, { declaredRows: rows - 1 }))).toBe('decompression_bomb');
-  });
+  ])(
+    '%s: the last strip may hold more rows than are left, up to what RowsPerStrip declares',
+    async (_name, compression, encode) => {
+      const rows = 10;
+      const full = Uint8Array.from({ length: 100 * rows }, (_, i) => i % 256);
+      const layout = { ...byte(100), compression, rows: 3 };
+      expect(Array.from(decodeBlock(encode(full), layout, { declaredRows: rows }))).toEqual(
+        Array.from(full.subarray(0, 300)),
+      );
+      expect(await refusal(() => decodeBlock(encode(full), layout, { declaredRows: rows - 1 }))).toBe(
+        'decompression_bomb',
+      );
+    },
+  );
 
   it('refuses a block declared larger than IMAGERY_MAX_BLOCK_BYTES before decoding it', async () => {
     process.env.IMAGERY_MAX_BLOCK_BYTES = '65536';
@@ -95,12 +112,34 @@ describe('structure check, before geotiff.js parses anything', () => {
   });
 
   it('passes the bombs whose structure is sound (their blocks are refused when decoded), a Sentinel-2-sized band and a normal file', async () => {
-    const sound = [...files.filter((h) => !structural.includes(h)).map((h) => h.file), sentinelSizedBand(), writeGeoTiff({ width: 300, height: 200, data: new Uint16Array(60_000).fill(3), epsg: 32631, originX: 0, originY: 0, resolution: 10 })];
-    for (const file of sound) expect(await refusal(async () => checkTiffStructure(memorySource(file)))).toBe('accepted');
+    const sound = [
+      ...files.filter((h) => !structural.includes(h)).map((h) => h.file),
+      sentinelSizedBand(),
+      writeGeoTiff({
+        width: 300,
+        height: 200,
+        data: new Uint16Array(60_000).fill(3),
+        epsg: 32631,
+        originX: 0,
+        originY: 0,
+        resolution: 10,
+      }),
+    ];
+    for (const file of sound)
+      expect(await refusal(async () => checkTiffStructure(memorySource(file)))).toBe('accepted');
   });
 
   it('finds a local file whose blocks end past its end truncated', async () => {
-    const ok = writeGeoTiff({ width: 300, height: 200, data: new Uint16Array(60_000).fill(3), epsg: 32631, originX: 0, originY: 0, resolution: 10, compression: 'none' });
+    const ok = writeGeoTiff({
+      width: 300,
+      height: 200,
+      data: new Uint16Array(60_000).fill(3),
+      epsg: 32631,
+      originX: 0,
+      originY: 0,
+      resolution: 10,
+      compression: 'none',
+    });
     const file = path.join(dir, 'cut.tif');
     writeFileSync(file, ok.subarray(0, ok.length - 100));
     await expect(checkTiffStructure(await LocalFileSource.open(file))).rejects.toThrow(/truncated/);
@@ -108,13 +147,14 @@ describe('structure check, before geotiff.js parses anything', () => {
 });
 
 describe('geotiff.js fallback (readRasters with the registered decoders)', () => {
-  it.each(hostileTiffs(256 * 1_048_576).filter((h) => ['decompression_bomb', 'unsupported_compression'].includes(h.code)).map((h) => [h.name, h.code, h.file] as const))(
-    '%s: %s',
-    async (_name, code, file) => {
-      const image = await imageOf(file);
-      expect(await refusal(() => image.readRasters({ window: [0, 0, 16, 16] }))).toBe(code);
-    },
-  );
+  it.each(
+    hostileTiffs(256 * 1_048_576)
+      .filter((h) => ['decompression_bomb', 'unsupported_compression'].includes(h.code))
+      .map((h) => [h.name, h.code, h.file] as const),
+  )('%s: %s', async (_name, code, file) => {
+    const image = await imageOf(file);
+    expect(await refusal(() => image.readRasters({ window: [0, 0, 16, 16] }))).toBe(code);
+  });
 
   const side = 64;
   const pixels = Uint16Array.from({ length: side * side }, (_, i) => (i % 97 < 40 ? 1234 : (i * 2654435761) >>> 20));
@@ -165,53 +205,102 @@ describe('geotiff.js fallback (readRasters with the registered decoders)', () =>
     execFileSync('gdal_translate', ['--version'], { stdio: 'ignore' });
     gdal = true;
   } catch {
-    console.warn('[test] gdal_translate not found: the fallback checks on GDAL-compressed files are SKIPPED (apt-get install gdal-bin)');
+    console.warn(
+      '[test] gdal_translate not found: the fallback checks on GDAL-compressed files are SKIPPED (apt-get install gdal-bin)',
+    );
   }
 
   it.runIf(gdal).each([
-    ['JPEG, 8-bit, 64² tiles', 3, ['-ot', 'Byte', '-co', 'COMPRESS=JPEG', '-co', 'TILED=YES', '-co', 'BLOCKXSIZE=64', '-co', 'BLOCKYSIZE=64']],
+    [
+      'JPEG, 8-bit, 64² tiles',
+      3,
+      ['-ot', 'Byte', '-co', 'COMPRESS=JPEG', '-co', 'TILED=YES', '-co', 'BLOCKXSIZE=64', '-co', 'BLOCKYSIZE=64'],
+    ],
     ['JPEG, 8-bit, strips of 16 rows', 3, ['-ot', 'Byte', '-co', 'COMPRESS=JPEG', '-co', 'BLOCKYSIZE=16']],
     ['ZSTD, predictor 2, strips', 0, ['-co', 'COMPRESS=ZSTD', '-co', 'PREDICTOR=2', '-co', 'BLOCKYSIZE=16']],
-    ['PackBits, 64² tiles', 0, ['-co', 'COMPRESS=PACKBITS', '-co', 'TILED=YES', '-co', 'BLOCKXSIZE=64', '-co', 'BLOCKYSIZE=64']],
-  ] as Array<[string, number, string[]]>)('GDAL %s decodes as GDAL does (within %i)', async (name, tolerance, options) => {
-    const w = 150, h = 90;
-    const data = Uint16Array.from({ length: w * h }, (_, i) => 128 + Math.round(60 * Math.sin(i / 40) + 50 * Math.cos(i / 333)));
-    const src = path.join(dir, 'src.tif');
-    writeFileSync(src, writeGeoTiff({ width: w, height: h, data, epsg: 32631, originX: 0, originY: 0, resolution: 10, compression: 'none' }));
-    const out = path.join(dir, `${name.replace(/\W+/g, '_')}.tif`);
-    const back = `${out}.plain.tif`;
-    try {
-      execFileSync('gdal_translate', ['-q', ...options, src, out], { stdio: 'pipe' });
-    } catch (err) {
-      console.warn(`[test] this GDAL cannot write ${name}: SKIPPED (${String((err as { stderr?: Buffer }).stderr ?? err).trim()})`);
-      return;
-    }
-    execFileSync('gdal_translate', ['-q', '-co', 'COMPRESS=NONE', out, back]);
-    const ours = ((await (await (await fromFile(out)).getImage()).readRasters()) as unknown as ArrayLike<number>[])[0]!;
-    const gdalPixels = (await readWindowRaw(await rasterOf(readFileSync(back)), [0, 0, w, h], 0))!;
-    let worst = 0;
-    for (let i = 0; i < w * h; i++) worst = Math.max(worst, Math.abs(ours[i]! - gdalPixels[i]!));
-    expect(worst).toBeLessThanOrEqual(tolerance);
-  });
+    [
+      'PackBits, 64² tiles',
+      0,
+      ['-co', 'COMPRESS=PACKBITS', '-co', 'TILED=YES', '-co', 'BLOCKXSIZE=64', '-co', 'BLOCKYSIZE=64'],
+    ],
+  ] as Array<[string, number, string[]]>)(
+    'GDAL %s decodes as GDAL does (within %i)',
+    async (name, tolerance, options) => {
+      const w = 150,
+        h = 90;
+      const data = Uint16Array.from(
+        { length: w * h },
+        (_, i) => 128 + Math.round(60 * Math.sin(i / 40) + 50 * Math.cos(i / 333)),
+      );
+      const src = path.join(dir, 'src.tif');
+      writeFileSync(
+        src,
+        writeGeoTiff({
+          width: w,
+          height: h,
+          data,
+          epsg: 32631,
+          originX: 0,
+          originY: 0,
+          resolution: 10,
+          compression: 'none',
+        }),
+      );
+      const out = path.join(dir, `${name.replace(/\W+/g, '_')}.tif`);
+      const back = `${out}.plain.tif`;
+      try {
+        execFileSync('gdal_translate', ['-q', ...options, src, out], { stdio: 'pipe' });
+      } catch (err) {
+        console.warn(
+          `[test] this GDAL cannot write ${name}: SKIPPED (${String((err as { stderr?: Buffer }).stderr ?? err).trim()})`,
+        );
+        return;
+      }
+      execFileSync('gdal_translate', ['-q', '-co', 'COMPRESS=NONE', out, back]);
+      const ours = (
+        (await (await (await fromFile(out)).getImage()).readRasters()) as unknown as ArrayLike<number>[]
+      )[0]!;
+      const gdalPixels = (await readWindowRaw(await rasterOf(readFileSync(back)), [0, 0, w, h], 0))!;
+      let worst = 0;
+      for (let i = 0; i < w * h; i++) worst = Math.max(worst, Math.abs(ours[i]! - gdalPixels[i]!));
+      expect(worst).toBeLessThanOrEqual(tolerance);
+    },
+  );
 });
 
 describe('IMAGERY_MAX_DECODED_BYTES', () => {
   // 1024² uint16 in 256² tiles: 16 tiles of 128 KiB.
-  const file = writeGeoTiff({ width: 1024, height: 1024, data: Uint16Array.from({ length: 1024 * 1024 }, (_, i) => i % 5000), epsg: 32631, originX: 0, originY: 0, resolution: 10 });
+  const file = writeGeoTiff({
+    width: 1024,
+    height: 1024,
+    data: Uint16Array.from({ length: 1024 * 1024 }, (_, i) => i % 5000),
+    epsg: 32631,
+    originX: 0,
+    originY: 0,
+    resolution: 10,
+  });
 
   it('one budget per withDecodeBudget: a window past it is refused, one within it read, and nothing is counted outside', async () => {
     process.env.IMAGERY_MAX_DECODED_BYTES = String(1_048_576);
     const raster = await rasterOf(file);
     const image = raster.image;
-    expect(await refusal(() => withDecodeBudget(() => readWindowRaw(raster, [0, 0, 1024, 1024], 0)))).toBe('decode_limit');
+    expect(await refusal(() => withDecodeBudget(() => readWindowRaw(raster, [0, 0, 1024, 1024], 0)))).toBe(
+      'decode_limit',
+    );
     expect(await refusal(() => withDecodeBudget(() => readWindowRaw(raster, [0, 0, 1024, 512], 0)))).toBe('accepted');
     // Two reads in one budget add up: 8 tiles, then one more.
-    expect(await refusal(() => withDecodeBudget(async () => {
-      await readWindowRaw(raster, [0, 0, 1024, 512], 0);
-      await readWindowRaw(raster, [0, 512, 10, 513], 0);
-    }))).toBe('decode_limit');
+    expect(
+      await refusal(() =>
+        withDecodeBudget(async () => {
+          await readWindowRaw(raster, [0, 0, 1024, 512], 0);
+          await readWindowRaw(raster, [0, 512, 10, 513], 0);
+        }),
+      ),
+    ).toBe('decode_limit');
     // geotiff.js's readRasters (the registered decoders) is charged as well.
-    expect(await refusal(() => withDecodeBudget(() => image.readRasters({ window: [0, 0, 1024, 1024] })))).toBe('decode_limit');
+    expect(await refusal(() => withDecodeBudget(() => image.readRasters({ window: [0, 0, 1024, 1024] })))).toBe(
+      'decode_limit',
+    );
     expect(await refusal(() => readWindowRaw(raster, [0, 0, 1024, 1024], 0))).toBe('accepted');
   });
 });

@@ -26,7 +26,12 @@ describe('remote imagery client', () => {
       const body = Buffer.from('0123456789abcdef');
       if (range) {
         const part = body.subarray(Number(range[1]), Number(range[2]) + 1);
-        res.writeHead(206, { 'content-range': `bytes ${range[1]}-${range[2]}/${body.length}`, 'content-length': part.length }).end(part);
+        res
+          .writeHead(206, {
+            'content-range': `bytes ${range[1]}-${range[2]}/${body.length}`,
+            'content-length': part.length,
+          })
+          .end(part);
       } else res.writeHead(200, { 'content-length': body.length }).end(body);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -45,19 +50,30 @@ describe('remote imagery client', () => {
     ['an IPv6 loopback', () => `http://[::1]:${port}/data`],
   ])('refuses %s without sending anything', async (_why, url) => {
     const before = hits.length;
-    await expect(new TimedFetchClient(url(), 2000, false).request({ headers: { range: 'bytes=0-3' } })).rejects.toThrow(/not a public address/);
+    await expect(new TimedFetchClient(url(), 2000, false).request({ headers: { range: 'bytes=0-3' } })).rejects.toThrow(
+      /not a public address/,
+    );
     expect(hits.length).toBe(before);
   });
 
-  it.each(EMBEDDED_PRIVATE)('refuses %s (%s) as a literal host and as a DNS answer, without sending anything', async (_form, addr) => {
-    const before = hits.length;
-    await expect(new TimedFetchClient(`http://[${addr}]:${port}/data`, 2000, false).request()).rejects.toThrow(/not a public address \(IMAGERY_ALLOW_PRIVATE_NETWORKS\)/);
-    await expect(new TimedFetchClient(`http://cog.example:${port}/data`, 2000, false, answering(addr)).request()).rejects.toThrow(/not a public address/);
-    expect(hits.length).toBe(before);
-  });
+  it.each(EMBEDDED_PRIVATE)(
+    'refuses %s (%s) as a literal host and as a DNS answer, without sending anything',
+    async (_form, addr) => {
+      const before = hits.length;
+      await expect(new TimedFetchClient(`http://[${addr}]:${port}/data`, 2000, false).request()).rejects.toThrow(
+        /not a public address \(IMAGERY_ALLOW_PRIVATE_NETWORKS\)/,
+      );
+      await expect(
+        new TimedFetchClient(`http://cog.example:${port}/data`, 2000, false, answering(addr)).request(),
+      ).rejects.toThrow(/not a public address/);
+      expect(hits.length).toBe(before);
+    },
+  );
 
   it('reads ranges when private networks are allowed, and counts what it received', async () => {
-    const r = await new TimedFetchClient(`http://127.0.0.1:${port}/data`, 2000, true).request({ headers: { range: 'bytes=2-5' } });
+    const r = await new TimedFetchClient(`http://127.0.0.1:${port}/data`, 2000, true).request({
+      headers: { range: 'bytes=2-5' },
+    });
     expect(r.status).toBe(206);
     expect(r.getHeader('Content-Range')).toBe('bytes 2-5/16');
     expect(Buffer.from(await r.getData()).toString()).toBe('2345');
@@ -71,7 +87,9 @@ describe('remote imagery client', () => {
   });
 
   it('fails a body that stalls at the deadline', async () => {
-    await expect(new TimedFetchClient(`http://127.0.0.1:${port}/stall`, 300, true).request()).rejects.toThrow(/within 300 ms/);
+    await expect(new TimedFetchClient(`http://127.0.0.1:${port}/stall`, 300, true).request()).rejects.toThrow(
+      /within 300 ms/,
+    );
   });
 
   it('refuses other schemes', async () => {

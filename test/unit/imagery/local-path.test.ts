@@ -17,7 +17,8 @@ describe('resolveLocal', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'local-path-'));
     root = path.join(dir, 'root');
     uploads = path.join(root, 'uploads');
-    for (const d of [path.join(dir, 'outside'), path.join(uploads, 'acc_A', 'upl_1'), path.join(uploads, 'acc_B')]) mkdirSync(d, { recursive: true });
+    for (const d of [path.join(dir, 'outside'), path.join(uploads, 'acc_A', 'upl_1'), path.join(uploads, 'acc_B')])
+      mkdirSync(d, { recursive: true });
     writeFileSync(path.join(dir, 'outside', 'f.tif'), 'x');
     writeFileSync(path.join(root, 'f.tif'), 'x');
     writeFileSync(path.join(uploads, 'acc_A', 'upl_1', 'f.tif'), 'x');
@@ -26,29 +27,55 @@ describe('resolveLocal', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const outcome = (p: Promise<string>) => p.then((real) => `ok ${real}`, (e: Error & { kind?: string }) => `${e.kind}: ${e.message}`);
+  const outcome = (p: Promise<string>) =>
+    p.then(
+      (real) => `ok ${real}`,
+      (e: Error & { kind?: string }) => `${e.kind}: ${e.message}`,
+    );
 
   it('refuses every path outside the roots with one message, existing or not', async () => {
     const roots = [root];
     const answers = await Promise.all(
-      [path.join(dir, 'outside', 'f.tif'), path.join(dir, 'outside', 'nope.tif'), `${root}/../outside/f.tif`, path.join(root, 'dangling.tif'), 'file:///etc/passwd', '/etc/nope'].map((h) => outcome(resolveLocal(h, roots))),
+      [
+        path.join(dir, 'outside', 'f.tif'),
+        path.join(dir, 'outside', 'nope.tif'),
+        `${root}/../outside/f.tif`,
+        path.join(root, 'dangling.tif'),
+        'file:///etc/passwd',
+        '/etc/nope',
+      ].map((h) => outcome(resolveLocal(h, roots))),
     );
     expect(new Set(answers)).toEqual(new Set([`outside: ${OUTSIDE_ROOTS}`]));
-    expect(await outcome(resolveLocal(path.join(root, 'nope.tif'), roots))).toBe(`missing: file not found: ${path.join(root, 'nope.tif')}`);
+    expect(await outcome(resolveLocal(path.join(root, 'nope.tif'), roots))).toBe(
+      `missing: file not found: ${path.join(root, 'nope.tif')}`,
+    );
     expect(await outcome(resolveLocal(path.join(root, 'f.tif'), roots))).toBe(`ok ${path.join(root, 'f.tif')}`);
     // A root given through a symlink is also matched by its real path; a path that reaches a root
     // through a link outside the roots is judged by what it says, before the link is looked at.
-    expect(await outcome(resolveLocal(path.join(root, 'f.tif'), [path.join(dir, 'root-link')]))).toBe(`ok ${path.join(root, 'f.tif')}`);
+    expect(await outcome(resolveLocal(path.join(root, 'f.tif'), [path.join(dir, 'root-link')]))).toBe(
+      `ok ${path.join(root, 'f.tif')}`,
+    );
     expect(await outcome(resolveLocal(path.join(dir, 'root-link', 'f.tif'), roots))).toBe(`outside: ${OUTSIDE_ROOTS}`);
   });
 
   it("at registration, of the uploads only the caller's own folder is allowed", async () => {
     const own = path.join(uploads, 'acc_A', 'upl_1', 'f.tif');
     expect(await outcome(resolveLocal(own, registrationRules([root], uploads, 'acc_A')))).toBe(`ok ${own}`);
-    expect(await outcome(resolveLocal(own, registrationRules([root], uploads, 'acc_B')))).toBe(`outside: ${OUTSIDE_ROOTS}`);
-    expect(await outcome(resolveLocal(path.join(uploads, 'acc_B', '..', 'acc_A', 'upl_1', 'f.tif'), registrationRules([root], uploads, 'acc_B')))).toBe(`outside: ${OUTSIDE_ROOTS}`);
+    expect(await outcome(resolveLocal(own, registrationRules([root], uploads, 'acc_B')))).toBe(
+      `outside: ${OUTSIDE_ROOTS}`,
+    );
+    expect(
+      await outcome(
+        resolveLocal(
+          path.join(uploads, 'acc_B', '..', 'acc_A', 'upl_1', 'f.tif'),
+          registrationRules([root], uploads, 'acc_B'),
+        ),
+      ),
+    ).toBe(`outside: ${OUTSIDE_ROOTS}`);
     // The rest of the root stays allowed; the worker (roots only) reads every upload.
-    expect(await outcome(resolveLocal(path.join(root, 'f.tif'), registrationRules([root], uploads, 'acc_B')))).toBe(`ok ${path.join(root, 'f.tif')}`);
+    expect(await outcome(resolveLocal(path.join(root, 'f.tif'), registrationRules([root], uploads, 'acc_B')))).toBe(
+      `ok ${path.join(root, 'f.tif')}`,
+    );
     expect(await outcome(resolveLocal(own, [root]))).toBe(`ok ${own}`);
     expect(() => accountUploadDir(uploads, '../acc_A')).toThrow(/cannot name an upload folder/);
   });

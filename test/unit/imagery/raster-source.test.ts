@@ -73,9 +73,12 @@ function samples(dtype: Dtype, n: number, seed: number): Uint8Array | Uint16Arra
     return (s >>> 0) / 4294967296;
   };
   const wave = (i: number) => Math.sin(i / 97) * Math.cos(i / 1301);
-  if (dtype === 'uint8') return Uint8Array.from({ length: n }, (_, i) => Math.round(127 + 100 * wave(i) + (rand() - 0.5) * 20));
-  if (dtype === 'uint16') return Uint16Array.from({ length: n }, (_, i) => Math.round(30_000 + 25_000 * wave(i) + (rand() - 0.5) * 800));
-  if (dtype === 'int16') return Int16Array.from({ length: n }, (_, i) => Math.round(12_000 * wave(i) + (rand() - 0.5) * 400));
+  if (dtype === 'uint8')
+    return Uint8Array.from({ length: n }, (_, i) => Math.round(127 + 100 * wave(i) + (rand() - 0.5) * 20));
+  if (dtype === 'uint16')
+    return Uint16Array.from({ length: n }, (_, i) => Math.round(30_000 + 25_000 * wave(i) + (rand() - 0.5) * 800));
+  if (dtype === 'int16')
+    return Int16Array.from({ length: n }, (_, i) => Math.round(12_000 * wave(i) + (rand() - 0.5) * 400));
   const f = Float32Array.from({ length: n }, (_, i) => 0.3 * wave(i) + (rand() - 0.5) * 0.01);
   f[5] = NaN;
   f[77] = -Infinity;
@@ -93,7 +96,17 @@ for (const compression of ['none', 'lzw', 'deflate'] as TiffCompression[]) {
           const name = `writer ${compression} predictor ${predictor ? 2 : 1} ${dtype} ${layout}${spp > 1 ? ` ${spp} samples` : ''}`;
           const file = path.join(dir, `${name.replace(/\W+/g, '_')}.tif`);
           const data = samples(dtype, W * H * spp, synthetic.length + 1);
-          writeFileSync(file, writeGeoTiff({ ...base, data, compression, predictor, samples: spp, ...(layout === 'tiles' ? { tileSize: 64, tileHeight: 32 } : { rowsPerStrip: 10 }) }));
+          writeFileSync(
+            file,
+            writeGeoTiff({
+              ...base,
+              data,
+              compression,
+              predictor,
+              samples: spp,
+              ...(layout === 'tiles' ? { tileSize: 64, tileHeight: 32 } : { rowsPerStrip: 10 }),
+            }),
+          );
           synthetic.push({ name, file, fast: true });
         }
       }
@@ -106,7 +119,10 @@ if (gdal) {
   const plain = Object.fromEntries(
     DTYPES.map((dtype) => {
       const file = path.join(dir, `plain-${dtype}.tif`);
-      writeFileSync(file, writeGeoTiff({ ...base, data: samples(dtype, W * H, 99), compression: 'none', tileSize: 64 }));
+      writeFileSync(
+        file,
+        writeGeoTiff({ ...base, data: samples(dtype, W * H, 99), compression: 'none', tileSize: 64 }),
+      );
       return [dtype, file];
     }),
   ) as Record<Dtype, string>;
@@ -127,11 +143,16 @@ if (gdal) {
       for (const layout of ['tiles', 'strips'] as const) {
         const name = `gdal ${codec} ${dtype} ${layout}`;
         const file = path.join(dir, `${name.replace(/\W+/g, '_')}.tif`);
-        const blocks = layout === 'tiles' ? ['-co', 'TILED=YES', '-co', 'BLOCKXSIZE=64', '-co', 'BLOCKYSIZE=32'] : ['-co', 'BLOCKYSIZE=16'];
+        const blocks =
+          layout === 'tiles'
+            ? ['-co', 'TILED=YES', '-co', 'BLOCKXSIZE=64', '-co', 'BLOCKYSIZE=32']
+            : ['-co', 'BLOCKYSIZE=16'];
         try {
           execFileSync('gdal_translate', ['-q', ...options, ...blocks, plain[dtype], file], { stdio: 'pipe' });
         } catch (err) {
-          console.warn(`[test] this GDAL cannot write ${name}: SKIPPED (${String((err as { stderr?: Buffer }).stderr ?? err).trim()})`);
+          console.warn(
+            `[test] this GDAL cannot write ${name}: SKIPPED (${String((err as { stderr?: Buffer }).stderr ?? err).trim()})`,
+          );
           continue;
         }
         synthetic.push({ name, file, fast });
@@ -173,7 +194,10 @@ function urlOf(file: string): string {
 
 const implementations: Array<[string, (file: string) => Promise<RasterSource>]> = [
   ['local file', (file) => LocalFileSource.open(file)],
-  ['HTTP range requests', async (file) => new HttpRangeSource(urlOf(file), new TimedFetchClient(urlOf(file), 10_000, true))],
+  [
+    'HTTP range requests',
+    async (file) => new HttpRangeSource(urlOf(file), new TimedFetchClient(urlOf(file), 10_000, true)),
+  ],
   ['memory', async (file) => memorySource(readFileSync(file), file)],
 ];
 
@@ -201,7 +225,16 @@ function referenceOf(file: string): Promise<Map<string, ArrayLike<number>>> {
         const out = new Map<string, ArrayLike<number>>();
         for (let s = 0; s < image.getSamplesPerPixel(); s++) {
           for (const win of windowsOf(image.getWidth(), image.getHeight())) {
-            out.set(`${s} ${win}`, ((await image.readRasters({ window: win, samples: [s], interleave: false })) as unknown as ArrayLike<number>[])[0]!);
+            out.set(
+              `${s} ${win}`,
+              (
+                (await image.readRasters({
+                  window: win,
+                  samples: [s],
+                  interleave: false,
+                })) as unknown as ArrayLike<number>[]
+              )[0]!,
+            );
           }
         }
         return out;
@@ -232,7 +265,7 @@ describe.each(implementations)('RasterSource: %s', (_kind, open) => {
   const bytes = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 251));
   writeFileSync(file, bytes);
 
-  it('answers any ranges, in any order, overlapping, merged or not, with the file\'s bytes', async () => {
+  it("answers any ranges, in any order, overlapping, merged or not, with the file's bytes", async () => {
     const source = await open(file);
     try {
       const ranges = [
@@ -264,30 +297,48 @@ describe.each(implementations)('RasterSource: %s', (_kind, open) => {
     await expect(source.read([{ offset: 0, length: 4 }])).rejects.toThrow(/closed/);
   });
 
-  it.each([...real, ...synthetic].map((c) => [c.name, c] as const))('%s: windows read as geotiff.js reads them', async (_name, c) => {
-    const raster = await firstImage(await openRaster(await open(c.file)));
-    try {
-      if (c.fast !== null) expect(rawLayout(raster) !== null, 'read by the raw-tile path').toBe(c.fast);
-      const ref = await referenceOf(c.file);
-      const { image } = raster;
-      for (let s = 0; s < image.getSamplesPerPixel(); s++) {
-        for (const win of windowsOf(image.getWidth(), image.getHeight())) {
-          expect(difference(await readWindow(raster, win, s), ref.get(`${s} ${win}`)!), `sample ${s} window ${win}`).toBeNull();
+  it.each([...real, ...synthetic].map((c) => [c.name, c] as const))(
+    '%s: windows read as geotiff.js reads them',
+    async (_name, c) => {
+      const raster = await firstImage(await openRaster(await open(c.file)));
+      try {
+        if (c.fast !== null) expect(rawLayout(raster) !== null, 'read by the raw-tile path').toBe(c.fast);
+        const ref = await referenceOf(c.file);
+        const { image } = raster;
+        for (let s = 0; s < image.getSamplesPerPixel(); s++) {
+          for (const win of windowsOf(image.getWidth(), image.getHeight())) {
+            expect(
+              difference(await readWindow(raster, win, s), ref.get(`${s} ${win}`)!),
+              `sample ${s} window ${win}`,
+            ).toBeNull();
+          }
         }
+      } finally {
+        await raster.source.close();
       }
-    } finally {
-      await raster.source.close();
-    }
-  });
+    },
+  );
 });
 
 describe('HTTP range source', () => {
   it('fetches the header once and neighbouring blocks by one request', async () => {
     const big = path.join(dir, 'big.tif');
     // Uncompressed 1024² uint16 in 64² tiles: 2 MiB, most of it past the kept prefix.
-    writeFileSync(big, writeGeoTiff({ ...base, width: 1024, height: 1024, data: samples('uint16', 1024 * 1024, 3), compression: 'none', tileSize: 64 }));
+    writeFileSync(
+      big,
+      writeGeoTiff({
+        ...base,
+        width: 1024,
+        height: 1024,
+        data: samples('uint16', 1024 * 1024, 3),
+        compression: 'none',
+        tileSize: 64,
+      }),
+    );
     requests.length = 0;
-    const raster = await firstImage(await openRaster(new HttpRangeSource(urlOf(big), new TimedFetchClient(urlOf(big), 10_000, true))));
+    const raster = await firstImage(
+      await openRaster(new HttpRangeSource(urlOf(big), new TimedFetchClient(urlOf(big), 10_000, true))),
+    );
     expect(requests, 'header, IFD and tables from one prefix request').toEqual(['bytes=0-65535']);
     requests.length = 0;
     // One row of 4 tiles, stored one after the other: one request.
@@ -298,7 +349,9 @@ describe('HTTP range source', () => {
 
   it('says what went wrong with a server that does not answer ranges', async () => {
     const url = `${baseUrl}missing.tif`;
-    await expect(new HttpRangeSource(url, new TimedFetchClient(url, 10_000, true)).read([{ offset: 0, length: 8 }])).rejects.toThrow(/HTTP 404/);
+    await expect(
+      new HttpRangeSource(url, new TimedFetchClient(url, 10_000, true)).read([{ offset: 0, length: 8 }]),
+    ).rejects.toThrow(/HTTP 404/);
   });
 });
 

@@ -14,7 +14,13 @@ import proj4 from 'proj4';
 import { afterAll, describe, expect, it } from 'vitest';
 import { proj4Definition, toWgs84 } from '../../../src/imagery/crs.js';
 import { writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
-import { readFieldWindow, SCL_MASKED, type CaptureBand, type CaptureSource, type FieldWindow } from '../../../src/imagery/window-reader.js';
+import {
+  readFieldWindow,
+  SCL_MASKED,
+  type CaptureBand,
+  type CaptureSource,
+  type FieldWindow,
+} from '../../../src/imagery/window-reader.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'window-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -31,11 +37,30 @@ interface Raster {
 }
 
 let n = 0;
-function raster(spec: Omit<Raster, 'file'>, value: (c: number, r: number) => number, opts: { compression?: TiffCompression; predictor?: boolean; nodata?: number; bits?: 8 | 16; tile?: number } = {}): Raster {
+function raster(
+  spec: Omit<Raster, 'file'>,
+  value: (c: number, r: number) => number,
+  opts: { compression?: TiffCompression; predictor?: boolean; nodata?: number; bits?: 8 | 16; tile?: number } = {},
+): Raster {
   const data = opts.bits === 8 ? new Uint8Array(spec.width * spec.height) : new Uint16Array(spec.width * spec.height);
   for (let r = 0; r < spec.height; r++) for (let c = 0; c < spec.width; c++) data[r * spec.width + c] = value(c, r);
   const file = path.join(dir, `r${++n}.tif`);
-  writeFileSync(file, writeGeoTiff({ width: spec.width, height: spec.height, data, epsg: spec.epsg, originX: spec.ox, originY: spec.oy, resolution: spec.res, tileSize: opts.tile ?? 256, compression: opts.compression ?? 'deflate', predictor: opts.predictor ?? true, ...(opts.nodata !== undefined ? { nodata: opts.nodata } : {}) }));
+  writeFileSync(
+    file,
+    writeGeoTiff({
+      width: spec.width,
+      height: spec.height,
+      data,
+      epsg: spec.epsg,
+      originX: spec.ox,
+      originY: spec.oy,
+      resolution: spec.res,
+      tileSize: opts.tile ?? 256,
+      compression: opts.compression ?? 'deflate',
+      predictor: opts.predictor ?? true,
+      ...(opts.nodata !== undefined ? { nodata: opts.nodata } : {}),
+    }),
+  );
   return { file, ...spec };
 }
 
@@ -45,7 +70,13 @@ function ringOf(r: Raster, corners: Array<[number, number]>): Array<[number, num
   const ring = corners.map(([c, row]) => inv([r.ox + c * r.res, r.oy - row * r.res]));
   return [...ring, ring[0]!];
 }
-const rect = (r: Raster, c0: number, r0: number, c1: number, r1: number) => ringOf(r, [[c0, r0], [c1, r0], [c1, r1], [c0, r1]]);
+const rect = (r: Raster, c0: number, r0: number, c1: number, r1: number) =>
+  ringOf(r, [
+    [c0, r0],
+    [c1, r0],
+    [c1, r1],
+    [c0, r1],
+  ]);
 
 /** The window's top-left pixel in the raster's grid. */
 function originOf(win: FieldWindow, r: Raster): [number, number] {
@@ -79,25 +110,43 @@ const capture = (bands: Partial<Record<CaptureBand, string>>, mask?: string): Ca
 describe('field windows', () => {
   const grid = { epsg: 32631, ox: 600_000, oy: 5_700_000, res: 10, width: 600, height: 600 };
 
-  it.each([['deflate', true], ['lzw', true], ['lzw', false]] as const)('a field crossing tile edges (%s, predictor %s): every pixel from the right place', async (compression, predictor) => {
-    const r = raster(grid, pos(600), { compression, predictor });
-    // Tiles are 256²: the field spans columns 240–279 and rows 250–269, across both tile edges.
-    const win = await readFieldWindow(capture({ B04: r.file }), { type: 'Polygon', coordinates: [rect(r, 240, 250, 280, 270)] }, ['B04'], { roots });
-    expect(win.fieldPixels).toBe(40 * 20);
-    expectInside(win, r, (c, row) => c >= 240 && c < 280 && row >= 250 && row < 270);
-    const [c0, r0] = originOf(win, r);
-    const data = win.bands.B04!.data;
-    let wrong = 0;
-    for (let j = 0; j < win.height; j++) for (let i = 0; i < win.width; i++) if (data[j * win.width + i] !== pos(600)(c0 + i, r0 + j)) wrong++;
-    expect(wrong).toBe(0);
-    expect(c0 < 256 && c0 + win.width > 256 && r0 < 256 && r0 + win.height > 256).toBe(true);
-  });
+  it.each([
+    ['deflate', true],
+    ['lzw', true],
+    ['lzw', false],
+  ] as const)(
+    'a field crossing tile edges (%s, predictor %s): every pixel from the right place',
+    async (compression, predictor) => {
+      const r = raster(grid, pos(600), { compression, predictor });
+      // Tiles are 256²: the field spans columns 240–279 and rows 250–269, across both tile edges.
+      const win = await readFieldWindow(
+        capture({ B04: r.file }),
+        { type: 'Polygon', coordinates: [rect(r, 240, 250, 280, 270)] },
+        ['B04'],
+        { roots },
+      );
+      expect(win.fieldPixels).toBe(40 * 20);
+      expectInside(win, r, (c, row) => c >= 240 && c < 280 && row >= 250 && row < 270);
+      const [c0, r0] = originOf(win, r);
+      const data = win.bands.B04!.data;
+      let wrong = 0;
+      for (let j = 0; j < win.height; j++)
+        for (let i = 0; i < win.width; i++) if (data[j * win.width + i] !== pos(600)(c0 + i, r0 + j)) wrong++;
+      expect(wrong).toBe(0);
+      expect(c0 < 256 && c0 + win.width > 256 && r0 < 256 && r0 + win.height > 256).toBe(true);
+    },
+  );
 
   it('20 m bands on the 10 m grid: each 10 m pixel takes the 20 m pixel its centre falls in', async () => {
     const fine = raster(grid, pos(600));
     const coarse = raster({ ...grid, res: 20, width: 300, height: 300 }, pos(300));
     // Odd first column and row: the window starts in the middle of a 20 m pixel.
-    const win = await readFieldWindow(capture({ B04: fine.file, B05: coarse.file }), { type: 'Polygon', coordinates: [rect(fine, 101, 77, 151, 113)] }, ['B05', 'B04'], { roots });
+    const win = await readFieldWindow(
+      capture({ B04: fine.file, B05: coarse.file }),
+      { type: 'Polygon', coordinates: [rect(fine, 101, 77, 151, 113)] },
+      ['B05', 'B04'],
+      { roots },
+    );
     expect(win.resX).toBe(10);
     expect(win.fieldPixels).toBe(50 * 36);
     const [c0, r0] = originOf(win, fine);
@@ -117,13 +166,23 @@ describe('field windows', () => {
     const cap = capture({ B04: r.file });
     const outer = rect(r, 200, 300, 240, 340);
     const hole = rect(r, 210, 310, 220, 325).reverse();
-    const inHoled = (c: number, row: number) => c >= 200 && c < 240 && row >= 300 && row < 340 && !(c >= 210 && c < 220 && row >= 310 && row < 325);
+    const inHoled = (c: number, row: number) =>
+      c >= 200 && c < 240 && row >= 300 && row < 340 && !(c >= 210 && c < 220 && row >= 310 && row < 325);
     const holed = await readFieldWindow(cap, { type: 'Polygon', coordinates: [outer, hole] }, ['B04'], { roots });
     expect(holed.fieldPixels).toBe(1600 - 150);
     expectInside(holed, r, inHoled);
 
-    const inSmall = (c: number, row: number) => (c >= 250 && c < 260 && row >= 300 && row < 305) || (c >= 230 && c < 233 && row >= 350 && row < 354);
-    const multi = await readFieldWindow(cap, { type: 'MultiPolygon', coordinates: [[outer, hole], [rect(r, 250, 300, 260, 305)], [rect(r, 230, 350, 233, 354)]] }, ['B04'], { roots });
+    const inSmall = (c: number, row: number) =>
+      (c >= 250 && c < 260 && row >= 300 && row < 305) || (c >= 230 && c < 233 && row >= 350 && row < 354);
+    const multi = await readFieldWindow(
+      cap,
+      {
+        type: 'MultiPolygon',
+        coordinates: [[outer, hole], [rect(r, 250, 300, 260, 305)], [rect(r, 230, 350, 233, 354)]],
+      },
+      ['B04'],
+      { roots },
+    );
     expect(multi.fieldPixels).toBe(1450 + 50 + 12);
     expectInside(multi, r, (c, row) => inHoled(c, row) || inSmall(c, row));
     expect(multi.validPixels).toBe(multi.fieldPixels);
@@ -131,7 +190,13 @@ describe('field windows', () => {
 
   it('a field across the UTM zone 31/32 boundary, read from a zone-32 raster and from a zone-31 raster', async () => {
     // A 1.4 km × 1.1 km field straddling 6°E at 51°N.
-    const field = [[5.99, 50.995], [6.01, 50.995], [6.01, 51.005], [5.99, 51.005], [5.99, 50.995]] as Array<[number, number]>;
+    const field = [
+      [5.99, 50.995],
+      [6.01, 50.995],
+      [6.01, 51.005],
+      [5.99, 51.005],
+      [5.99, 50.995],
+    ] as Array<[number, number]>;
     const { areaHa } = (() => {
       const poly = geodesic.Geodesic.WGS84.Polygon(false);
       for (const [lon, lat] of field.slice(0, -1)) poly.AddPoint(lat, lon);
@@ -140,8 +205,20 @@ describe('field windows', () => {
     const counts: number[] = [];
     for (const epsg of [32632, 32631]) {
       const [X, Y] = proj4('EPSG:4326', proj4Definition(epsg), [6, 51]) as [number, number];
-      const r = raster({ epsg, ox: Math.floor(X / 10) * 10 - 3000, oy: Math.floor(Y / 10) * 10 + 3000, res: 10, width: 600, height: 600 }, pos(600));
-      const win = await readFieldWindow(capture({ B04: r.file }), { type: 'Polygon', coordinates: [field] }, ['B04'], { roots });
+      const r = raster(
+        {
+          epsg,
+          ox: Math.floor(X / 10) * 10 - 3000,
+          oy: Math.floor(Y / 10) * 10 + 3000,
+          res: 10,
+          width: 600,
+          height: 600,
+        },
+        pos(600),
+      );
+      const win = await readFieldWindow(capture({ B04: r.file }), { type: 'Polygon', coordinates: [field] }, ['B04'], {
+        roots,
+      });
       // Independent reference: the field's corners projected here, and a plain ray cast at each pixel centre.
       const poly = field.map((p) => proj4('EPSG:4326', proj4Definition(epsg), p) as [number, number]);
       const inPoly = (c: number, row: number) => {
@@ -164,20 +241,29 @@ describe('field windows', () => {
       const [c0, r0] = originOf(win, r);
       expect(win.bands.B04!.data[0]).toBe(pos(600)(c0, r0));
       // 100 m² a pixel: the count is the geodesic area to within the pixel-edge effect (< 1 %).
-      expect(Math.abs((total * 100) / 10_000 - areaHa) / areaHa, `EPSG:${epsg}: ${total} px vs ${areaHa.toFixed(2)} ha`).toBeLessThan(0.01);
+      expect(
+        Math.abs((total * 100) / 10_000 - areaHa) / areaHa,
+        `EPSG:${epsg}: ${total} px vs ${areaHa.toFixed(2)} ha`,
+      ).toBeLessThan(0.01);
       counts.push(total);
     }
     expect(Math.abs(counts[0]! - counts[1]!) / counts[0]!).toBeLessThan(0.01);
   });
 
   it('masks: the declared nodata value, DN 0 in any band, and SCL classes 0, 1, 3, 8, 9, 10, 11', async () => {
-    const red = (c: number, r: number) => ((c * 7 + r * 3) % 50 === 0 ? 0 : (c * 11 + r) % 97 === 0 ? 65535 : 1000 + ((c + r) % 500));
+    const red = (c: number, r: number) =>
+      (c * 7 + r * 3) % 50 === 0 ? 0 : (c * 11 + r) % 97 === 0 ? 65535 : 1000 + ((c + r) % 500);
     const nir = (c: number, r: number) => (c % 31 === 0 && r % 5 === 0 ? 0 : 3000);
     const scl = (c: number, r: number) => (c + 2 * r) % 12;
     const b04 = raster(grid, red, { nodata: 65535 });
     const b08 = raster(grid, nir);
     const mask = raster({ ...grid, res: 20, width: 300, height: 300 }, scl, { bits: 8, predictor: false });
-    const win = await readFieldWindow(capture({ B04: b04.file, B08: b08.file }, mask.file), { type: 'Polygon', coordinates: [rect(b04, 100, 100, 140, 140)] }, ['B04', 'B08'], { roots });
+    const win = await readFieldWindow(
+      capture({ B04: b04.file, B08: b08.file }, mask.file),
+      { type: 'Polygon', coordinates: [rect(b04, 100, 100, 140, 140)] },
+      ['B04', 'B08'],
+      { roots },
+    );
     expect(win.bands.B04!.nodata).toBe(65535);
     const [c0, r0] = originOf(win, b04);
     let expected = 0;
@@ -213,7 +299,14 @@ describe('field windows', () => {
     const small = { ...grid, width: 64, height: 64 };
     const b04 = raster(small, pos(64));
     const b08 = raster(small, pos(64));
-    await expect(readFieldWindow(capture({ B04: b04.file, B08: b08.file }), { type: 'Polygon', coordinates: [rect(b04, 10, 10, 30, 30)] }, ['B04', 'B08'], { roots: [path.join(dir, 'reference')] })).rejects.toMatchObject({
+    await expect(
+      readFieldWindow(
+        capture({ B04: b04.file, B08: b08.file }),
+        { type: 'Polygon', coordinates: [rect(b04, 10, 10, 30, 30)] },
+        ['B04', 'B08'],
+        { roots: [path.join(dir, 'reference')] },
+      ),
+    ).rejects.toMatchObject({
       name: 'ImageryError',
       band: 'B04',
       reason: expect.stringMatching(/outside the allowed/),

@@ -6,7 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { betterCapture, fieldCloudShare, selectBestCapture, type Candidate } from '../../../src/indices/selection.js';
 
-const c = (id: string, capture_date: string, valid: number, field = 100, bands = ['B04', 'B08']): Candidate => ({ id, capture_date, field_pixels: field, valid_pixels: valid, bands });
+const c = (id: string, capture_date: string, valid: number, field = 100, bands = ['B04', 'B08']): Candidate => ({
+  id,
+  capture_date,
+  field_pixels: field,
+  valid_pixels: valid,
+  bands,
+});
 
 describe('selectBestCapture', () => {
   it('never picks a capture without a usable field pixel, even on the date', () => {
@@ -20,11 +26,18 @@ describe('selectBestCapture', () => {
   });
 
   it('nearest date first, whatever the cloud cover; then lower field cloud cover; then the earlier date', () => {
-    const cs = [c('near-cloudy', '2025-06-11', 5), c('far-clear', '2025-06-14', 100), c('same-day', '2025-06-10', 40), c('same-day-clearer', '2025-06-10', 60)];
+    const cs = [
+      c('near-cloudy', '2025-06-11', 5),
+      c('far-clear', '2025-06-14', 100),
+      c('same-day', '2025-06-10', 40),
+      c('same-day-clearer', '2025-06-10', 60),
+    ];
     expect(selectBestCapture(cs, '2025-06-10', [])!.id).toBe('same-day-clearer');
     expect(selectBestCapture(cs, '2025-06-12', [])!.id).toBe('near-cloudy');
     // equal distance and cover: the earlier
-    expect(selectBestCapture([c('later', '2025-06-14', 80), c('earlier', '2025-06-06', 80)], '2025-06-10', [])!.id).toBe('earlier');
+    expect(
+      selectBestCapture([c('later', '2025-06-14', 80), c('earlier', '2025-06-06', 80)], '2025-06-10', [])!.id,
+    ).toBe('earlier');
   });
 
   it('ties compare the cloud cover as a share of the field (captures on grids of different resolution)', () => {

@@ -7,14 +7,24 @@ import { packageRoot } from '../../../src/platform/paths.js';
 describe('configuration', () => {
   it('has working defaults', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ port: 3000, host: '127.0.0.1', role: 'all', logLevel: 'info', maxFieldAreaHa: 10_000, devBootstrap: true });
+    expect(c).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      role: 'all',
+      logLevel: 'info',
+      maxFieldAreaHa: 10_000,
+      devBootstrap: true,
+    });
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:3000');
     expect(c.webhooks.retryDelaysMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 86_400_000]);
     expect(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).devBootstrap).toBe(false);
     expect(c.reports).toEqual({ urlTtlMs: 7 * 86_400_000, stallMs: 120_000, maxAttempts: 3, concurrency: 2 });
     expect(loadConfig({ REPORT_URL_TTL: '90s' }).reports.urlTtlMs).toBe(90_000);
     expect(c.webhooks).toMatchObject({ concurrency: 128, batchSize: 50 });
-    expect(loadConfig({ WEBHOOK_CONCURRENCY: '16', WEBHOOK_BATCH_SIZE: '1' }).webhooks).toMatchObject({ concurrency: 16, batchSize: 1 });
+    expect(loadConfig({ WEBHOOK_CONCURRENCY: '16', WEBHOOK_BATCH_SIZE: '1' }).webhooks).toMatchObject({
+      concurrency: 16,
+      batchSize: 1,
+    });
   });
 
   it.each([
@@ -70,9 +80,20 @@ describe('configuration', () => {
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitPerMinute).toBe(600);
     expect(c.shed).toEqual({ maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxPoolQueue: 200, retryAfterSeconds: 5 });
     expect(c.imageryTimeoutMs).toBe(30_000);
-    expect(c.imageryLimits).toEqual({ maxPixels: 2 ** 32, maxBlocks: 2 ** 20, maxBlockBytes: 2 ** 28, maxDecodedBytes: 2 ** 31 });
-    expect(loadConfig({ IMAGERY_MAX_BLOCKS: '5000', IMAGERY_MAX_DECODED_BYTES: '16777216' }).imageryLimits).toMatchObject({ maxBlocks: 5000, maxDecodedBytes: 16_777_216 });
-    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', SHED_POOL_QUEUE: '0', IMAGERY_TIMEOUT_MS: '2500' })).toMatchObject({ rateLimitPerMinute: 0, shed: { maxPoolQueue: 0 }, imageryTimeoutMs: 2500 });
+    expect(c.imageryLimits).toEqual({
+      maxPixels: 2 ** 32,
+      maxBlocks: 2 ** 20,
+      maxBlockBytes: 2 ** 28,
+      maxDecodedBytes: 2 ** 31,
+    });
+    expect(
+      loadConfig({ IMAGERY_MAX_BLOCKS: '5000', IMAGERY_MAX_DECODED_BYTES: '16777216' }).imageryLimits,
+    ).toMatchObject({ maxBlocks: 5000, maxDecodedBytes: 16_777_216 });
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', SHED_POOL_QUEUE: '0', IMAGERY_TIMEOUT_MS: '2500' })).toMatchObject({
+      rateLimitPerMinute: 0,
+      shed: { maxPoolQueue: 0 },
+      imageryTimeoutMs: 2500,
+    });
   });
 
   it('parses delay lists', () => {
@@ -102,7 +123,10 @@ describe("the README's configuration table", () => {
       const d = setting.defaultText ?? (Array.isArray(setting.default) ? undefined : setting.default);
       if (d === undefined) continue;
       const cell = rows.get(setting.env!)!;
-      expect(cell === String(d) || cell.startsWith(`${String(d)} `), `${setting.env}: README says "${cell}", the schema ${String(d)}`).toBe(true);
+      expect(
+        cell === String(d) || cell.startsWith(`${String(d)} `),
+        `${setting.env}: README says "${cell}", the schema ${String(d)}`,
+      ).toBe(true);
     }
   });
 
@@ -117,7 +141,10 @@ describe("the README's configuration table", () => {
     walk(path.join(packageRoot, 'src'));
     for (const name of readElsewhere) {
       expect(rows.has(name), name).toBe(true);
-      expect(src.some((text) => new RegExp(`env\\.${name}\\b`).test(text)), name).toBe(true);
+      expect(
+        src.some((text) => new RegExp(`env\\.${name}\\b`).test(text)),
+        name,
+      ).toBe(true);
     }
   });
 });

@@ -33,12 +33,32 @@ describe('the problem catalogue', () => {
   });
 
   it('holds the codes the features used to invent at their throw sites, with the statuses they had', () => {
-    expect(Object.fromEntries(
-      ['imagery_does_not_cover_field', 'missing_bands', 'no_imagery', 'no_usable_imagery', 'webhook_test_failed', 'webhook_limit_reached',
-        'webhook_disabled', 'idempotency_key_reused', 'invalid_signature', 'link_expired'].map((c) => [c, isProblemCode(c) ? problemCatalog[c].status : null]),
-    )).toEqual({
-      imagery_does_not_cover_field: 422, missing_bands: 422, no_imagery: 404, no_usable_imagery: 422, webhook_test_failed: 422,
-      webhook_limit_reached: 409, webhook_disabled: 409, idempotency_key_reused: 422, invalid_signature: 403, link_expired: 403,
+    expect(
+      Object.fromEntries(
+        [
+          'imagery_does_not_cover_field',
+          'missing_bands',
+          'no_imagery',
+          'no_usable_imagery',
+          'webhook_test_failed',
+          'webhook_limit_reached',
+          'webhook_disabled',
+          'idempotency_key_reused',
+          'invalid_signature',
+          'link_expired',
+        ].map((c) => [c, isProblemCode(c) ? problemCatalog[c].status : null]),
+      ),
+    ).toEqual({
+      imagery_does_not_cover_field: 422,
+      missing_bands: 422,
+      no_imagery: 404,
+      no_usable_imagery: 422,
+      webhook_test_failed: 422,
+      webhook_limit_reached: 409,
+      webhook_disabled: 409,
+      idempotency_key_reused: 422,
+      invalid_signature: 403,
+      link_expired: 403,
     });
   });
 
@@ -46,7 +66,13 @@ describe('the problem catalogue', () => {
     for (const code of problemCodes) {
       const err = new AppError(code, 'detail');
       expect([err.status, err.title]).toEqual([problemCatalog[code].status, problemCatalog[code].title]);
-      expect(toProblem(err)).toMatchObject({ type: `/problems/${code}`, code, status: err.status, title: err.title, detail: 'detail' });
+      expect(toProblem(err)).toMatchObject({
+        type: `/problems/${code}`,
+        code,
+        status: err.status,
+        title: err.title,
+        detail: 'detail',
+      });
     }
   });
 
@@ -65,23 +91,42 @@ describe('the problem catalogue', () => {
       "new AppError('not_found', 'x', { status: 410 });",
       "new AppError('not_found', 'x', { title: 'Another title' });",
     ].join('\n');
-    const options: ts.CompilerOptions = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, noEmit: true, skipLibCheck: true, types: ['node'] };
+    const options: ts.CompilerOptions = {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      types: ['node'],
+    };
     const host = ts.createCompilerHost(options);
     const read = host.readFile.bind(host);
     host.readFile = (f) => (path.resolve(f) === file ? source : read(f));
     const exists = host.fileExists.bind(host);
     host.fileExists = (f) => path.resolve(f) === file || exists(f);
     const program = ts.createProgram([file], options, host);
-    const diagnostics = ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName && path.resolve(d.file.fileName) === file);
+    const diagnostics = ts
+      .getPreEmitDiagnostics(program)
+      .filter((d) => d.file?.fileName && path.resolve(d.file.fileName) === file);
     const lines = diagnostics.map((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line + 1);
     // Line 2 (a declared code) compiles; lines 3-5 are refused.
     expect(lines.sort()).toEqual([3, 4, 5]);
-    expect(ts.flattenDiagnosticMessageText(diagnostics.find((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line === 2)!.messageText, '\n')).toMatch(/made_up_code/);
+    expect(
+      ts.flattenDiagnosticMessageText(
+        diagnostics.find((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line === 2)!.messageText,
+        '\n',
+      ),
+    ).toMatch(/made_up_code/);
   }, 60_000);
 
   it('the one status a throw site does not choose: a framework 4xx no code declares keeps its status', () => {
     const err = new UncataloguedStatusError(406, 'the request is not multipart');
-    expect([err.code, err.status, err.title]).toEqual(['validation_failed', 406, problemCatalog.validation_failed.title]);
+    expect([err.code, err.status, err.title]).toEqual([
+      'validation_failed',
+      406,
+      problemCatalog.validation_failed.title,
+    ]);
   });
 });
 
@@ -93,7 +138,14 @@ describe('problemOf and a domain table', () => {
   }
   class DeeperParseError extends ParseError {}
   const table = [
-    domainProblem(ParseError, (err, at = '/body') => new AppError('invalid_formula', err.message, { errors: [{ path: at, code: 'parse', message: err.message }], extra: { position: err.position } })),
+    domainProblem(
+      ParseError,
+      (err, at = '/body') =>
+        new AppError('invalid_formula', err.message, {
+          errors: [{ path: at, code: 'parse', message: err.message }],
+          extra: { position: err.position },
+        }),
+    ),
   ];
 
   it('an AppError is its own problem; an unknown error has none (the handler answers 500)', () => {
@@ -104,7 +156,14 @@ describe('problemOf and a domain table', () => {
   });
 
   it('a domain error (or a subclass) is mapped by its row, with the request path RefusedInput carries', () => {
-    expect(toProblem(problemOf(new DeeperParseError(4), table)!)).toMatchObject({ code: 'invalid_formula', status: 400, errors: [{ path: '/body' }], position: 4 });
-    expect(problemOf(new RefusedInput(new ParseError(2), '/query/formula'), table)!.errors).toEqual([{ path: '/query/formula', code: 'parse', message: 'bad at 2' }]);
+    expect(toProblem(problemOf(new DeeperParseError(4), table)!)).toMatchObject({
+      code: 'invalid_formula',
+      status: 400,
+      errors: [{ path: '/body' }],
+      position: 4,
+    });
+    expect(problemOf(new RefusedInput(new ParseError(2), '/query/formula'), table)!.errors).toEqual([
+      { path: '/query/formula', code: 'parse', message: 'bad at 2' },
+    ]);
   });
 });

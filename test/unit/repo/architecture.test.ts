@@ -15,9 +15,14 @@ const depcruise = path.join(root, 'node_modules', 'dependency-cruiser', 'bin', '
 
 function cruise(cwd: string): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [depcruise, 'src', '--config', '.dependency-cruiser.cjs'], { cwd, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` });
-    });
+    execFile(
+      process.execPath,
+      [depcruise, 'src', '--config', '.dependency-cruiser.cjs'],
+      { cwd, timeout: 120_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -34,12 +39,14 @@ function tree(files: Record<string, string>): string {
   copyFileSync(path.join(root, 'tsconfig.json'), path.join(dir, 'tsconfig.json'));
   const base: Record<string, string> = {
     'src/main.ts': "import { app } from './app.js';\napp();\n",
-    'src/app.ts': "import { routes } from './fields/routes.js';\nimport { pool } from './compute/pool.js';\nexport const app = () => [routes, pool];\n",
+    'src/app.ts':
+      "import { routes } from './fields/routes.js';\nimport { pool } from './compute/pool.js';\nexport const app = () => [routes, pool];\n",
     'src/platform/config.ts': 'export const config = {};\n',
     'src/compute/pool.ts': "import { config } from '../platform/config.js';\nexport const pool = config;\n",
     'src/events/index.ts': "export { emit } from './outbox.js';\n",
     'src/events/outbox.ts': "import { config } from '../platform/config.js';\nexport const emit = () => config;\n",
-    'src/fields/routes.ts': "import { emit } from '../events/index.js';\nimport { pool } from '../compute/pool.js';\nexport const routes = [emit, pool];\n",
+    'src/fields/routes.ts':
+      "import { emit } from '../events/index.js';\nimport { pool } from '../compute/pool.js';\nexport const routes = [emit, pool];\n",
   };
   for (const [file, text] of Object.entries({ ...base, ...files })) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -62,18 +69,56 @@ describe('dependency rule', () => {
   }, 120_000);
 
   it.each([
-    ['platform-imports-no-feature-or-compute', { 'src/platform/config.ts': "import type { emit } from '../events/index.js';\nexport const config: { e?: typeof emit } = {};\n" }],
-    ['platform-imports-no-feature-or-compute', { 'src/platform/config.ts': "import type { pool } from '../compute/pool.js';\nexport const config: { p?: typeof pool } = {};\n" }],
-    ['compute-imports-no-feature', { 'src/compute/pool.ts': "import { emit } from '../events/index.js';\nexport const pool = emit;\n" }],
-    ['features-only-public-entry-of-other-features', { 'src/fields/routes.ts': "import { emit } from '../events/outbox.js';\nexport const routes = [emit];\n" }],
-    ['features-import-no-composition', { 'src/events/outbox.ts': "import { app } from '../app.js';\nexport const emit = () => app;\n" }],
+    [
+      'platform-imports-no-feature-or-compute',
+      {
+        'src/platform/config.ts':
+          "import type { emit } from '../events/index.js';\nexport const config: { e?: typeof emit } = {};\n",
+      },
+    ],
+    [
+      'platform-imports-no-feature-or-compute',
+      {
+        'src/platform/config.ts':
+          "import type { pool } from '../compute/pool.js';\nexport const config: { p?: typeof pool } = {};\n",
+      },
+    ],
+    [
+      'compute-imports-no-feature',
+      { 'src/compute/pool.ts': "import { emit } from '../events/index.js';\nexport const pool = emit;\n" },
+    ],
+    [
+      'features-only-public-entry-of-other-features',
+      { 'src/fields/routes.ts': "import { emit } from '../events/outbox.js';\nexport const routes = [emit];\n" },
+    ],
+    [
+      'features-import-no-composition',
+      { 'src/events/outbox.ts': "import { app } from '../app.js';\nexport const emit = () => app;\n" },
+    ],
     ['no-circular', { 'src/events/outbox.ts': "export const emit = async () => (await import('./index.js')).emit;\n" }],
-    ['workers-import-no-http', { 'src/platform/http/problems.ts': 'export const problem = 1;\n', 'src/webhooks/delivery.ts': "import { problem } from '../platform/http/problems.js';\nexport const deliver = problem;\n" }],
-    ['not-to-test-from-src', { 'src/events/outbox.ts': "import { helper } from '../../test/helper.js';\nexport const emit = helper;\n", 'test/helper.ts': 'export const helper = 1;\n' }],
+    [
+      'workers-import-no-http',
+      {
+        'src/platform/http/problems.ts': 'export const problem = 1;\n',
+        'src/webhooks/delivery.ts':
+          "import { problem } from '../platform/http/problems.js';\nexport const deliver = problem;\n",
+      },
+    ],
+    [
+      'not-to-test-from-src',
+      {
+        'src/events/outbox.ts': "import { helper } from '../../test/helper.js';\nexport const emit = helper;\n",
+        'test/helper.ts': 'export const helper = 1;\n',
+      },
+    ],
     ['no-orphans', { 'src/fields/unused.ts': 'export const nobody = 1;\n' }],
-  ])('a bad import is reported: %s', async (rule, files) => {
-    const r = await cruise(tree(files));
-    expect(r.code).not.toBe(0);
-    expect(r.out).toContain(`error ${rule}:`);
-  }, 120_000);
+  ])(
+    'a bad import is reported: %s',
+    async (rule, files) => {
+      const r = await cruise(tree(files));
+      expect(r.code).not.toBe(0);
+      expect(r.out).toContain(`error ${rule}:`);
+    },
+    120_000,
+  );
 });

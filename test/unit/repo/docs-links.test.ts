@@ -8,7 +8,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../../src/platform/paths.js';
 
-const pages = ['README.md', 'bench/README.md', ...readdirSync(path.join(packageRoot, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  'bench/README.md',
+  ...readdirSync(path.join(packageRoot, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 function anchors(file: string): Set<string> {
   const seen = new Map<string, number>();
@@ -18,7 +24,11 @@ function anchors(file: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const m = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
     if (!m) continue;
-    const slug = m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = m[1]
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     out.add(n === 0 ? slug : `${slug}-${n}`);
@@ -37,9 +47,12 @@ describe('documentation', () => {
     for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
       if (/^[a-z]+:/i.test(target)) continue;
       const [file, anchor] = target.split('#');
-      const resolved = file ? path.resolve(path.dirname(path.join(packageRoot, page)), file) : path.join(packageRoot, page);
+      const resolved = file
+        ? path.resolve(path.dirname(path.join(packageRoot, page)), file)
+        : path.join(packageRoot, page);
       if (!existsSync(resolved)) broken.push(`${target} (no file)`);
-      else if (anchor && resolved.endsWith('.md') && !anchors(resolved).has(anchor)) broken.push(`${target} (no heading)`);
+      else if (anchor && resolved.endsWith('.md') && !anchors(resolved).has(anchor))
+        broken.push(`${target} (no heading)`);
     }
     expect(broken).toEqual([]);
   });

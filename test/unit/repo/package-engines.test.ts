@@ -33,7 +33,9 @@ describe('engines of the installed packages', () => {
   });
 
   it(`every installed package accepts the running Node (${process.version})`, () => {
-    const refusing = installed.filter((p) => !semver.satisfies(process.version, p.node)).map((p) => `${p.name} wants node ${p.node}`);
+    const refusing = installed
+      .filter((p) => !semver.satisfies(process.version, p.node))
+      .map((p) => `${p.name} wants node ${p.node}`);
     expect(refusing).toEqual([]);
   });
 
@@ -46,7 +48,10 @@ describe('engines of the installed packages', () => {
   it('the README names the same minimum Node', () => {
     const min = semver.minVersion(own)!;
     const says = `Node.js ${min.major}.${min.minor}`;
-    expect(readFileSync(path.join(packageRoot, 'README.md'), 'utf8').includes(says), `README.md should say "${says}"`).toBe(true);
+    expect(
+      readFileSync(path.join(packageRoot, 'README.md'), 'utf8').includes(says),
+      `README.md should say "${says}"`,
+    ).toBe(true);
   });
 });
 
@@ -69,7 +74,9 @@ describe('overridden packages work for their dependents', () => {
       app.get('/', (_req, reply) => reply.download('report.pdf', 'résumé 2025.pdf'));
       const res = await app.inject({ method: 'GET', url: '/' });
       expect(res.statusCode).toBe(200);
-      expect(res.headers['content-disposition']).toBe(`attachment; filename="r?sum? 2025.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%202025.pdf`);
+      expect(res.headers['content-disposition']).toBe(
+        `attachment; filename="r?sum? 2025.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%202025.pdf`,
+      );
       await app.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -23,7 +23,15 @@ const meta = (type: string, index = 'NDVI'): Meta => ({
   title: 't',
   generated_at: '2025-01-01T00:00:00.000Z',
   index,
-  field: { id: 'fld_t', name: 'T', crop_type: 'wheat', area_ha: 36, planting_date: null, harvest_date: null, centroid: { lon: 4.8, lat: 50.5 } },
+  field: {
+    id: 'fld_t',
+    name: 'T',
+    crop_type: 'wheat',
+    area_ha: 36,
+    planting_date: null,
+    harvest_date: null,
+    centroid: { lon: 4.8, lat: 50.5 },
+  },
 });
 
 /** 60 × 60 px of 10 m (36 ha), NDVI 0.8 ± a little, with two low blocks of known size and depth. */
@@ -38,7 +46,17 @@ function field(): IndexRaster {
   for (let j = 10; j < 20; j++) for (let i = 40; i < 52; i++) values[j * n + i] = 0.45; // 120 px = 1.2 ha, deep
   for (let j = 45; j < 50; j++) for (let i = 5; i < 10; i++) values[j * n + i] = 0.7; // 25 px = 0.25 ha, shallow
   values[30 * n + 30] = 0.1; // a single bad pixel: under the minimum area
-  return { width: n, height: n, epsg: 32631, originX: 630_000, originY: 5_602_000, resX: 10, resY: -10, values, inside: new Uint8Array(n * n).fill(1) };
+  return {
+    width: n,
+    height: n,
+    epsg: 32631,
+    originX: 630_000,
+    originY: 5_602_000,
+    resX: 10,
+    resY: -10,
+    values,
+    inside: new Uint8Array(n * n).fill(1),
+  };
 }
 
 describe('scouting', () => {
@@ -73,13 +91,25 @@ describe('scouting', () => {
   it('status and recommendation follow the anomalies and the change since the previous capture', () => {
     const r = field();
     const capture = { imagery_id: 'img', date: '2025-06-10', source: 'sentinel-2-l2a', usable_fraction: 1 };
-    const out = buildScouting({ meta: meta('scouting'), capture, raster: r, previous: { imagery_id: 'p', date: '2025-06-02', mean: 0.9 }, colour: { lo: 0.4, hi: 0.9 } });
+    const out = buildScouting({
+      meta: meta('scouting'),
+      capture,
+      raster: r,
+      previous: { imagery_id: 'p', date: '2025-06-02', mean: 0.9 },
+      colour: { lo: 0.4, hi: 0.9 },
+    });
     expect(out.content.status).toBe('action'); // two high-severity areas and a mean drop of ~0.1
     expect(out.content.previous!.change).toBeLessThan(-0.09);
     expect(out.content.recommendation).toMatch(/2 low-NDVI areas cover 1\.45 ha/);
     const flat = field();
     flat.values.fill(0.8);
-    const calm = buildScouting({ meta: meta('scouting'), capture, raster: flat, previous: null, colour: { lo: 0.4, hi: 0.9 } });
+    const calm = buildScouting({
+      meta: meta('scouting'),
+      capture,
+      raster: flat,
+      previous: null,
+      colour: { lo: 0.4, hi: 0.9 },
+    });
     expect(calm.content.status).toBe('good');
     expect(calm.content.anomalies).toEqual([]);
   });
@@ -93,8 +123,22 @@ const t0 = Date.parse('2025-04-01T00:00:00Z');
 
 describe('seasonal', () => {
   const points: Point[] = [];
-  for (let d = 0; d <= 200; d += 5) points.push({ date: iso(t0 + d * DAY), mean: curve(d), min: null, max: null, std: null, valid_fraction: 1, imagery_id: `img${d}` });
-  const s = buildSeasonal(meta('seasonal'), { start: '2025-04-01', end: iso(t0 + 200 * DAY), basis: 'options' }, points, 3);
+  for (let d = 0; d <= 200; d += 5)
+    points.push({
+      date: iso(t0 + d * DAY),
+      mean: curve(d),
+      min: null,
+      max: null,
+      std: null,
+      valid_fraction: 1,
+      imagery_id: `img${d}`,
+    });
+  const s = buildSeasonal(
+    meta('seasonal'),
+    { start: '2025-04-01', end: iso(t0 + 200 * DAY), basis: 'options' },
+    points,
+    3,
+  );
 
   it('peak, green-up and senescence against the analytic curve (within 2 days)', () => {
     expect(s.peak.value).toBeCloseTo(curve(105), 3);
@@ -126,17 +170,28 @@ describe('seasonal', () => {
 
   it('no clear capture is the one stated failure', () => {
     expect(() => buildSeasonal(meta('seasonal'), period, [], 3)).toThrow(NoClearCapture);
-    expect(() => buildSeasonal(meta('seasonal'), period, [], 3)).toThrow('no clear capture of the field between 2025-04-01 and 2025-10-31: the 3 captures of the period had more than 30 % of the field under cloud');
-    expect(() => buildSeasonal(meta('seasonal'), period, [], 0)).toThrow('no clear capture of the field between 2025-04-01 and 2025-10-31: no capture of it in the period');
+    expect(() => buildSeasonal(meta('seasonal'), period, [], 3)).toThrow(
+      'no clear capture of the field between 2025-04-01 and 2025-10-31: the 3 captures of the period had more than 30 % of the field under cloud',
+    );
+    expect(() => buildSeasonal(meta('seasonal'), period, [], 0)).toThrow(
+      'no clear capture of the field between 2025-04-01 and 2025-10-31: no capture of it in the period',
+    );
   });
 
   it('one clear capture: the series and the peak; baseline, amplitude, area, phenology and yield potential are null and said why', () => {
     const one = buildSeasonal(meta('seasonal'), period, [points[20]!], 2);
     expect(one.series).toHaveLength(1);
     expect(one.peak).toEqual({ date: points[20]!.date, value: Math.round(points[20]!.mean * 1e4) / 1e4 });
-    expect(one).toMatchObject({ baseline: null, amplitude: null, auc: null, yield_potential: null, phases: { green_up: null, senescence: null, season_length_days: null } });
+    expect(one).toMatchObject({
+      baseline: null,
+      amplitude: null,
+      auc: null,
+      yield_potential: null,
+      phases: { green_up: null, senescence: null, season_length_days: null },
+    });
     expect(items(one)).toEqual(['baseline', 'amplitude', 'auc', 'phases', 'yield_potential']);
-    for (const u of one.unavailable) expect(u.reason).toMatch(/1 clear capture; 2 more were too cloudy over the field to use/);
+    for (const u of one.unavailable)
+      expect(u.reason).toMatch(/1 clear capture; 2 more were too cloudy over the field to use/);
     expect(schemaErrors('seasonal', one)).toEqual([]);
   });
 
@@ -148,9 +203,14 @@ describe('seasonal', () => {
     expect(three.amplitude).toBeCloseTo(points[20]!.mean - points[10]!.mean, 4);
     // Two trapezoids of 50 days each.
     expect(three.auc!.index_days).toBeCloseTo(25 * (points[10]!.mean + 2 * points[20]!.mean + points[30]!.mean), 3);
-    expect(three).toMatchObject({ yield_potential: null, phases: { green_up: null, senescence: null, season_length_days: null } });
+    expect(three).toMatchObject({
+      yield_potential: null,
+      phases: { green_up: null, senescence: null, season_length_days: null },
+    });
     expect(items(three)).toEqual(['phases', 'yield_potential']);
-    expect(three.unavailable[0]!.reason).toMatch(/needs at least 4 clear captures .*the period has 3 clear captures\.$/);
+    expect(three.unavailable[0]!.reason).toMatch(
+      /needs at least 4 clear captures .*the period has 3 clear captures\.$/,
+    );
     expect(schemaErrors('seasonal', three)).toEqual([]);
   });
 
@@ -173,7 +233,9 @@ describe('seasonal', () => {
     const { text } = await pdfText(await renderPdf('seasonal', one));
     expect(text).toContain('Not computed from these captures');
     expect(text).toContain('Yield potential: The relative yield potential integrates the index over the whole season');
-    expect(text).toContain('Green-up, senescence, season length: Green-up, senescence and season length are read where');
+    expect(text).toContain(
+      'Green-up, senescence, season length: Green-up, senescence and season length are read where',
+    );
   });
 });
 
@@ -190,9 +252,28 @@ describe('health summary', () => {
   });
 
   it('least squares on an exact line; period means, changes and gaps', () => {
-    expect(linearTrend([{ x: 0, y: 1 }, { x: 10, y: 2 }, { x: 20, y: 3 }])).toEqual({ slope: 0.1, r2: 1 });
-    const pts: Point[] = ['2025-06-02', '2025-06-05', '2025-06-10', '2025-06-24'].map((d, k) => ({ date: d, mean: 0.5 + 0.01 * k, min: 0.4, max: 0.6, std: 0.01, valid_fraction: 1, imagery_id: `i${k}` }));
-    const h = buildHealth(meta('health_summary'), { start: '2025-06-02', end: '2025-06-29', granularity: 'weekly' }, pts, []);
+    expect(
+      linearTrend([
+        { x: 0, y: 1 },
+        { x: 10, y: 2 },
+        { x: 20, y: 3 },
+      ]),
+    ).toEqual({ slope: 0.1, r2: 1 });
+    const pts: Point[] = ['2025-06-02', '2025-06-05', '2025-06-10', '2025-06-24'].map((d, k) => ({
+      date: d,
+      mean: 0.5 + 0.01 * k,
+      min: 0.4,
+      max: 0.6,
+      std: 0.01,
+      valid_fraction: 1,
+      imagery_id: `i${k}`,
+    }));
+    const h = buildHealth(
+      meta('health_summary'),
+      { start: '2025-06-02', end: '2025-06-29', granularity: 'weekly' },
+      pts,
+      [],
+    );
     expect(h.periods.map((p) => p.mean)).toEqual([0.505, 0.52, null, 0.53]);
     expect(h.periods.map((p) => p.captures)).toEqual([2, 1, 0, 1]);
     expect(h.periods[1]!.change).toBeCloseTo(0.015, 6);
@@ -218,9 +299,24 @@ describe('options per type', () => {
     }
   };
   it('defaults and catalogue names', () => {
-    expect(resolveOptions('prescription', {}).prescription).toMatchObject({ input: 'nitrogen', base_rate: 150, unit: 'kg/ha', zones: 4, zoning: 'quantiles', rate_direction: 'inverse', rate_spread: 0.2 });
-    expect(resolveOptions('prescription', { prescription_input: 'seed_rate' }).prescription).toMatchObject({ unit: 'seeds/ha', base_rate: 80_000, rate_direction: 'proportional' });
-    expect(resolveOptions('prescription', { prescription_input: 'lime' }).prescription).toMatchObject({ unit: 't/ha', base_rate: 2 });
+    expect(resolveOptions('prescription', {}).prescription).toMatchObject({
+      input: 'nitrogen',
+      base_rate: 150,
+      unit: 'kg/ha',
+      zones: 4,
+      zoning: 'quantiles',
+      rate_direction: 'inverse',
+      rate_spread: 0.2,
+    });
+    expect(resolveOptions('prescription', { prescription_input: 'seed_rate' }).prescription).toMatchObject({
+      unit: 'seeds/ha',
+      base_rate: 80_000,
+      rate_direction: 'proportional',
+    });
+    expect(resolveOptions('prescription', { prescription_input: 'lime' }).prescription).toMatchObject({
+      unit: 't/ha',
+      base_rate: 2,
+    });
     expect(resolveOptions('seasonal', { index: 'evi' }).index).toBe('EVI');
     expect(resolveOptions('health_summary', {}).period).toBe('weekly');
   });
@@ -228,9 +324,13 @@ describe('options per type', () => {
     expect(issues('scouting', { zones: 3 })).toEqual(['/body/options/zones not_applicable']);
     expect(issues('seasonal', { index: 'custom' })).toEqual(['/body/options/index unknown_index']);
     expect(issues('seasonal', { start_date: '2025-13-01' })).toEqual(['/body/options/start_date invalid_date']);
-    expect(issues('prescription', { prescription_input: 'seed_rate', unit: 'kg/ha', base_rate: 5 })).toEqual(['/body/options/unit unit_mismatch']);
+    expect(issues('prescription', { prescription_input: 'seed_rate', unit: 'kg/ha', base_rate: 5 })).toEqual([
+      '/body/options/unit unit_mismatch',
+    ]);
     expect(issues('prescription', { unit: 't/ha' })).toEqual(['/body/options/base_rate required']);
-    expect(issues('scouting', { date: '2025-06-01', imagery_id: 'img_x' })).toEqual(['/body/options/imagery_id conflict']);
+    expect(issues('scouting', { date: '2025-06-01', imagery_id: 'img_x' })).toEqual([
+      '/body/options/imagery_id conflict',
+    ]);
   });
 });
 

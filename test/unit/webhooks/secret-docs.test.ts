@@ -9,7 +9,10 @@ import { packageRoot } from '../../../src/platform/paths.js';
 import { WebhookCreate } from '../../../src/webhooks/schemas.js';
 
 describe('webhook secret rules in the README and docs/api.md', () => {
-  const { minLength, maxLength } = WebhookCreate.properties.secret as unknown as { minLength: number; maxLength: number };
+  const { minLength, maxLength } = WebhookCreate.properties.secret as unknown as {
+    minLength: number;
+    maxLength: number;
+  };
 
   it('the registration example in docs/api.md is followed by the secret length the schema enforces', () => {
     const api = readFileSync(path.join(packageRoot, 'docs', 'api.md'), 'utf8');

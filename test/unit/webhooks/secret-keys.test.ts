@@ -33,7 +33,9 @@ describe('the key that seals webhook secrets', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('SECRETS_KEY wins; the signing key and SECRETS_KEY_PREVIOUS stay readable', () => {
-    const keys = resolveSecretKeys(source({ configured: CONFIGURED, previous: ['p'.repeat(40)], externalDatabase: true }));
+    const keys = resolveSecretKeys(
+      source({ configured: CONFIGURED, previous: ['p'.repeat(40)], externalDatabase: true }),
+    );
     expect(keys).toEqual({ current: CONFIGURED, previous: ['p'.repeat(40), SIGNING], source: 'SECRETS_KEY' });
     expect(warnings).toEqual([]);
   });
@@ -67,7 +69,10 @@ describe('the key that seals webhook secrets', () => {
   });
 
   it('SECRETS_KEY_PREVIOUS is a comma-separated list of keys of at least 32 characters', () => {
-    expect(loadConfig({ SECRETS_KEY_PREVIOUS: `${'a'.repeat(32)}, ${'b'.repeat(32)}` }).secretsKeyPrevious).toEqual(['a'.repeat(32), 'b'.repeat(32)]);
+    expect(loadConfig({ SECRETS_KEY_PREVIOUS: `${'a'.repeat(32)}, ${'b'.repeat(32)}` }).secretsKeyPrevious).toEqual([
+      'a'.repeat(32),
+      'b'.repeat(32),
+    ]);
     expect(loadConfig({}).secretsKeyPrevious).toEqual([]);
     expect(() => loadConfig({ SECRETS_KEY_PREVIOUS: 'short' })).toThrow(/SECRETS_KEY_PREVIOUS/);
   });

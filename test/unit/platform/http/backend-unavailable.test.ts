@@ -44,7 +44,16 @@ describe('backing service unavailable', () => {
   });
 
   it('recognises connection errors and shutdown SQLSTATEs, and nothing else', () => {
-    for (const code of ['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '08006']) {
+    for (const code of [
+      'CONNECTION_CLOSED',
+      'CONNECTION_DESTROYED',
+      'CONNECT_TIMEOUT',
+      'ECONNREFUSED',
+      'ECONNRESET',
+      '57P01',
+      '57P03',
+      '08006',
+    ]) {
       expect(backendUnavailable(Object.assign(new Error(code), { code })), code).toBe(true);
     }
     for (const code of ['23505', '42P01', '22P02', 'FST_ERR_VALIDATION', undefined]) {

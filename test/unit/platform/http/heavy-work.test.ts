@@ -18,11 +18,13 @@ describe('HeavyWork', () => {
     const heavy = new HeavyWork({ concurrency: 2, queue: 2, retryAfterSeconds: 9 });
     const started: number[] = [];
     const gates = Array.from({ length: 4 }, gate);
-    const runs = gates.map((g, i) => heavy.run(async () => {
-      started.push(i);
-      await g.opened;
-      return i;
-    }));
+    const runs = gates.map((g, i) =>
+      heavy.run(async () => {
+        started.push(i);
+        await g.opened;
+        return i;
+      }),
+    );
     await new Promise((r) => setImmediate(r));
     expect(started).toEqual([0, 1]);
     expect(heavy.load).toEqual({ running: 2, waiting: 2 });

@@ -11,7 +11,15 @@ import { geodesicAreaHa } from '../../../../src/fields/boundary.js';
 import { toWgs84 } from '../../../../src/imagery/crs.js';
 import { resolveOptions } from '../../../../src/reports/options.js';
 import { buildPrescription, roundRate } from '../../../../src/reports/content/prescription.js';
-import { connectedRegions, pixelAreaHa, quantile, tracePixels, validValues, type GridPolygon, type IndexRaster } from '../../../../src/reports/content/raster.js';
+import {
+  connectedRegions,
+  pixelAreaHa,
+  quantile,
+  tracePixels,
+  validValues,
+  type GridPolygon,
+  type IndexRaster,
+} from '../../../../src/reports/content/raster.js';
 import { classBreaks, classifyZones, kmeans1d, zoneRates } from '../../../../src/reports/content/zoning.js';
 import type { Meta } from '../../../../src/reports/content/schema.js';
 
@@ -20,7 +28,8 @@ const ringArea = (ring: Array<[number, number]>) => {
   for (let k = 0; k < ring.length - 1; k++) s += ring[k]![0] * -ring[k + 1]![1] - ring[k + 1]![0] * -ring[k]![1];
   return s / 2;
 };
-const polysArea = (polys: GridPolygon[]) => polys.reduce((s, p) => s + ringArea(p[0]!) + p.slice(1).reduce((h, r) => h + ringArea(r), 0), 0);
+const polysArea = (polys: GridPolygon[]) =>
+  polys.reduce((s, p) => s + ringArea(p[0]!) + p.slice(1).reduce((h, r) => h + ringArea(r), 0), 0);
 
 function pointIn(polys: GridPolygon[], x: number, y: number): boolean {
   let inside = false;
@@ -38,7 +47,11 @@ function pointIn(polys: GridPolygon[], x: number, y: number): boolean {
 
 describe('tracePixels', () => {
   it('one pixel, an L, a ring with a hole, two diagonal pixels', () => {
-    const grid = (rows: string[]) => ({ w: rows[0]!.length, h: rows.length, m: (k: number) => rows[Math.floor(k / rows[0]!.length)]![k % rows[0]!.length] === '#' });
+    const grid = (rows: string[]) => ({
+      w: rows[0]!.length,
+      h: rows.length,
+      m: (k: number) => rows[Math.floor(k / rows[0]!.length)]![k % rows[0]!.length] === '#',
+    });
     const one = grid(['#']);
     const op = tracePixels(one.w, one.h, one.m);
     expect(op).toHaveLength(1);
@@ -64,19 +77,24 @@ describe('tracePixels', () => {
 
   it('random masks: area equals the member count; every pixel centre is inside exactly when it is a member', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 14 }), fc.integer({ min: 1, max: 14 }), fc.array(fc.boolean(), { minLength: 196, maxLength: 196 }), (w, h, bits) => {
-        const m = (k: number) => bits[k]!;
-        const polys = tracePixels(w, h, m);
-        let n = 0;
-        for (let k = 0; k < w * h; k++) if (m(k)) n++;
-        expect(polysArea(polys)).toBe(n);
-        for (const p of polys) {
-          expect(ringArea(p[0]!)).toBeGreaterThan(0);
-          for (const hole of p.slice(1)) expect(ringArea(hole)).toBeLessThan(0);
-          for (const r of p) expect(r[0]).toEqual(r.at(-1));
-        }
-        for (let k = 0; k < w * h; k++) expect(pointIn(polys, (k % w) + 0.5, Math.floor(k / w) + 0.5)).toBe(m(k));
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 14 }),
+        fc.integer({ min: 1, max: 14 }),
+        fc.array(fc.boolean(), { minLength: 196, maxLength: 196 }),
+        (w, h, bits) => {
+          const m = (k: number) => bits[k]!;
+          const polys = tracePixels(w, h, m);
+          let n = 0;
+          for (let k = 0; k < w * h; k++) if (m(k)) n++;
+          expect(polysArea(polys)).toBe(n);
+          for (const p of polys) {
+            expect(ringArea(p[0]!)).toBeGreaterThan(0);
+            for (const hole of p.slice(1)) expect(ringArea(hole)).toBeLessThan(0);
+            for (const r of p) expect(r[0]).toEqual(r.at(-1));
+          }
+          for (let k = 0; k < w * h; k++) expect(pointIn(polys, (k % w) + 0.5, Math.floor(k / w) + 0.5)).toBe(m(k));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -85,8 +103,16 @@ describe('tracePixels', () => {
 describe('connectedRegions', () => {
   it('4- and 8-connectivity', () => {
     const labels = Int32Array.from([0, -1, 0, -1, 0, -1, 1, 1, 1]);
-    expect(connectedRegions(labels, 3, 3, false).regions.map((r) => r.pixels.length).sort()).toEqual([1, 1, 1, 3]);
-    expect(connectedRegions(labels, 3, 3, true).regions.map((r) => r.pixels.length).sort()).toEqual([3, 3]);
+    expect(
+      connectedRegions(labels, 3, 3, false)
+        .regions.map((r) => r.pixels.length)
+        .sort(),
+    ).toEqual([1, 1, 1, 3]);
+    expect(
+      connectedRegions(labels, 3, 3, true)
+        .regions.map((r) => r.pixels.length)
+        .sort(),
+    ).toEqual([3, 3]);
   });
 });
 
@@ -98,14 +124,22 @@ describe('classes', () => {
     expect(b.map((x) => Math.round(x * 1000) / 1000)).toEqual([0.25, 0.5, 0.75]);
   });
   it('1-D k-means finds well separated clusters', () => {
-    const vals = Float64Array.from([...Array(300).fill(0.2), ...Array(100).fill(0.5), ...Array(50).fill(0.9)].map((v, k) => v + ((k % 7) - 3) * 0.001)).sort();
+    const vals = Float64Array.from(
+      [...Array(300).fill(0.2), ...Array(100).fill(0.5), ...Array(50).fill(0.9)].map(
+        (v, k) => v + ((k % 7) - 3) * 0.001,
+      ),
+    ).sort();
     const c = kmeans1d(vals, 3);
     expect(c[0]).toBeCloseTo(0.2, 2);
     expect(c[1]).toBeCloseTo(0.5, 2);
     expect(c[2]).toBeCloseTo(0.9, 2);
   });
   it('zoneRates: inverse decreases with the index, proportional increases; the area-weighted mean is the base rate', () => {
-    const zones = [{ mean: 0.3, weight: 10 }, { mean: 0.5, weight: 30 }, { mean: 0.8, weight: 20 }];
+    const zones = [
+      { mean: 0.3, weight: 10 },
+      { mean: 0.5, weight: 30 },
+      { mean: 0.8, weight: 20 },
+    ];
     const inv = zoneRates(zones, 150, 'inverse', 0.2);
     const pro = zoneRates(zones, 150, 'proportional', 0.2);
     expect(inv[0]).toBeGreaterThan(inv[1]!);
@@ -121,7 +155,10 @@ describe('classes', () => {
 });
 
 /** A UTM 31N raster over a square field, with a gradient, a low patch, salt noise and a cloud. */
-function syntheticField(size: number, opts: { cloud?: boolean } = {}): { r: IndexRaster; boundary: { type: 'Polygon'; coordinates: number[][][] } } {
+function syntheticField(
+  size: number,
+  opts: { cloud?: boolean } = {},
+): { r: IndexRaster; boundary: { type: 'Polygon'; coordinates: number[][][] } } {
   const originX = 630_000;
   const originY = 5_602_000;
   const inv = toWgs84(32631);
@@ -150,7 +187,10 @@ function syntheticField(size: number, opts: { cloud?: boolean } = {}): { r: Inde
       if (opts.cloud && Math.hypot(i - size * 0.7, j - size * 0.3) < size * 0.1) values[k] = NaN;
     }
   }
-  return { r: { width: size, height: size, epsg: 32631, originX, originY, resX: 10, resY: -10, values, inside }, boundary: { type: 'Polygon', coordinates: [[...ring, ring[0]!]] } };
+  return {
+    r: { width: size, height: size, epsg: 32631, originX, originY, resX: 10, resY: -10, values, inside },
+    boundary: { type: 'Polygon', coordinates: [[...ring, ring[0]!]] },
+  };
 }
 
 const meta = (areaHa: number): Meta => ({
@@ -159,18 +199,35 @@ const meta = (areaHa: number): Meta => ({
   title: 'Prescription map',
   generated_at: new Date().toISOString(),
   index: 'NDVI',
-  field: { id: 'fld_x', name: 'x', crop_type: null, area_ha: areaHa, planting_date: null, harvest_date: null, centroid: { lon: 4.8, lat: 50.5 } },
+  field: {
+    id: 'fld_x',
+    name: 'x',
+    crop_type: null,
+    area_ha: areaHa,
+    planting_date: null,
+    harvest_date: null,
+    centroid: { lon: 4.8, lat: 50.5 },
+  },
 });
 
 describe('prescription zones', () => {
   it('zones tile the field: geodesic areas add up to the field area within 0.5 %; fragments merged; zones ordered by index', () => {
-    for (const [size, cloud] of [[60, false], [120, true]] as const) {
+    for (const [size, cloud] of [
+      [60, false],
+      [120, true],
+    ] as const) {
       const { r, boundary } = syntheticField(size, { cloud });
       const area = geodesicAreaHa(boundary as never);
       for (const zoning of ['quantiles', 'kmeans'] as const) {
         for (const zones of [2, 4, 7]) {
           const o = resolveOptions('prescription', { zones, zoning, min_zone_ha: 0.3 }).prescription!;
-          const { content, labels } = buildPrescription(meta(area), { imagery_id: 'img', date: '2025-07-01', source: 's2', usable_fraction: 1 }, r, boundary as never, o);
+          const { content, labels } = buildPrescription(
+            meta(area),
+            { imagery_id: 'img', date: '2025-07-01', source: 's2', usable_fraction: 1 },
+            r,
+            boundary as never,
+            o,
+          );
           const sum = content.zones.reduce((s, z) => s + z.area_ha, 0);
           expect(Math.abs(sum - area) / area, `${size} ${zoning} ${zones}`).toBeLessThan(0.005);
           // k-means may spend a class on scattered outliers, which merging then removes.
