@@ -64,6 +64,16 @@ declare module 'fastify' {
   }
 }
 
+/** What computing an index over a field can refuse (the single-date and the stored-custom routes). */
+const INDEX_PROBLEMS = problemResponses(
+  'not_found',
+  'invalid_formula',
+  'no_imagery',
+  'imagery_does_not_cover_field',
+  'missing_bands',
+  'no_usable_imagery',
+);
+
 export const indexRoutes = routePlugin('indices-routes', async (app) => {
   app.get(
     '/indices/catalog',
@@ -146,14 +156,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
         ),
         response: {
           200: IndexResult,
-          ...problemResponses(
-            'not_found',
-            'invalid_formula',
-            'no_imagery',
-            'imagery_does_not_cover_field',
-            'missing_bands',
-            'no_usable_imagery',
-          ),
+          ...INDEX_PROBLEMS,
         },
       },
     },
@@ -237,14 +240,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
         ),
         response: {
           201: CustomResult,
-          ...problemResponses(
-            'not_found',
-            'invalid_formula',
-            'no_imagery',
-            'imagery_does_not_cover_field',
-            'missing_bands',
-            'no_usable_imagery',
-          ),
+          ...INDEX_PROBLEMS,
         },
       },
     },

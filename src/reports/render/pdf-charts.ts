@@ -29,20 +29,7 @@ function axes(doc: Doc, f: Frame, yLabel: string): { X: (t: number) => number; Y
   const step = niceStep(f.hi - f.lo, 5);
   doc.font('Helvetica').fontSize(7).fillColor(MUTED);
   for (let v = Math.ceil(f.lo / step) * step; v <= f.hi + 1e-9; v += step) {
-    doc
-      .save()
-      .moveTo(f.x, Y(v))
-      .lineTo(f.x + f.w, Y(v))
-      .lineWidth(0.4)
-      .strokeColor('#e4e7eb')
-      .stroke()
-      .restore();
-    doc.text(v.toFixed(step < 0.1 ? 2 : 1), f.x - 30, Y(v) - 3, {
-      width: 26,
-      align: 'right',
-      lineBreak: false,
-      height: 9,
-    });
+    gridLine(doc, f, Y(v), v.toFixed(step < 0.1 ? 2 : 1));
   }
   // Month ticks when the span is long enough, else weekly ones.
   const ticks: Array<[number, string]> = [];
@@ -72,23 +59,7 @@ function axes(doc: Doc, f: Frame, yLabel: string): { X: (t: number) => number; Y
       .restore();
     doc.text(label, X(t) - 20, f.y + f.h + 5, { width: 40, align: 'center', lineBreak: false, height: 9 });
   }
-  doc
-    .save()
-    .moveTo(f.x, f.y)
-    .lineTo(f.x, f.y + f.h)
-    .lineTo(f.x + f.w, f.y + f.h)
-    .lineWidth(0.75)
-    .strokeColor(INK)
-    .stroke()
-    .restore();
-  doc
-    .save()
-    .rotate(-90, { origin: [f.x - 38, f.y + f.h / 2] })
-    .font('Helvetica')
-    .fontSize(7.5)
-    .fillColor(MUTED)
-    .text(yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 })
-    .restore();
+  drawAxes(doc, f, yLabel);
   return { X, Y };
 }
 
@@ -216,20 +187,7 @@ export function barChart(
   const Y = (v: number) => f.y + f.h - ((v - f.lo) / (f.hi - f.lo)) * f.h;
   doc.font('Helvetica').fontSize(7).fillColor(MUTED);
   for (let v = f.lo; v <= f.hi + 1e-9; v += step) {
-    doc
-      .save()
-      .moveTo(f.x, Y(v))
-      .lineTo(f.x + f.w, Y(v))
-      .lineWidth(0.4)
-      .strokeColor('#e4e7eb')
-      .stroke()
-      .restore();
-    doc.text(v.toFixed(step < 0.1 ? 2 : 1), f.x - 30, Y(v) - 3, {
-      width: 26,
-      align: 'right',
-      lineBreak: false,
-      height: 9,
-    });
+    gridLine(doc, f, Y(v), v.toFixed(step < 0.1 ? 2 : 1));
   }
   const slot = f.w / Math.max(1, o.bars.length);
   const bw = Math.min(28, slot * 0.7);
@@ -279,6 +237,13 @@ export function barChart(
       .undash()
       .restore();
   }
+  drawAxes(doc, f, o.yLabel);
+  doc.y = f.y + f.h + 22;
+  doc.x = PAGE.margin;
+}
+
+/** The left and bottom axis lines of a chart frame and its vertical y-axis label. */
+function drawAxes(doc: Doc, f: Pick<Frame, 'x' | 'y' | 'w' | 'h'>, yLabel: string): void {
   doc
     .save()
     .moveTo(f.x, f.y)
@@ -294,8 +259,19 @@ export function barChart(
     .font('Helvetica')
     .fontSize(7.5)
     .fillColor(MUTED)
-    .text(o.yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 })
+    .text(yLabel, f.x - 38 - 60, f.y + f.h / 2 - 4, { width: 120, align: 'center', lineBreak: false, height: 10 })
     .restore();
-  doc.y = f.y + f.h + 22;
-  doc.x = PAGE.margin;
+}
+
+/** A horizontal grid line across the frame at `y`, labelled on the left. */
+function gridLine(doc: Doc, f: Pick<Frame, 'x' | 'w'>, y: number, label: string): void {
+  doc
+    .save()
+    .moveTo(f.x, y)
+    .lineTo(f.x + f.w, y)
+    .lineWidth(0.4)
+    .strokeColor('#e4e7eb')
+    .stroke()
+    .restore();
+  doc.text(label, f.x - 30, y - 3, { width: 26, align: 'right', lineBreak: false, height: 9 });
 }
