@@ -101,14 +101,14 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
       headers: { ...t.auth(), 'content-type': 'application/json' },
       body: JSON.stringify(meta(file)),
     });
-    return { res, body: await res.json() };
+    return { res, body: (await res.json()) as any };
   };
   const upload = async (file: Buffer) => {
     const form = new FormData();
     form.append('metadata', JSON.stringify(meta('red')));
     form.append('red', new Blob([file]), 'red.tif');
     const res = await fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: t.auth(), body: form });
-    return { res, body: await res.json() };
+    return { res, body: (await res.json()) as any };
   };
   const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
   /** Upload folders left under DATA_DIR/imagery/uploads/<account>/. */

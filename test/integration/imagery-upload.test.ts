@@ -117,7 +117,7 @@ describe('imagery upload (multipart)', () => {
         { red: file(cap.files.B04!), nir: file(cap.files.B08!), scl: file(cap.scl) },
       ),
     );
-    const img = await res.json();
+    const img = (await res.json()) as any;
     expect(res.status, JSON.stringify(img)).toBe(201);
     expect(res.headers.get('location')).toMatch(new RegExp(`/v1/imagery/${img.id}$`));
     expect(img).toMatchObject({
@@ -175,7 +175,7 @@ describe('imagery upload (multipart)', () => {
     const res = await upload(
       form({ stac_item: item }, { red: file(cap.files.B04!), nir: file(cap.files.B08!), scl: file(cap.scl) }),
     );
-    const body = await res.json();
+    const body = (await res.json()) as any;
     expect(res.status, JSON.stringify(body)).toBe(201);
     expect(body.fields).toHaveLength(2);
     expect(body).toMatchObject({
@@ -335,7 +335,7 @@ describe('imagery upload (multipart)', () => {
     ];
     for (const [why, send, status, p, msg] of cases) {
       const res = await send();
-      const body = await res.json();
+      const body = (await res.json()) as any;
       expect(res.status, `${why}: ${JSON.stringify(body)}`).toBe(status);
       expect(res.headers.get('content-type'), why).toMatch(/application\/problem\+json/);
       if (p) expect(body.errors?.[0]?.path, `${why}: ${JSON.stringify(body)}`).toBe(p);

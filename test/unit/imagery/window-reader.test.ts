@@ -200,7 +200,7 @@ describe('field windows', () => {
     const { areaHa } = (() => {
       const poly = geodesic.Geodesic.WGS84.Polygon(false);
       for (const [lon, lat] of field.slice(0, -1)) poly.AddPoint(lat, lon);
-      return { areaHa: Math.abs(poly.Compute(false, true).area) / 10_000 };
+      return { areaHa: Math.abs(poly.Compute(false, true).area!) / 10_000 };
     })();
     const counts: number[] = [];
     for (const epsg of [32632, 32631]) {

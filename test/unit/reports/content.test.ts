@@ -152,12 +152,12 @@ describe('seasonal', () => {
   it('area under the curve against a fine numerical integral (within 0.5 %); yield potential stated with method and caveats', () => {
     let exact = 0;
     for (let d = 0; d < 200; d += 0.01) exact += curve(d + 0.005) * 0.01;
-    expect(Math.abs(s.auc.index_days - exact) / exact).toBeLessThan(0.005);
-    const above = exact - 200 * s.baseline;
-    expect(Math.abs(s.auc.above_baseline_index_days - above) / above).toBeLessThan(0.01);
-    expect(s.yield_potential.relative).toBeCloseTo(s.auc.above_baseline_index_days / 80, 3);
-    expect(s.yield_potential.method).toMatch(/integrated/i);
-    expect(s.yield_potential.caveats.length).toBeGreaterThanOrEqual(2);
+    expect(Math.abs(s.auc!.index_days - exact) / exact).toBeLessThan(0.005);
+    const above = exact - 200 * s.baseline!;
+    expect(Math.abs(s.auc!.above_baseline_index_days - above) / above).toBeLessThan(0.01);
+    expect(s.yield_potential!.relative).toBeCloseTo(s.auc!.above_baseline_index_days / 80, 3);
+    expect(s.yield_potential!.method).toMatch(/integrated/i);
+    expect(s.yield_potential!.caveats.length).toBeGreaterThanOrEqual(2);
   });
 
   it('a full season computes everything: nothing is listed as unavailable', () => {
