@@ -1,4 +1,4 @@
-/** The bounded caches of the index endpoints (src/indices/cache.ts, src/compute/pixel-geojson.ts). */
+/** The bounded caches of the index endpoints (src/indices/cache.ts, src/imagery/pixel-geojson.ts). */
 import { LRUCache } from 'lru-cache';
 import { describe, expect, it } from 'vitest';
 
