@@ -25,13 +25,14 @@ export const servicesPlugin = fp(
     app.decorate('db', rt.db);
     app.decorate('readiness', rt.readiness);
     app.decorate('compute', rt.compute);
-    app.decorate('heavyCompute', rt.heavyCompute ?? rt.compute);
+    const heavyCompute = rt.heavyCompute ?? rt.compute;
+    app.decorate('heavyCompute', heavyCompute);
     app.decorate('imagery', rt.imagery);
     app.decorate('webhooks', rt.webhooks);
     app.decorate('reports', rt.reports);
     const heavy = {
       work: new HeavyWork({ ...rt.config.heavy, retryAfterSeconds: rt.config.shed.retryAfterSeconds }),
-      compute: rt.heavyCompute ?? rt.compute,
+      compute: heavyCompute,
     };
     app.decorate('indices', { db: rt.db, compute: rt.compute, roots: rt.config.imageryRoots, heavy });
   },
