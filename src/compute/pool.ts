@@ -49,8 +49,12 @@ export interface ComputePoolOptions {
   background?: boolean;
 }
 
+/** How long close() waits for threads that are still loading their entry. */
+const LOAD_WAIT_MS = 15_000;
+
 export class ComputePool {
   private readonly piscina: Piscina;
+  private readonly loaded: Promise<void>;
 
   constructor(opts: ComputePoolOptions = {}) {
     const size = opts.size ?? os.availableParallelism();
@@ -66,6 +70,17 @@ export class ComputePool {
       // geotiff.js loads the web-worker shim, which reads `workerData` in any worker thread and
       // fails when it is absent; an object makes it behave as on the main thread.
       workerData: { background: !!opts.background },
+    });
+    // Each thread posts one message when its entry has loaded (threads/compute-worker.ts).
+    let pending = size;
+    this.loaded = new Promise<void>((resolve) => {
+      const onMessage = (m: unknown): void => {
+        if ((m as { computeWorkerLoaded?: boolean } | null)?.computeWorkerLoaded && --pending === 0) {
+          this.piscina.off('message', onMessage);
+          resolve();
+        }
+      };
+      this.piscina.on('message', onMessage);
     });
   }
 
@@ -139,7 +154,21 @@ export class ComputePool {
     await this.piscina.run({ kind: 'ping', v: 1 } satisfies Task);
   }
 
+  /**
+   * Destroys the threads once each has loaded its entry: on Node 20, terminating a thread in the
+   * middle of its require(esm) of the entry aborts the process (v8::Module::IsGraphAsync on a module
+   * that is not instantiated), which a pool closed right after it was created would otherwise hit.
+   * A thread that never loads (a broken build) costs at most LOAD_WAIT_MS.
+   */
   async close(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.loaded,
+      new Promise<void>((r) => {
+        timer = setTimeout(r, LOAD_WAIT_MS).unref();
+      }),
+    ]);
+    clearTimeout(timer);
     await this.piscina.destroy();
   }
 }

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readlinkSync } from 'node:fs';
 import os from 'node:os';
 import { gzipSync } from 'node:zlib';
-import { workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
 import { Kernel } from '../compute/kernel-host.js';
@@ -219,3 +219,10 @@ export default async function handle(task: Task): Promise<unknown> {
       throw new Error(`unknown task kind ${(task as { kind: string }).kind}`);
   }
 }
+
+// Tell the pool this thread has finished loading its entry: terminating a thread while it is still
+// inside Node 20's require(esm) of this file aborts the whole process, so ComputePool.close waits for
+// this message. A microtask: it runs once the synchronous require() has returned (the module facade
+// is built after evaluation), not while this module is still evaluating; not setImmediate, which
+// waits behind Piscina's Atomics.wait loop until the first task.
+queueMicrotask(() => parentPort?.postMessage({ computeWorkerLoaded: true }));
