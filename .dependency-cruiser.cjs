@@ -3,7 +3,7 @@
  * (`npm run lint:deps`). Bottom to top: platform → compute → features → composition
  * (src/app.ts, src/runtime.ts, src/main.ts, src/cli/, src/threads/). An arrow back up fails the suite.
  */
-const FEATURES = '(accounts|alerts|events|fields|imagery|indices|reports|webhooks)';
+const FEATURES = '(accounts|alerts|events|fields|imagery|indices|reports|subscriptions|webhooks)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
