@@ -22,6 +22,7 @@ import { startSeasonScheduler } from './events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from './webhooks/service.js';
 import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhooks/secret-keys.js';
 import { SecretBox } from './webhooks/signing.js';
+import { ensureDefaultSubscriptions } from './subscriptions/index.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
 import { processReportJob, startReportSweeper, type ReportJob } from './reports/worker.js';
 
@@ -98,6 +99,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     }
     const applied = await migrate(db);
     step('migrations', `${applied.length} applied`);
+    // Every account gets the operator's default subscription (and existing ones follow the configuration).
+    await ensureDefaultSubscriptions(db, config);
     const signingKey = await resolveSigningKey(db, config.signingKey);
     // Webhook secrets are sealed with a key kept outside the database (secret-keys.ts).
     const secretKeys = resolveSecretKeys({
