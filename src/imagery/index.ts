@@ -1,4 +1,4 @@
 /** The imagery feature's public entry: captures as other features see them, CRS helpers, linking. */
 export { fromWgs84, toWgs84, type CrsRef } from './crs.js';
 export { linkFieldImagery } from './service.js';
-export type { CaptureSource } from './window-reader.js';
+export { CAPTURE_BANDS, type CaptureSource } from './window-reader.js';

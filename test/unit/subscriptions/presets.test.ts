@@ -13,7 +13,7 @@ describe('asset presets', () => {
     for (const preset of ['planetary-computer', 'cdse']) {
       const keys = assetKeysFor(preset);
       expect(keys).toMatchObject({ B04: 'B04', B08: 'B08', B8A: 'B8A', SCL: 'SCL' });
-      expect(Object.keys(keys).sort()).toEqual(BAND_NAMES.filter((b) => b !== 'B10').sort());
+      expect(Object.keys(keys).sort()).toEqual([...BAND_NAMES].sort());
     }
   });
 
@@ -47,7 +47,8 @@ describe('asset presets', () => {
     expect(assetIssues({ B04: 42, B08: 'nir' } as never)[0]).toMatchObject({ code: 'empty_asset_key' });
     expect(assetIssues({ SCL: 'scl' })).toEqual([expect.objectContaining({ member: '', code: 'no_band' })]);
     expect(assetIssues({})).toEqual([expect.objectContaining({ code: 'no_band' })]);
-    expect(assetIssues({ B10: 'cirrus' })).toEqual([]);
+    // B10 (cirrus) is in L1C only: captures do not take it.
+    expect(assetIssues({ B10: 'cirrus' })[0]).toMatchObject({ member: 'B10', code: 'unknown_band' });
     expect(() => assetKeysFor({ SCL: 'scl' })).toThrow(/at least one band/);
   });
 });
