@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config.js';
 import { openRuntime } from '../../src/runtime.js';
-import { utcDate } from '../../src/subscriptions/service.js';
+import { ensureDefaultSubscriptions, utcDate } from '../../src/subscriptions/service.js';
 import { dbBackends, uniqueName } from '../helpers/backends.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 
@@ -284,6 +284,9 @@ describe.each(dbBackends)('the default subscription on $name', (backend) => {
       Record<string, unknown> & { id: string }
     >;
 
+  /** What a start-up with `env` does to the subscriptions (without opening a whole runtime). */
+  const startUp = (env: Record<string, string>) => ensureDefaultSubscriptions(t.db, loadConfig(env));
+
   /** Opens (and closes) another process on the same database with `env`: its start-up runs. */
   async function restartWith(env: Record<string, string>): Promise<void> {
     const rt = await openRuntime(loadConfig({ COMPUTE_THREADS: '1', SIGNING_KEY: 'k'.repeat(32), ...env }), {
@@ -329,13 +332,13 @@ describe.each(dbBackends)('the default subscription on $name', (backend) => {
       payload: { status: 'paused' },
     });
     await t.db.query('UPDATE imagery_subscriptions SET cursor = now() WHERE id = $1', [mine!.id]);
-    await restartWith({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_COLLECTION: 'sentinel-2-c1-l2a' });
+    await startUp({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_COLLECTION: 'sentinel-2-c1-l2a' });
     const [after] = await t.db.query<{ id: string; collection: string; status: string; cursor: Date | null }>(
       'SELECT id, collection, status, cursor FROM imagery_subscriptions WHERE account_id = $1 AND is_default',
       [t.accountId],
     );
     expect(after).toEqual({ id: mine!.id, collection: 'sentinel-2-c1-l2a', status: 'paused', cursor: null });
-    await restartWith({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_COLLECTION: 'sentinel-2-c1-l2a' });
+    expect(await startUp({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_COLLECTION: 'sentinel-2-c1-l2a' })).toBe(0);
     expect((await list())[0]!.id).toBe(mine!.id);
   });
 
@@ -370,10 +373,13 @@ describe.each(dbBackends)('the default subscription on $name', (backend) => {
   });
 
   it('a bad DEFAULT_SUBSCRIPTION_ASSETS stops the start naming the variable; no URL removes the defaults', async () => {
-    await expect(restartWith({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_ASSETS: 'sentinel-hub' })).rejects.toThrow(
+    await expect(startUp({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_ASSETS: 'sentinel-hub' })).rejects.toThrow(
       /DEFAULT_SUBSCRIPTION_ASSETS/,
     );
-    await restartWith({});
+    await expect(startUp({ ...DEFAULT_ENV, DEFAULT_SUBSCRIPTION_START_DATE: utcDate(-1) })).rejects.toThrow(
+      /DEFAULT_SUBSCRIPTION_START_DATE .*future/,
+    );
+    await startUp({});
     const rest = await list();
     expect(rest.map((s) => s.default)).toEqual([false]);
   });
