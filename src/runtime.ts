@@ -13,9 +13,13 @@ import { observePool } from './platform/metrics.js';
 import { createJobQueues, type JobQueues } from './platform/queue/job-queues.js';
 import { resolveSigningKey } from './platform/settings.js';
 import { ComputePool } from './compute/pool.js';
+import { LocalFileCache } from './platform/file-cache.js';
+import { DatabaseFileStore } from './platform/file-store.js';
 import { evaluateAlerts } from './alerts/service.js';
 import { collectImageryMetrics } from './imagery/metrics.js';
 import type { ImageryDeps } from './imagery/service.js';
+import { startUploadSweeper, uploadPreparer } from './imagery/upload-files.js';
+import { UPLOAD_CACHE_SUFFIX } from './imagery/upload-ref.js';
 import { directSink, processDeliveryJob, type DeliveryJob } from './webhooks/delivery.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { startSeasonScheduler } from './events/seasons.js';
@@ -62,6 +66,9 @@ export interface RuntimeOverrides {
 
 export type StartStep = 'database' | 'migrations' | 'compute' | 'queues';
 
+/** Uploaded files no capture names are deleted after an hour (an upload being registered is younger). */
+const UPLOAD_SWEEP = { everyMs: 10 * 60_000, graceMs: 60 * 60_000 };
+
 export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
   const closers: Array<() => Promise<void> | void> = [];
   // One deadline for the whole close: the direct deliveries' drain and the queue's wait for its
@@ -76,7 +83,13 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
   };
   try {
     // The compute threads start now and warm up (modules, WASM kernel) while the database opens.
-    const compute = new ComputePool({ size: config.computeThreads, tasksPerThread: config.computeTasksPerThread });
+    // Threads read uploaded files (upload://<id>) from the local read cache (imagery/upload-ref.ts).
+    const threadData = { uploadCacheDir: config.uploadCacheDir };
+    const compute = new ComputePool({
+      size: config.computeThreads,
+      tasksPerThread: config.computeTasksPerThread,
+      threadData,
+    });
     closers.push(() => compute.close());
     const warmStart = performance.now();
     const warm = compute.ping().then(() => performance.now() - warmStart);
@@ -129,8 +142,24 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     const heavyCompute =
       config.role === 'worker'
         ? undefined
-        : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, background: config.heavy.background });
+        : new ComputePool({
+            size: config.heavy.concurrency,
+            tasksPerThread: 1,
+            background: config.heavy.background,
+            threadData,
+          });
     if (heavyCompute) closers.push(() => heavyCompute.close());
+    // Uploaded files live in the database; before a task reads a capture, each pool copies the
+    // capture's uploads into this process's local read cache (every task of every feature: indices,
+    // reports, alerts, registration, linking go through the pools).
+    const uploads = new DatabaseFileStore(db);
+    const uploadCache = new LocalFileCache({
+      dir: config.uploadCacheDir,
+      maxBytes: config.uploadCacheMaxBytes,
+      store: uploads,
+      suffix: UPLOAD_CACHE_SUFFIX,
+    });
+    for (const pool of [compute, heavyCompute]) pool?.setPrepare(uploadPreparer(uploadCache));
 
     const queues = await createJobQueues({
       db,
@@ -186,6 +215,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       roots: config.imageryRoots,
       uploadDir: config.imageryUploadDir,
+      uploads,
       evaluateAlerts: (accountId, fieldId, imageryId, capture) =>
         evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
     };
@@ -207,6 +237,9 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       if (direct) closers.push(() => direct.drain(graceLeft()));
       closers.push(() => dispatcher.stop());
       closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));
+      closers.push(
+        startUploadSweeper(db, uploads, UPLOAD_SWEEP, (err) => log('sweep of unreferenced uploaded files failed', err)),
+      );
     }
 
     return {

@@ -10,6 +10,7 @@ import type { ComputePool } from '../compute/pool.js';
 import { emit } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
+import type { FileStore } from '../platform/file-store.js';
 import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
@@ -18,6 +19,8 @@ import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
 import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
+import { foreignUploads } from './upload-files.js';
+import { isUploadHref, uploadIdOf } from './upload-ref.js';
 import { limitOf } from './decode-limits.js';
 import { CAPTURE_BANDS, coverageBands, ImageryError, type CaptureBand, type CaptureSource } from './window-reader.js';
 
@@ -27,6 +30,8 @@ export interface ImageryDeps {
   roots: string[];
   /** DATA_DIR/imagery/uploads: at registration, only the caller's own folder in it may be named. */
   uploadDir?: string;
+  /** Where POST /v1/imagery/upload stores files (default: the database, in chunks). */
+  uploads?: FileStore;
   /**
    * Judges the alert rules of a covered field on a new capture (alerts' evaluateAlerts, wired by
    * the composition root: imagery does not import the alerts feature, which reads captures).
@@ -77,8 +82,17 @@ export function normalise(input: ImageryCreate): {
       continue;
     }
     const r = typeof ref === 'string' ? { href: ref } : ref;
-    if (!/^https?:\/\//i.test(r.href) && /^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) && !r.href.startsWith('file://')) {
-      issues.push({ path: p, code: 'unsupported_href', message: 'an href is an http(s):// URL or a local path' });
+    if (
+      !/^https?:\/\//i.test(r.href) &&
+      /^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) &&
+      !r.href.startsWith('file://') &&
+      !isUploadHref(r.href)
+    ) {
+      issues.push({
+        path: p,
+        code: 'unsupported_href',
+        message: 'an href is an http(s):// URL, an upload:// reference or a local path',
+      });
       continue;
     }
     bands[name as CaptureBand] = r;
@@ -216,6 +230,13 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   ];
   for (const [band, href] of refs) {
     if (/^https?:\/\//i.test(href)) continue;
+    if (isUploadHref(href)) {
+      // An uploaded file (upload://<id>) of this account only; any other gets one answer.
+      const id = uploadIdOf(href);
+      if (!id || (await foreignUploads(deps.db, accountId, [id])).length)
+        throw invalid(bandPath(band), 'unknown_upload', `${band}: ${href} names no uploaded file of this account`);
+      continue;
+    }
     try {
       await resolveLocal(href, rules);
     } catch (err) {

@@ -267,6 +267,17 @@ export const ConfigSchema = Type.Object({
     maximum: 64 * 1024 * MB,
     description: 'largest file accepted by POST /v1/imagery/upload (larger: 413)',
   }),
+  uploadCacheMaxBytes: Type.Integer({
+    env: 'UPLOAD_CACHE_MAX_BYTES',
+    default: 4096 * MB,
+    minimum: 0,
+    maximum: 1024 * 1024 * MB,
+    description:
+      'bound of the local read cache of uploaded files (DATA_DIR/cache/uploads), least recently used evicted first; files in use stay',
+  }),
+  uploadCacheDir: Type.String({
+    description: 'the local read cache of uploaded files: DATA_DIR/cache/uploads',
+  }),
   webhooks: Type.Object({
     retryDelaysMs: Type.Array(Type.Integer(), {
       env: 'WEBHOOK_RETRY_DELAYS',
@@ -646,5 +657,6 @@ export function loadConfig(env: Env = process.env): Config {
   const covered = roots.some((r) => upload === r || upload.startsWith(r + path.sep));
   c.imageryRoots = covered ? roots : [...roots, upload];
   c.imageryUploadDir = upload;
+  c.uploadCacheDir = path.join(c.dataDir, 'cache', 'uploads');
   return c as Config;
 }
