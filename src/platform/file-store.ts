@@ -73,11 +73,7 @@ export class DatabaseFileStore implements FileStore {
     private readonly chunkBytes = CHUNK_BYTES,
   ) {}
 
-  async put(
-    accountId: string,
-    body: AsyncIterable<Uint8Array>,
-    opts: { maxBytes?: number } = {},
-  ): Promise<StoredFile> {
+  async put(accountId: string, body: AsyncIterable<Uint8Array>, opts: { maxBytes?: number } = {}): Promise<StoredFile> {
     const id = newId('upl');
     const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
     await this.db.query('INSERT INTO upload_files (id, account_id, chunk_size) VALUES ($1, $2, $3)', [
@@ -145,10 +141,10 @@ export class DatabaseFileStore implements FileStore {
     async function* chunks(): AsyncGenerator<Uint8Array> {
       const hash = createHash('sha256');
       for (let n = 0; n < count; n++) {
-        const [c] = await db.query<{ data: Uint8Array }>('SELECT data FROM upload_chunks WHERE file_id = $1 AND n = $2', [
-          id,
-          n,
-        ]);
+        const [c] = await db.query<{ data: Uint8Array }>(
+          'SELECT data FROM upload_chunks WHERE file_id = $1 AND n = $2',
+          [id, n],
+        );
         const expected = n < count - 1 ? r!.chunk_size : r!.size - n * r!.chunk_size;
         if (!c || c.data.length !== expected)
           throw new StoredFileError(
