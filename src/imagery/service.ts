@@ -234,7 +234,11 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
       // An uploaded file (upload://<id>) of this account only; any other gets one answer.
       const id = uploadIdOf(href);
       if (!id || (await foreignUploads(deps.db, accountId, [id])).length)
-        throw invalid(bandPath(band), 'unknown_upload', `${band}: ${href} names no uploaded file of this account`);
+        throw invalid(
+          bandPath(band),
+          'unknown_upload',
+          `${band}: the upload:// reference names no uploaded file of this account`,
+        );
       continue;
     }
     try {
