@@ -215,7 +215,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       roots: config.imageryRoots,
       uploadDir: config.imageryUploadDir,
-      uploads,
+      // The process that receives an upload reads it next: its files go into the cache as they arrive.
+      uploads: uploadCache.writeThrough(uploads),
       evaluateAlerts: (accountId, fieldId, imageryId, capture) =>
         evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
     };

@@ -258,7 +258,8 @@ export const ConfigSchema = Type.Object({
     description: 'directories local imagery paths must lie in (always including imageryUploadDir)',
   }),
   imageryUploadDir: Type.String({
-    description: 'where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads',
+    description:
+      'DATA_DIR/imagery/uploads: where earlier versions stored uploaded files (uploads are in the database now)',
   }),
   uploadMaxBytes: Type.Integer({
     env: 'UPLOAD_MAX_BYTES',

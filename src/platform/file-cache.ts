@@ -108,6 +108,53 @@ export class LocalFileCache {
     }
   }
 
+  /**
+   * `store` whose puts also write the file into this cache as it streams in: the process that
+   * receives an upload reads it next (to check it) and need not copy it back from the store. Best
+   * effort: a failure to write the copy (a full disk) leaves the put as it is, and the file is
+   * copied from the store when first read.
+   */
+  writeThrough(store: FileStore): FileStore {
+    return {
+      stat: (id) => store.stat(id),
+      open: (id) => store.open(id),
+      delete: (ids) => store.delete(ids),
+      put: async (accountId, body, opts) => {
+        await this.scan();
+        const tmp = path.join(this.dir, `put.${randomBytes(6).toString('hex')}.tmp`);
+        const out = createWriteStream(tmp);
+        let failed = false;
+        out.on('error', () => {
+          failed = true;
+        });
+        async function* tee(): AsyncGenerator<Uint8Array> {
+          for await (const piece of body) {
+            if (!failed && !out.write(piece))
+              await new Promise<void>((r) => {
+                out.once('drain', r);
+                out.once('error', () => r());
+              });
+            yield piece;
+          }
+        }
+        try {
+          const file = await store.put(accountId, tee(), opts);
+          if (!failed) await new Promise<void>((r) => out.end(r));
+          if (!failed && !this.entries.has(file.id)) {
+            await rename(tmp, this.pathOf(file.id));
+            this.entries.set(file.id, { size: file.size, pins: 0 });
+            this.total += file.size;
+            this.evict();
+          }
+          return file;
+        } finally {
+          out.destroy();
+          await rm(tmp, { force: true });
+        }
+      },
+    };
+  }
+
   private async load(id: string, file: string): Promise<void> {
     const tmp = path.join(this.dir, `${id}.${randomBytes(6).toString('hex')}.tmp`);
     try {

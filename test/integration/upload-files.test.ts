@@ -242,6 +242,34 @@ describe.each(dbBackends)('uploaded files in the database on $name', (backend) =
     back.release();
   });
 
+  it('a put through the cache writes the copy as the file arrives: the first read needs no copy from the store', async () => {
+    const dir = path.join(scratch, 'write-through');
+    let opened = 0;
+    const counting: Pick<FileStore, 'open'> = {
+      open: (id) => {
+        opened++;
+        return store.open(id);
+      },
+    };
+    const cache = new LocalFileCache({ dir, maxBytes: 1 << 30, store: counting, suffix: '.tif' });
+    const through = cache.writeThrough(store);
+    const bytes = randomBytes(3 * CHUNK + 5);
+    const f = await through.put(accountId, pieces(bytes));
+    expect(await store.stat(f.id)).toEqual(f);
+    expect(readdirSync(dir)).toEqual([`${f.id}.tif`]);
+    const got = await cache.acquire(f.id);
+    expect(readFileSync(got.path).equals(bytes)).toBe(true);
+    got.release();
+    expect(opened).toBe(0);
+    // A refused put leaves no copy (and nothing in the store).
+    const before = await rows('upload_files');
+    await expect(through.put(accountId, pieces(randomBytes(2 * CHUNK)), { maxBytes: CHUNK })).rejects.toThrow(
+      FileTooLargeError,
+    );
+    expect(readdirSync(dir)).toEqual([`${f.id}.tif`]);
+    expect(await rows('upload_files')).toBe(before);
+  });
+
   it("the pool's prepare hook caches every upload a capture names and holds it until the task is done", async () => {
     const dir = path.join(scratch, 'prepare');
     const cache = new LocalFileCache({ dir, maxBytes: 0, store, suffix: '.tif' });
