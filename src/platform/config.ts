@@ -322,6 +322,49 @@ export const ConfigSchema = Type.Object({
         "a worker's dispatcher hands first attempts to the same process's sending slots instead of queueing them (false: every first attempt through the queue)",
     }),
   }),
+  /** STAC API subscriptions: how the worker role polls them (src/subscriptions/scheduler.ts). */
+  subscriptionPolling: Type.Object({
+    intervalMs: Type.Integer({
+      env: 'SUBSCRIPTION_POLL_INTERVAL',
+      format: 'duration',
+      default: 600_000,
+      defaultText: '10m',
+      description: 'an active subscription is searched again this long after its last poll',
+    }),
+    lookbackMs: Type.Integer({
+      env: 'SUBSCRIPTION_LOOKBACK',
+      format: 'duration',
+      default: 3 * 86_400_000,
+      defaultText: '3d',
+      description: 'a poll searches from the newest Item stored minus this (catalogues publish Items late)',
+    }),
+    maxPages: Type.Integer({
+      env: 'SUBSCRIPTION_MAX_PAGES',
+      default: 50,
+      minimum: 1,
+      maximum: 10_000,
+      description: '`next` pages followed per search request of one poll',
+    }),
+    concurrency: Type.Integer({
+      env: 'SUBSCRIPTION_CONCURRENCY',
+      default: 2,
+      minimum: 1,
+      maximum: 64,
+      description: 'subscriptions polled at once per worker process',
+    }),
+    timeoutMs: Type.Integer({
+      env: 'SUBSCRIPTION_TIMEOUT_MS',
+      default: 30_000,
+      minimum: 100,
+      maximum: 600_000,
+      description: 'every request to a STAC API must be answered (headers and body) within this',
+    }),
+    allowPrivateNetworks: Type.Boolean({
+      env: 'SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS',
+      default: false,
+      description: 'subscription STAC API URLs may point at loopback/private addresses',
+    }),
+  }),
   queueLeaseMs: Type.Integer({
     env: 'QUEUE_LEASE_MS',
     default: 30_000,
