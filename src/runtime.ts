@@ -22,6 +22,7 @@ import { startSeasonScheduler } from './events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from './webhooks/service.js';
 import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhooks/secret-keys.js';
 import { SecretBox } from './webhooks/signing.js';
+import { ensureDefaultSubscriptions } from './subscriptions/index.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
 import { StacClient } from './subscriptions/stac-client.js';
 import { startSubscriptionScheduler, type SubscriptionScheduler } from './subscriptions/scheduler.js';
@@ -109,6 +110,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     }
     const applied = await migrate(db);
     step('migrations', `${applied.length} applied`);
+    // Every account gets the operator's default subscription (and existing ones follow the configuration).
+    await ensureDefaultSubscriptions(db, config);
     const signingKey = await resolveSigningKey(db, config.signingKey);
     // Webhook secrets are sealed with a key kept outside the database (secret-keys.ts).
     const secretKeys = resolveSecretKeys({
@@ -216,7 +219,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       if (direct) closers.push(() => direct.drain(graceLeft()));
       closers.push(() => dispatcher.stop());
       closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));
-      const polling = config.subscriptionPolling;
+      const polling = config.subscriptions;
       const warn = { warn: (obj: object, msg: string) => log(msg, obj) };
       subscriptions = startSubscriptionScheduler(
         {
@@ -224,7 +227,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
           imagery: { ...imagery, log: warn },
           client: new StacClient({ allowPrivateNetworks: polling.allowPrivateNetworks, timeoutMs: polling.timeoutMs }),
           settings: {
-            intervalMs: polling.intervalMs,
+            intervalMs: polling.pollIntervalMs,
             lookbackMs: polling.lookbackMs,
             maxPages: polling.maxPages,
             leaseMs: o.subscriptionLeaseMs ?? 60_000,

@@ -322,9 +322,9 @@ export const ConfigSchema = Type.Object({
         "a worker's dispatcher hands first attempts to the same process's sending slots instead of queueing them (false: every first attempt through the queue)",
     }),
   }),
-  /** STAC API subscriptions: how the worker role polls them (src/subscriptions/scheduler.ts). */
-  subscriptionPolling: Type.Object({
-    intervalMs: Type.Integer({
+  /** STAC API subscriptions (docs/operations.md#imagery-subscriptions). */
+  subscriptions: Type.Object({
+    pollIntervalMs: Type.Integer({
       env: 'SUBSCRIPTION_POLL_INTERVAL',
       format: 'duration',
       default: 600_000,
@@ -343,7 +343,12 @@ export const ConfigSchema = Type.Object({
       default: 50,
       minimum: 1,
       maximum: 10_000,
-      description: '`next` pages followed per search request of one poll',
+      description: 'result pages (next links) followed per search request of one poll',
+    }),
+    allowPrivateNetworks: Type.Boolean({
+      env: 'SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS',
+      default: false,
+      description: 'subscription URLs created through the API may point at loopback/private addresses',
     }),
     concurrency: Type.Integer({
       env: 'SUBSCRIPTION_CONCURRENCY',
@@ -359,10 +364,51 @@ export const ConfigSchema = Type.Object({
       maximum: 600_000,
       description: 'every request to a STAC API must be answered (headers and body) within this',
     }),
-    allowPrivateNetworks: Type.Boolean({
-      env: 'SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS',
-      default: false,
-      description: 'subscription STAC API URLs may point at loopback/private addresses',
+    maxPerAccount: Type.Integer({
+      env: 'SUBSCRIPTIONS_MAX_PER_ACCOUNT',
+      default: 20,
+      minimum: 1,
+      maximum: 10_000,
+      description: 'subscriptions an account may create (the default subscription not counted)',
+    }),
+    /** The operator's subscription that every account gets (unset URL: none). */
+    default: Type.Object({
+      url: Type.Optional(
+        Type.String({
+          env: 'DEFAULT_SUBSCRIPTION_URL',
+          protocols: ['http:', 'https:'],
+          description: 'STAC API root every account is subscribed to (private addresses allowed)',
+        }),
+      ),
+      collection: Type.String({
+        env: 'DEFAULT_SUBSCRIPTION_COLLECTION',
+        default: 'sentinel-2-l2a',
+        minLength: 1,
+        description: 'collection of the default subscription',
+      }),
+      assets: Type.String({
+        env: 'DEFAULT_SUBSCRIPTION_ASSETS',
+        default: 'earth-search',
+        minLength: 1,
+        description: 'asset preset (earth-search, planetary-computer, cdse) or a JSON band → asset key map',
+      }),
+      startDate: Type.Optional(
+        Type.String({
+          env: 'DEFAULT_SUBSCRIPTION_START_DATE',
+          pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+          message: 'must be a date YYYY-MM-DD',
+          defaultText: '30 days before the subscription is created',
+          description: 'date the default subscription searches back to',
+        }),
+      ),
+      maxCloudCover: Type.Optional(
+        Type.Number({
+          env: 'DEFAULT_SUBSCRIPTION_MAX_CLOUD_COVER',
+          minimum: 0,
+          maximum: 100,
+          description: 'scene cloud cover (percent) above which Items are skipped; unset: no filter',
+        }),
+      ),
     }),
   }),
   queueLeaseMs: Type.Integer({

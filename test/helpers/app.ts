@@ -86,7 +86,7 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
   });
   const app = await buildApp(runtime);
   await app.ready();
-  const account = await findOrCreateAccount(db, 'test');
+  const account = await findOrCreateAccount(db, 'test', config);
   const { key } = await createApiKey(db, account.id);
   let n = 0;
   return {
@@ -97,7 +97,7 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     key,
     accountId: account.id,
     async otherAccount(name = `other${++n}`) {
-      const acc = await findOrCreateAccount(db, name);
+      const acc = await findOrCreateAccount(db, name, config);
       return { key: (await createApiKey(db, acc.id)).key, accountId: acc.id };
     },
     auth: (k = key) => ({ authorization: `Bearer ${k}` }),
