@@ -1,13 +1,9 @@
 /**
- * Subscription polling end to end, on PGlite and PostgreSQL: a small STAC API (Item Search as the
- * spec defines it: landing page, conformance, POST /search with `intersects`, `datetime`,
- * `collections`, `limit`, the Query extension, `next` links with `body`/`merge`) serving the real
- * Earth Search Item of tile 29RKH, its assets on a local range server over the real COG files.
+ * Subscription polling end to end, on PGlite and PostgreSQL, against the test STAC API
+ * (test/helpers/stac-api-server.ts: Item Search with POST, the Query extension, two Items a page so
+ * that `next` links with `body`/`merge` are followed) serving the real Earth Search Item of tile
+ * 29RKH, its assets on the range server over the real COG files.
  */
-import { createReadStream, readFileSync, statSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
 import { registry } from '../../src/platform/metrics.js';
@@ -16,134 +12,19 @@ import { startSubscriptionScheduler } from '../../src/subscriptions/scheduler.js
 import { StacClient } from '../../src/subscriptions/stac-client.js';
 import { dbBackends } from '../helpers/backends.js';
 import { buildTestApp, square, type TestApp } from '../helpers/app.js';
-import { hasRealData, polygonOf, realDataDir, referenceResults } from '../helpers/real-data.js';
+import { startRangeServer, type RangeServer } from '../helpers/range-server.js';
+import { hasRealData, polygonOf, referenceResults } from '../helpers/real-data.js';
+import { startStacApiServer, type StacApiServer, type StacItem } from '../helpers/stac-api-server.js';
+import { realRkhItem } from '../helpers/stac-items.js';
 
-const RKH = path.join(realDataDir, 's2_l2a_29RKH_20200219_riotilerpds');
 process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = 'true';
 
-type Item = Record<string, unknown> & { id: string; properties: Record<string, unknown> };
-
-/** Range server over the scene's COG files; a name that does not exist answers 404. */
-async function cogServer(): Promise<{ server: http.Server; base: string }> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(RKH, path.basename(req.url ?? ''));
-    let size: number;
-    try {
-      size = statSync(file).size;
-    } catch {
-      res.writeHead(404).end();
-      return;
-    }
-    const m = /bytes=(\d+)-(\d*)/.exec(req.headers.range ?? '');
-    const start = m ? Number(m[1]) : 0;
-    const end = m?.[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
-    res.writeHead(m ? 206 : 200, {
-      'content-length': end - start + 1,
-      ...(m ? { 'content-range': `bytes ${start}-${end}/${size}` } : {}),
-    });
-    createReadStream(file, { start, end }).pipe(res);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-interface StacApi {
-  server: http.Server;
-  root: string;
-  items: Item[];
-  /** 'ok', or how the API fails: 500 to everything, 429 with Retry-After: 120. */
-  mode: 'ok' | '500' | '429';
-  searches: number;
-}
-
-const overlaps = (a: number[], b: number[]) => a[0]! <= b[2]! && a[2]! >= b[0]! && a[1]! <= b[3]! && a[3]! >= b[1]!;
-
-/** A STAC API (Item Search with POST and GET, Query extension, paging by `next` with body/merge, 2 Items a page). */
-async function stacApi(): Promise<StacApi> {
-  const api: StacApi = { server: http.createServer(), root: '', items: [], mode: 'ok', searches: 0 };
-  api.server.on('request', (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-        res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-      };
-      if (api.mode === '500') return send(500, { code: 'InternalError' });
-      if (api.mode === '429') return send(429, { code: 'TooManyRequests' }, { 'retry-after': '120' });
-      const url = new URL(req.url ?? '/', api.root);
-      if (url.pathname === '/') {
-        return send(200, {
-          type: 'Catalog',
-          id: 'test',
-          stac_version: '1.0.0',
-          conformsTo: [
-            'https://api.stacspec.org/v1.0.0/core',
-            'https://api.stacspec.org/v1.0.0/item-search',
-            'https://api.stacspec.org/v1.0.0-rc.1/item-search#query',
-          ],
-          links: [
-            { rel: 'search', href: `${api.root}/search`, type: 'application/geo+json', method: 'GET' },
-            { rel: 'search', href: `${api.root}/search`, type: 'application/geo+json', method: 'POST' },
-          ],
-        });
-      }
-      if (url.pathname !== '/search' || req.method !== 'POST') return send(404, { code: 'NotFound' });
-      api.searches++;
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-      const boxes: number[][] = body.intersects.coordinates.map((poly: number[][][]) => {
-        const xs = poly[0]!.map((p) => p[0]!);
-        const ys = poly[0]!.map((p) => p[1]!);
-        return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
-      });
-      const from = Date.parse(String(body.datetime).split('/')[0]!);
-      const maxCloud = body.query?.['eo:cloud_cover']?.lte;
-      const hits = api.items.filter((it) => {
-        const dt = it.properties.datetime;
-        return (
-          body.collections.includes(it.collection) &&
-          boxes.some((b) => overlaps(b, it.bbox as number[])) &&
-          (typeof dt !== 'string' || Date.parse(dt) >= from) &&
-          (maxCloud === undefined || Number(it.properties['eo:cloud_cover']) <= maxCloud)
-        );
-      });
-      const pageNo = Number(body.page ?? 1);
-      const size = 2;
-      const slice = hits.slice((pageNo - 1) * size, pageNo * size);
-      const links =
-        pageNo * size < hits.length
-          ? [{ rel: 'next', href: `${api.root}/search`, method: 'POST', body: { page: pageNo + 1 }, merge: true }]
-          : [];
-      send(200, { type: 'FeatureCollection', features: slice, links });
-    });
-  });
-  await new Promise<void>((r) => api.server.listen(0, '127.0.0.1', () => r()));
-  api.root = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
-  return api;
-}
-
-/** The real Earth Search Item, as another acquisition: its assets on the COG server. */
-function realItem(cogBase: string, id: string, datetime: string | undefined): Item {
-  const item = JSON.parse(readFileSync(path.join(RKH, 'S2A_29RKH_20200219_0_L2A.json'), 'utf8')) as Item;
-  const files: Record<string, string> = {
-    blue: 'B02',
-    green: 'B03',
-    red: 'B04',
-    rededge1: 'B05',
-    nir: 'B08',
-    swir16: 'B11',
-    scl: 'SCL',
+/** A pass of the real tile as another acquisition (same files, another id and datetime). */
+const realItem = (range: RangeServer, id: string, datetime: string) =>
+  realRkhItem(range, { id, datetime }) as StacItem & {
+    properties: Record<string, unknown>;
+    assets: Record<string, { href: string }>;
   };
-  const assets = item.assets as Record<string, Record<string, unknown>>;
-  item.assets = Object.fromEntries(
-    Object.entries(files).map(([k, f]) => [k, { ...assets[k], href: `${cogBase}/${f}.tif` }]),
-  );
-  item.id = id;
-  if (datetime) item.properties.datetime = datetime;
-  else delete item.properties.datetime;
-  return item;
-}
-
-const closeServer = (s: http.Server) => new Promise<void>((r) => s.close(() => r()));
 
 async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
   const m = (await registry.getSingleMetric(name)?.get())?.values ?? [];
@@ -153,16 +34,16 @@ async function metricValue(name: string, labels: Record<string, string>): Promis
 
 describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (backend) => {
   let t: TestApp;
-  let cogs: { server: http.Server; base: string };
-  let api: StacApi;
+  let cogs: RangeServer;
+  let api: StacApiServer;
   let subId: string;
   let refField: string;
   let otherField: string;
 
   beforeAll(async () => {
-    cogs = await cogServer();
-    api = await stacApi();
-    api.items.push(realItem(cogs.base, 'S2A_29RKH_20200219_0_L2A', '2020-02-19T11:34:25.405000Z'));
+    cogs = await startRangeServer();
+    api = await startStacApiServer({ maxLimit: 2 });
+    api.publish(realItem(cogs, 'S2A_29RKH_20200219_0_L2A', '2020-02-19T11:34:25.405000Z'));
     t = await buildTestApp(backend, {
       env: { SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS: 'true', SUBSCRIPTION_CONCURRENCY: '4' },
       runtime: { subscriptionTickMs: 0, subscriptionLeaseMs: 5000 },
@@ -188,15 +69,15 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
       method: 'POST',
       url: '/v1/imagery/subscriptions',
       headers: t.auth(),
-      payload: { stac_api_url: api.root, start_date: '2020-02-01', max_cloud_cover: 50 },
+      payload: { stac_api_url: api.url, start_date: '2020-02-01', max_cloud_cover: 50 },
     });
     expect(res.statusCode, res.body).toBe(201);
     subId = res.json().id;
   });
   afterAll(async () => {
     await t?.close();
-    await closeServer(api.server);
-    await closeServer(cogs.server);
+    await api?.close();
+    await cogs?.close();
   });
 
   const scheduler = () => t.runtime.subscriptions!;
@@ -261,11 +142,11 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
   });
 
   it('a newly published Item is registered by the next poll and announced once (backfill false)', async () => {
-    api.items.push(realItem(cogs.base, 'S2B_29RKH_20200224_0_L2A', '2020-02-24T11:34:20.000000Z'));
+    api.publish(realItem(cogs, 'S2B_29RKH_20200224_0_L2A', '2020-02-24T11:34:20.000000Z'));
     // Too cloudy for max_cloud_cover 50: the API filters it out (Query extension).
-    const cloudy = realItem(cogs.base, 'S2B_29RKH_20200223_0_L2A', '2020-02-23T11:34:20.000000Z');
+    const cloudy = realItem(cogs, 'S2B_29RKH_20200223_0_L2A', '2020-02-23T11:34:20.000000Z');
     cloudy.properties['eo:cloud_cover'] = 80;
-    api.items.push(cloudy);
+    api.publish(cloudy);
     const before = (await events()).length;
     await requestPoll();
     const [result] = await scheduler().tick();
@@ -282,7 +163,7 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
   });
 
   it('two pollers at once: one claims the subscription; two polls racing still announce each capture once per field', async () => {
-    api.items.push(realItem(cogs.base, 'S2A_29RKH_20200226_0_L2A', '2020-02-26T11:34:20.000000Z'));
+    api.publish(realItem(cogs, 'S2A_29RKH_20200226_0_L2A', '2020-02-26T11:34:20.000000Z'));
     const before = (await events()).length;
     const a = startSubscriptionScheduler(pollDeps(), { tickMs: 0, concurrency: 2, owner: 'worker-a' });
     const b = startSubscriptionScheduler(pollDeps(), { tickMs: 0, concurrency: 2, owner: 'worker-b' });
@@ -292,7 +173,7 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     expect((await events()).length).toBe(before + 2);
     // A lease taken over while the first holder still runs (it was too slow): both register the
     // same new Item at once; the unique index lets one insert, and only it emits.
-    api.items.push(realItem(cogs.base, 'S2B_29RKH_20200228_0_L2A', '2020-02-28T11:34:20.000000Z'));
+    api.publish(realItem(cogs, 'S2B_29RKH_20200228_0_L2A', '2020-02-28T11:34:20.000000Z'));
     const sub1 = await claimSubscription(t.db, subId, 'worker-a', 1);
     await new Promise((r) => setTimeout(r, 20));
     const sub2 = await claimSubscription(t.db, subId, 'worker-b', 5000);
@@ -312,9 +193,9 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
   });
 
   it('a poll killed after its first registration: the next holder of the lease loses and duplicates nothing', async () => {
-    api.items.push(
-      realItem(cogs.base, 'S2A_29RKH_20200301_0_L2A', '2020-03-01T11:34:20.000000Z'),
-      realItem(cogs.base, 'S2B_29RKH_20200303_0_L2A', '2020-03-03T11:34:20.000000Z'),
+    api.publish(
+      realItem(cogs, 'S2A_29RKH_20200301_0_L2A', '2020-03-01T11:34:20.000000Z'),
+      realItem(cogs, 'S2B_29RKH_20200303_0_L2A', '2020-03-03T11:34:20.000000Z'),
     );
     const before = (await events()).length;
     const [cursorBefore] = await t.db.query<{ cursor: Date }>(
@@ -347,19 +228,25 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
 
   it('malformed Items are skipped with a metric, and the poll goes on', async () => {
     const skippedBefore = await metricValue('subscription_items_total', { subscription: subId, outcome: 'skipped' });
-    const noAssets = realItem(cogs.base, 'S2A_29RKH_20200305_0_L2A', '2020-03-05T11:34:20.000000Z');
-    noAssets.assets = { thumbnail: { href: `${cogs.base}/thumbnail.jpg` } };
-    const missingFile = realItem(cogs.base, 'S2A_29RKH_20200306_0_L2A', '2020-03-06T11:34:20.000000Z');
-    (missingFile.assets as Record<string, { href: string }>).red!.href = `${cogs.base}/missing.tif`;
-    api.items.push(
-      realItem(cogs.base, 'S2A_29RKH_20200304_0_L2A', undefined),
+    const noAssets = realItem(cogs, 'S2A_29RKH_20200305_0_L2A', '2020-03-05T11:34:20.000000Z');
+    noAssets.assets = { thumbnail: { href: cogs.href('rkh', 'thumbnail.jpg') } };
+    const missingFile = realItem(cogs, 'S2A_29RKH_20200306_0_L2A', '2020-03-06T11:34:20.000000Z');
+    missingFile.assets.red!.href = cogs.href('rkh', 'missing.tif');
+    const notTiff = realItem(cogs, 'S2A_29RKH_20200304_0_L2A', '2020-03-04T11:34:20.000000Z');
+    notTiff.assets.nir!.href = cogs.href('rkh', 'PROVENANCE.md');
+    api.publish(
+      notTiff,
       noAssets,
       missingFile,
-      realItem(cogs.base, 'S2B_29RKH_20200307_0_L2A', '2020-03-07T11:34:20.000000Z'),
+      realItem(cogs, 'S2B_29RKH_20200307_0_L2A', '2020-03-07T11:34:20.000000Z'),
     );
     await requestPoll();
     const [result] = await scheduler().tick();
     expect(result).toMatchObject({ outcome: 'ok', registered: 1, skipped: 3, failed: 0 });
+    // Pages of two: the POST next links (token merged into the body) were followed.
+    const posts = api.log.filter((r) => r.kind === 'search-post').map((r) => r.body as Record<string, unknown>);
+    expect(posts.some((b) => b.token && b.collections && b.intersects)).toBe(true);
+    expect(posts.at(-1)).toMatchObject({ collections: ['sentinel-2-l2a'], query: { 'eo:cloud_cover': { lte: 50 } } });
     expect(await metricValue('subscription_items_total', { subscription: subId, outcome: 'skipped' })).toBe(
       skippedBefore + 3,
     );
@@ -369,18 +256,17 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
   });
 
   it('STAC APIs that are down are backed off with last_error; the others are polled; the service stays ready', async () => {
-    const down = await stacApi();
-    const limited = await stacApi();
-    down.mode = '500';
-    limited.mode = '429';
-    const refused = await stacApi();
-    const refusedRoot = refused.root;
-    await closeServer(refused.server); // nothing listens there any more
+    const down = await startStacApiServer();
+    const limited = await startStacApiServer();
+    const refused = await startStacApiServer();
+    down.failNext(100, 500);
+    limited.rateLimitNext(100, 120);
+    await refused.down(); // nothing listens there any more
     const ids: Record<string, string> = {};
     for (const [name, url] of [
-      ['down', down.root],
-      ['limited', limited.root],
-      ['refused', refusedRoot],
+      ['down', down.url],
+      ['limited', limited.url],
+      ['refused', refused.url],
     ]) {
       const res = await t.app.inject({
         method: 'POST',
@@ -391,7 +277,7 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
       expect(res.statusCode, res.body).toBe(201);
       ids[name!] = res.json().id;
     }
-    api.items.push(realItem(cogs.base, 'S2A_29RKH_20200309_0_L2A', '2020-03-09T11:34:20.000000Z'));
+    api.publish(realItem(cogs, 'S2A_29RKH_20200309_0_L2A', '2020-03-09T11:34:20.000000Z'));
     await requestPoll();
     const results = await scheduler().tick();
     expect(results.map((r) => r.outcome).sort()).toEqual(['error', 'error', 'ok', 'rate_limited']);
@@ -418,7 +304,6 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     expect(await metricValue('subscription_polls_total', { subscription: ids.limited!, outcome: 'rate_limited' })).toBe(
       1,
     );
-    await closeServer(down.server);
-    await closeServer(limited.server);
+    await Promise.all([down.close(), limited.close(), refused.close()]);
   });
 });
