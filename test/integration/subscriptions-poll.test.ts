@@ -255,6 +255,34 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     expect(row!.cursor.toISOString()).toBe('2020-03-07T11:34:20.000Z');
   });
 
+  it('a new field is linked to the captures that exist (no event) and backfilled from start_date at the next poll', async () => {
+    const before = (await events()).length;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name: 'Sahara late', boundary: square(-11.3, 24.6, 0.01) },
+    });
+    const late = res.json().id;
+    api.resetLog();
+    await requestPoll();
+    const [result] = await scheduler().tick();
+    expect(result).toMatchObject({ outcome: 'ok', registered: 0, failed: 0 });
+    expect(result!.searches).toBe(2); // the known fields from the cursor, the new one from start_date
+    const searched = api.log
+      .filter((r) => r.kind === 'search-post')
+      .map((r) => String((r.body as { datetime: string }).datetime));
+    expect(searched).toContain('2020-02-01T00:00:00Z/..');
+    expect(await events()).toHaveLength(before);
+    const [mark] = await t.db.query(
+      'SELECT 1 FROM imagery_subscription_fields WHERE subscription_id = $1 AND field_id = $2',
+      [subId, late],
+    );
+    expect(mark).toBeTruthy();
+    const list = (await t.app.inject({ method: 'GET', url: `/v1/fields/${late}/imagery`, headers: t.auth() })).json();
+    expect(list.total).toBe(7); // every capture registered so far covers the tile
+  });
+
   it('STAC APIs that are down are backed off with last_error; the others are polled; the service stays ready', async () => {
     const down = await startStacApiServer();
     const limited = await startStacApiServer();
