@@ -3,4 +3,4 @@ export { fromWgs84, toWgs84, type CrsRef } from './crs.js';
 export { linkFieldImagery, registerImagery, type ImageryDeps, type StacOrigin } from './service.js';
 export { captureFromStac } from './stac.js';
 export type { ImageryCreate } from './schemas.js';
-export type { CaptureSource } from './window-reader.js';
+export { CAPTURE_BANDS, type CaptureSource } from './window-reader.js';

@@ -2,36 +2,20 @@
  * Which asset of a STAC Item holds which band. Catalogues name Sentinel-2 L2A assets differently:
  * Earth Search by common name (`red`, `nir`, `scl`), Planetary Computer by band (`B04`, `SCL`).
  * A subscription names a preset or gives its own map, band → asset key; our band names are
- * B01..B12, B8A and SCL (the scene classification used as the cloud mask).
+ * B01..B12 (no B10), B8A and SCL (the scene classification used as the cloud mask).
  *
  * `cdse`: Copernicus Data Space's STAC publishes resolution-suffixed keys (`B04_10m`, `SCL_20m`)
  * in some collections; the preset uses the plain band names, as its `sentinel-2-l2a` COG
  * collection does. An explicit map (`{"B04": "B04_10m", ...}`) serves any other naming.
  */
+import { CAPTURE_BANDS } from '../imagery/index.js';
 
-/** Band names an asset map may use: Sentinel-2's bands and SCL. */
-export const BAND_NAMES = [
-  'B01',
-  'B02',
-  'B03',
-  'B04',
-  'B05',
-  'B06',
-  'B07',
-  'B08',
-  'B8A',
-  'B09',
-  'B10',
-  'B11',
-  'B12',
-  'SCL',
-] as const;
+/** Band names an asset map may use: the bands a capture takes (no B10: L1C only) and SCL. */
+export const BAND_NAMES = [...CAPTURE_BANDS, 'SCL'] as const;
 export type BandName = (typeof BAND_NAMES)[number];
 
-/** The L2A bands (no B10: it exists in L1C only) and SCL, each named as itself. */
-const BY_BAND_NAME: Record<string, string> = Object.fromEntries(
-  BAND_NAMES.filter((b) => b !== 'B10').map((b) => [b, b]),
-);
+/** Each band named as itself. */
+const BY_BAND_NAME: Record<string, string> = Object.fromEntries(BAND_NAMES.map((b) => [b, b]));
 
 export const PRESETS = {
   'earth-search': {

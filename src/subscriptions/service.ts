@@ -108,7 +108,7 @@ function refuse(issues: FieldIssue[]): never {
 /** The SSRF rules of webhook registration, with http:// allowed too (platform/net/target.ts). */
 async function checkUrl(deps: SubscriptionDeps, url: string): Promise<void> {
   try {
-    await resolveTarget(url, deps.allowPrivateNetworks, deps.lookup, ['https:', 'http:']);
+    await resolveTarget(url, deps.allowPrivateNetworks, deps.lookup, ['http:', 'https:']);
   } catch (err) {
     throw err instanceof OutboundError ? new RefusedInput(err, '/body/stac_api_url') : err;
   }
@@ -263,7 +263,7 @@ export async function requestPoll(db: Sql, accountId: string, id: string): Promi
 /** DEFAULT_SUBSCRIPTION_ASSETS: a preset name or a JSON map band → asset key. */
 export function parseDefaultAssets(text: string): string | Record<string, string> {
   let assets: unknown = text;
-  if (text.trimStart().startsWith('{')) {
+  if (/^\s*[[{]/.test(text)) {
     try {
       assets = JSON.parse(text);
     } catch {
