@@ -85,6 +85,9 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     webhookCa: opts.ca,
     pollMs: 50,
     log: () => {},
+    // The subscription poller runs only when a suite calls runtime.subscriptions.tick(): no poll
+    // changes a subscription under an assertion of another suite.
+    subscriptionTickMs: 0,
     ...opts.runtime,
   });
   const app = await buildApp(runtime);
