@@ -28,6 +28,9 @@ import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhoo
 import { SecretBox } from './webhooks/signing.js';
 import { ensureDefaultSubscriptions } from './subscriptions/index.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
+import { StacClient } from './subscriptions/stac-client.js';
+import { startSubscriptionScheduler, type SubscriptionScheduler } from './subscriptions/scheduler.js';
+import type { PollDeps } from './subscriptions/poller.js';
 import { processReportJob, startReportSweeper, type ReportJob } from './reports/worker.js';
 
 export interface Runtime extends PlatformServices {
@@ -41,6 +44,8 @@ export interface Runtime extends PlatformServices {
   /** Imagery registration, with the alert evaluation of covered fields wired in. */
   imagery: ImageryDeps;
   dispatcher: Dispatcher;
+  /** The STAC API subscription poller (ROLE=worker and all). */
+  subscriptions?: SubscriptionScheduler;
   /**
    * Stops the scheduler, dispatcher and sweeper, lets running jobs finish for up to `graceMs`
    * (then hands them back to the queue), and closes the queues, the compute pool and the database.
@@ -60,6 +65,12 @@ export interface RuntimeOverrides {
   log?: (msg: string, err?: unknown) => void;
   /** Called at each report generation stage (tests stop a worker there). */
   reportStage?: ReportDeps['onStage'];
+  /** How often the subscription poller looks for due subscriptions (default 5 s; 0: only on tick(), tests). */
+  subscriptionTickMs?: number;
+  /** A subscription poll's lease (default 60 s; renewed while the poll runs). */
+  subscriptionLeaseMs?: number;
+  /** Called as each Item of a subscription poll has been handled (tests stop a poll there). */
+  subscriptionOnItem?: PollDeps['onItem'];
   /** Called as each start-up step ends, with its duration (main prints them). */
   onStep?: (step: StartStep, ms: number, detail: string) => void;
 }
@@ -221,6 +232,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
         evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
     };
 
+    let subscriptions: SubscriptionScheduler | undefined;
     if (config.role !== 'api') {
       queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), {
         concurrency: config.reports.concurrency,
@@ -241,6 +253,30 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       closers.push(
         startUploadSweeper(db, uploads, UPLOAD_SWEEP, (err) => log('sweep of unreferenced uploaded files failed', err)),
       );
+      const polling = config.subscriptions;
+      const warn = { warn: (obj: object, msg: string) => log(msg, obj) };
+      subscriptions = startSubscriptionScheduler(
+        {
+          db,
+          imagery: { ...imagery, log: warn },
+          client: new StacClient({ allowPrivateNetworks: polling.allowPrivateNetworks, timeoutMs: polling.timeoutMs }),
+          settings: {
+            intervalMs: polling.pollIntervalMs,
+            lookbackMs: polling.lookbackMs,
+            maxPages: polling.maxPages,
+            leaseMs: o.subscriptionLeaseMs ?? 60_000,
+          },
+          log: warn,
+          onItem: o.subscriptionOnItem,
+        },
+        {
+          tickMs: o.subscriptionTickMs ?? 5000,
+          concurrency: polling.concurrency,
+          onError: (err) => log('subscription poll failed', err),
+        },
+      );
+      const scheduler = subscriptions;
+      closers.push(() => scheduler.stop());
     }
 
     return {
@@ -250,6 +286,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       queues,
       webhooks,
       dispatcher,
+      subscriptions,
       compute,
       heavyCompute,
       reports,

@@ -18,8 +18,10 @@ export interface DemoResult {
 }
 
 /** Near Gembloux (BE), UTM 31N: a 1.6 km square scene; the field is its central 64 ha. */
-const SPEC = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 160, seed: 2025 };
+export const DEMO_SCENE = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 160, seed: 2025 };
 export const DEMO_DATES = datesEvery('2025-03-26', '2025-10-07', 6);
+/** The crop's planting and harvest dates (the synthetic growth curve follows them). */
+export const DEMO_SEASON = { planting: '2025-04-10', harvest: '2025-09-20' };
 
 /**
  * Writes and registers the demo season. Each capture is registered (its files inspected and its
@@ -38,17 +40,19 @@ export async function createDemo(
     accountId,
     {
       name: 'Demo field (synthetic)',
-      boundary: sceneField(SPEC) as never,
+      boundary: sceneField(DEMO_SCENE) as never,
       crop_type: 'maize',
-      planting_date: '2025-04-10',
-      harvest_date: '2025-09-20',
+      planting_date: DEMO_SEASON.planting,
+      harvest_date: DEMO_SEASON.harvest,
     },
     { maxAreaHa: deps.maxAreaHa },
   );
   let registering: Promise<unknown> = Promise.resolve();
   let bands = 0;
   // DEFLATE level 1: the season is written on a first start, where time counts more than 5 % of disk.
-  for (const c of syntheticSteps(dir, SPEC, DEMO_DATES, '2025-04-10', '2025-09-20', { deflateLevel: 1 })) {
+  for (const c of syntheticSteps(dir, DEMO_SCENE, DEMO_DATES, DEMO_SEASON.planting, DEMO_SEASON.harvest, {
+    deflateLevel: 1,
+  })) {
     // A turn of the event loop between files: requests are served while the demo is written.
     if (!c) {
       await nextTurn();

@@ -249,8 +249,35 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   }
 }
 
-export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery> {
+/** Where a capture registered from a STAC API subscription came from (its Item and why it was found). */
+export interface StacOrigin {
+  collection: string;
+  itemId: string;
+  subscriptionId: string;
+  /** Found by a new field's backfill search or the subscription's first search (payload `backfill`). */
+  backfill: boolean;
+}
+
+/**
+ * With `opts.stac`, the capture is stored only if the account has no capture of that collection
+ * and Item id yet (the unique index, ON CONFLICT DO NOTHING): null then, and nothing is linked or
+ * emitted, so two pollers registering one Item at once announce it once.
+ */
+export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery>;
+export async function registerImagery(
+  deps: ImageryDeps,
+  accountId: string,
+  input: ImageryCreate,
+  opts: { stac: StacOrigin },
+): Promise<Imagery | null>;
+export async function registerImagery(
+  deps: ImageryDeps,
+  accountId: string,
+  input: ImageryCreate,
+  opts: { stac?: StacOrigin } = {},
+): Promise<Imagery | null> {
   const { capture, source, date, cloud } = normalise(input);
+  const stac = opts.stac;
   await checkLocalPaths(deps, accountId, capture);
   const info = await deps.compute.inspect({ capture, roots: deps.roots }).catch((err) => {
     throw fromWorker(err);
@@ -284,8 +311,10 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(
-      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14)
+      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox,
+                            stac_collection, stac_item_id, subscription_id)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
+       ON CONFLICT (account_id, stac_collection, stac_item_id) WHERE stac_item_id IS NOT NULL DO NOTHING
        RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, crs, resolution, footprint, created_at`,
       [
         id,
@@ -302,8 +331,12 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
         Math.abs(finest.resX),
         JSON.stringify(footprint),
         bbox,
+        stac?.collection ?? null,
+        stac?.itemId ?? null,
+        stac?.subscriptionId ?? null,
       ],
     );
+    if (!r) return null; // that Item is registered already: linked and announced then
     for (const c of covered) {
       await tx.query(
         'INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)',
@@ -315,10 +348,12 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
         source,
         capture_date: date,
         cloud_cover: c.cloud_cover,
+        ...(stac ? { subscription_id: stac.subscriptionId, backfill: stac.backfill } : {}),
       });
     }
-    return r!;
+    return r;
   });
+  if (!row) return null;
   // Alert rules of the covered fields are judged on the new capture (after the commit: the
   // capture exists whatever the evaluation does).
   for (const c of deps.evaluateAlerts ? covered : []) {

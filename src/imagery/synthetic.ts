@@ -234,3 +234,106 @@ export function datesEvery(start: string, end: string, step: number): string[] {
     out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }
+
+/** Earth Search's asset key of each band (its `eo:bands` common name; B09 has none, nir09 is Earth Search's key). */
+const EARTH_SEARCH_KEY: Record<SyntheticBand, string> = {
+  B01: 'coastal',
+  B02: 'blue',
+  B03: 'green',
+  B04: 'red',
+  B05: 'rededge1',
+  B06: 'rededge2',
+  B07: 'rededge3',
+  B08: 'nir',
+  B8A: 'nir08',
+  B09: 'nir09',
+  B11: 'swir16',
+  B12: 'swir22',
+};
+
+export interface SyntheticItemOptions {
+  /** Asset href of a written file (default: the file path itself). */
+  href?: (file: string) => string;
+  collection?: string;
+  /** MGRS tile of the scene for the Item id and `grid:code` (default 31UFS, the demo's). */
+  tile?: string;
+}
+
+/**
+ * A synthetic capture as a STAC Item in Earth Search's shape (collection sentinel-2-l2a): assets
+ * keyed red/nir/scl…, `eo:cloud_cover`, `s2:processing_baseline` 05.10 with `raster:bands`
+ * scale 0.0001 and offset −0.1, `proj:epsg`, `proj:shape` and `proj:transform` of each file, the
+ * scene footprint as geometry. `index` alternates the platform (S2A, S2B) as the real orbit does.
+ */
+export function syntheticItem(
+  c: SyntheticCapture,
+  spec: SceneSpec,
+  index: number,
+  opts: SyntheticItemOptions = {},
+): Record<string, unknown> & { id: string; collection: string } {
+  const href = opts.href ?? ((f: string) => f);
+  const tile = opts.tile ?? '31UFS';
+  const sat = index % 2 === 0 ? 'A' : 'B';
+  const inv = toWgs84(spec.epsg);
+  const ext = spec.size * 10;
+  const ring = [
+    inv([spec.originX, spec.originY - ext]),
+    inv([spec.originX + ext, spec.originY - ext]),
+    inv([spec.originX + ext, spec.originY]),
+    inv([spec.originX, spec.originY]),
+  ];
+  const xs = ring.map((p) => p[0]);
+  const ys = ring.map((p) => p[1]);
+  const file = (res: number, n: number) => ({
+    type: 'image/tiff; application=geotiff; profile=cloud-optimized',
+    'proj:shape': [n, n],
+    'proj:transform': [res, 0, spec.originX, 0, -res, spec.originY],
+  });
+  const assets: Record<string, unknown> = {};
+  for (const [b, res] of Object.entries(SYNTHETIC_BANDS) as Array<[SyntheticBand, number]>) {
+    const key = EARTH_SEARCH_KEY[b];
+    assets[key] = {
+      href: href(c.files[b]!),
+      ...file(res, Math.ceil(spec.size / (res / 10))),
+      title: `${b} - ${res}m`,
+      'eo:bands': [{ name: key, ...(b === 'B09' ? {} : { common_name: key }) }],
+      gsd: res,
+      'raster:bands': [{ nodata: 0, data_type: 'uint16', spatial_resolution: res, scale: 0.0001, offset: -0.1 }],
+      roles: ['data', 'reflectance'],
+    };
+  }
+  assets.scl = {
+    href: href(c.scl),
+    ...file(20, Math.ceil(spec.size / 2)),
+    title: 'Scene classification map (SCL)',
+    'raster:bands': [{ nodata: 0, data_type: 'uint8', spatial_resolution: 20 }],
+    roles: ['data', 'reflectance'],
+  };
+  return {
+    type: 'Feature',
+    stac_version: '1.0.0',
+    stac_extensions: [
+      'https://stac-extensions.github.io/eo/v1.0.0/schema.json',
+      'https://stac-extensions.github.io/projection/v1.0.0/schema.json',
+      'https://stac-extensions.github.io/raster/v1.1.0/schema.json',
+    ],
+    id: `S2${sat}_${tile}_${c.date.replace(/-/g, '')}_0_L2A`,
+    collection: opts.collection ?? 'sentinel-2-l2a',
+    bbox: [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)],
+    geometry: { type: 'Polygon', coordinates: [[...ring, ring[0]!]] },
+    properties: {
+      datetime: `${c.date}T10:46:19.024000Z`,
+      platform: `sentinel-2${sat.toLowerCase()}`,
+      constellation: 'sentinel-2',
+      instruments: ['msi'],
+      'eo:cloud_cover': Math.round(c.cloudiness * 1000) / 10,
+      'proj:epsg': spec.epsg,
+      'grid:code': `MGRS-${tile}`,
+      's2:processing_baseline': '05.10',
+      's2:product_type': 'S2MSI2A',
+      'earthsearch:boa_offset_applied': false,
+    },
+    links: [],
+    assets,
+  };
+}

@@ -362,6 +362,20 @@ export const ConfigSchema = Type.Object({
       default: false,
       description: 'subscription URLs created through the API may point at loopback/private addresses',
     }),
+    concurrency: Type.Integer({
+      env: 'SUBSCRIPTION_CONCURRENCY',
+      default: 2,
+      minimum: 1,
+      maximum: 64,
+      description: 'subscriptions polled at once per worker process',
+    }),
+    timeoutMs: Type.Integer({
+      env: 'SUBSCRIPTION_TIMEOUT_MS',
+      default: 30_000,
+      minimum: 100,
+      maximum: 600_000,
+      description: 'every request to a STAC API must be answered (headers and body) within this',
+    }),
     maxPerAccount: Type.Integer({
       env: 'SUBSCRIPTIONS_MAX_PER_ACCOUNT',
       default: 20,
