@@ -15,6 +15,7 @@ import { BaseClient, BaseResponse } from 'geotiff';
 import { imageryAllowPrivateNetworks, imageryTimeoutMs } from '../platform/config.js';
 import { BlockedAddressError, isPublicAddress, systemLookup, type HostLookup } from '../platform/net/address.js';
 import { checkedLookup } from '../platform/net/connect.js';
+import { signerFromConfig, type HrefSigner } from './href-signing.js';
 import { recordRead } from './metrics.js';
 
 const blocked = (host: string, address: string) =>
@@ -58,6 +59,8 @@ export class TimedFetchClient extends BaseClient {
     private readonly allowPrivate = imageryAllowPrivateNetworks(),
     /** Replaces the system resolver (tests). */
     private readonly lookup: HostLookup = systemLookup,
+    /** Signs the URL before each request (href-signing.ts; IMAGERY_HREF_SIGNER). */
+    private readonly signer: HrefSigner = signerFromConfig(timeoutMs),
   ) {
     super(url);
   }
@@ -65,10 +68,10 @@ export class TimedFetchClient extends BaseClient {
   override async request(
     options: { headers?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<BaseResponse> {
-    const url = new URL(this.url);
-    checkImageryUrl(url, this.allowPrivate);
     const deadline = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+    const url = await this.signer.sign(new URL(this.url), signal);
+    checkImageryUrl(url, this.allowPrivate);
     const mod = url.protocol === 'https:' ? https : http;
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {

@@ -196,6 +196,22 @@ export const ConfigSchema = Type.Object({
     maximum: 600_000,
     description: 'every HTTP(S) range read of remote imagery must finish within this',
   }),
+  imageryHrefSigner: Type.Union([Type.Literal('none'), Type.Literal('planetary-computer')], {
+    env: 'IMAGERY_HREF_SIGNER',
+    default: 'none',
+    description: 'signs remote imagery URLs at each read (planetary-computer: a SAS token per Azure Blob container)',
+  }),
+  imageryHrefSignerUrl: Type.String({
+    env: 'IMAGERY_HREF_SIGNER_URL',
+    default: 'https://planetarycomputer.microsoft.com/api/sas/v1/token',
+    protocols: ['http:', 'https:'],
+    description: 'the token endpoint of the planetary-computer signer',
+  }),
+  imageryHrefSignerHosts: Type.String({
+    env: 'IMAGERY_HREF_SIGNER_HOSTS',
+    default: '.blob.core.windows.net',
+    description: 'comma-separated host suffixes whose URLs the signer signs',
+  }),
   imageryAllowPrivateNetworks: Type.Boolean({
     env: 'IMAGERY_ALLOW_PRIVATE_NETWORKS',
     default: false,
@@ -634,6 +650,23 @@ export function imageryTimeoutMs(env: Env = process.env): number {
  */
 export function imageryAllowPrivateNetworks(env: Env = process.env): boolean {
   return read(env, ConfigSchema.properties.imageryAllowPrivateNetworks) as boolean;
+}
+
+/** IMAGERY_HREF_SIGNER and its settings, also read by the compute threads, like IMAGERY_TIMEOUT_MS. */
+export function imageryHrefSigner(env: Env = process.env): {
+  kind: 'none' | 'planetary-computer';
+  url: string;
+  hosts: string[];
+} {
+  const p = ConfigSchema.properties;
+  return {
+    kind: read(env, p.imageryHrefSigner) as 'none' | 'planetary-computer',
+    url: read(env, p.imageryHrefSignerUrl) as string,
+    hosts: (read(env, p.imageryHrefSignerHosts) as string)
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+  };
 }
 
 /** The decompression-bomb limits, also read by the compute threads (they inherit the environment, not the Config). */

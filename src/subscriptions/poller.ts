@@ -7,7 +7,7 @@
  *    or all of them at the first poll) from start_date: their backfill, marked once searched;
  * 2. every Item found: skipped when its (collection, Item id) is registered for the account
  *   already; else described through the subscription's asset map (imagery's captureFromStac:
- *   processing-baseline offset, raster:bands scale/offset, SCL mask), hrefs signed, and registered
+ *   processing-baseline offset, raster:bands scale/offset, SCL mask; hrefs stored unsigned, signed at each read), and registered
  *   by imagery's registerImagery with the `stac` origin, which inserts it once per account and
  *   emits imagery.available per covered field in the same transaction. A malformed Item (no id, no
  *   datetime, no usable asset, an unreadable file) is skipped with a log line; an Item whose
@@ -64,8 +64,6 @@ export interface PollDeps {
   client: StacClient;
   settings: PollSettings;
   log?: { warn(obj: object, msg: string): void };
-  /** Applied to every asset href before registration (a catalogue whose asset URLs need signing). */
-  signHref?: (href: string) => string | Promise<string>;
   /** Called as each Item has been handled (tests stop a poll there). */
   onItem?: (outcome: ItemOutcome, itemId: string) => void | Promise<void>;
 }
@@ -363,10 +361,9 @@ async function handleItem(
     [sub.account_id, m.collection, m.itemId],
   );
   if (known) return 'duplicate';
-  const create = await withSignedHrefs(
-    { ...captureFromStac(item, keys), capture_date: m.at.toISOString().slice(0, 10) },
-    deps.signHref,
-  );
+  // Hrefs are stored unsigned: a catalogue's short-lived tokens are added at each read
+  // (imagery/href-signing.ts, IMAGERY_HREF_SIGNER).
+  const create: ImageryCreate = { ...captureFromStac(item, keys), capture_date: m.at.toISOString().slice(0, 10) };
   if (!Object.keys(create.bands ?? {}).length)
     throw new Malformed(`none of the assets ${Object.values(keys).join(', ')} has an href`);
   const origin: StacOrigin = {
@@ -377,12 +374,4 @@ async function handleItem(
   };
   const img = await registerImagery(deps.imagery, sub.account_id, create, { stac: origin });
   return img ? 'registered' : 'duplicate';
-}
-
-async function withSignedHrefs(c: ImageryCreate, sign: PollDeps['signHref']): Promise<ImageryCreate> {
-  if (!sign) return c;
-  const bands: NonNullable<ImageryCreate['bands']> = {};
-  for (const [b, ref] of Object.entries(c.bands ?? {}))
-    bands[b] = typeof ref === 'string' ? await sign(ref) : { ...ref, href: await sign(ref.href) };
-  return { ...c, bands, ...(c.mask ? { mask: { ...c.mask, href: await sign(c.mask.href) } } : {}) };
 }
