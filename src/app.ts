@@ -14,6 +14,7 @@ import { fieldRoutes } from './fields/routes.js';
 import { imageryRoutes } from './imagery/routes.js';
 import { indexRoutes } from './indices/routes.js';
 import { reportDownloadRoutes, reportRoutes } from './reports/routes.js';
+import { subscriptionRoutes } from './subscriptions/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import type { Api } from './platform/http/context.js';
 import { healthRoutes } from './platform/http/health.js';
@@ -92,7 +93,15 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
     async (v1) => {
       await v1.register(requireApiKey);
       await registerRateLimit(v1, s.config);
-      for (const routes of [fieldRoutes, webhookRoutes, indexRoutes, imageryRoutes, alertRoutes, reportRoutes])
+      for (const routes of [
+        fieldRoutes,
+        webhookRoutes,
+        indexRoutes,
+        imageryRoutes,
+        subscriptionRoutes,
+        alertRoutes,
+        reportRoutes,
+      ])
         await v1.register(routes);
     },
     { prefix: '/v1' },

@@ -41,7 +41,7 @@ function progress(what: string, ms: number, detail = ''): void {
 
 /** On the first start of an empty database: the development account, its key printed once. */
 async function bootstrap(config: Config, runtime: Runtime): Promise<{ key: string; accountId: string } | null> {
-  const dev = await bootstrapDevelopmentAccount(runtime.db);
+  const dev = await bootstrapDevelopmentAccount(runtime.db, config);
   if (!dev) return null;
   console.log(`\n  Development API key (account "${dev.account}"), shown once:\n\n    ${dev.key}\n`);
   console.log(`  Try: curl -H "Authorization: Bearer ${dev.key}" ${config.publicBaseUrl}/v1/fields\n`);

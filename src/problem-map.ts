@@ -15,7 +15,7 @@ import { LocalPathError } from './imagery/local-path.js';
 import { imageryIssue } from './imagery/service.js';
 import { ImageryError } from './imagery/window-reader.js';
 import { AppError, domainProblem, type DomainProblemTable } from './platform/errors.js';
-import { OutboundError } from './webhooks/outbound.js';
+import { OutboundError } from './platform/net/target.js';
 
 /** invalid_imagery with one field-level issue. */
 function imageryProblem(path: string, code: string, message: string): AppError {

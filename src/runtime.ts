@@ -13,16 +13,24 @@ import { observePool } from './platform/metrics.js';
 import { createJobQueues, type JobQueues } from './platform/queue/job-queues.js';
 import { resolveSigningKey } from './platform/settings.js';
 import { ComputePool } from './compute/pool.js';
+import { LocalFileCache } from './platform/file-cache.js';
+import { DatabaseFileStore } from './platform/file-store.js';
 import { evaluateAlerts } from './alerts/service.js';
 import { collectImageryMetrics } from './imagery/metrics.js';
 import type { ImageryDeps } from './imagery/service.js';
+import { startUploadSweeper, uploadPreparer } from './imagery/upload-files.js';
+import { UPLOAD_CACHE_SUFFIX } from './imagery/upload-ref.js';
 import { directSink, processDeliveryJob, type DeliveryJob } from './webhooks/delivery.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { startSeasonScheduler } from './events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from './webhooks/service.js';
 import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhooks/secret-keys.js';
 import { SecretBox } from './webhooks/signing.js';
+import { ensureDefaultSubscriptions } from './subscriptions/index.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
+import { StacClient } from './subscriptions/stac-client.js';
+import { startSubscriptionScheduler, type SubscriptionScheduler } from './subscriptions/scheduler.js';
+import type { PollDeps } from './subscriptions/poller.js';
 import { processReportJob, startReportSweeper, type ReportJob } from './reports/worker.js';
 
 export interface Runtime extends PlatformServices {
@@ -36,6 +44,8 @@ export interface Runtime extends PlatformServices {
   /** Imagery registration, with the alert evaluation of covered fields wired in. */
   imagery: ImageryDeps;
   dispatcher: Dispatcher;
+  /** The STAC API subscription poller (ROLE=worker and all). */
+  subscriptions?: SubscriptionScheduler;
   /**
    * Stops the scheduler, dispatcher and sweeper, lets running jobs finish for up to `graceMs`
    * (then hands them back to the queue), and closes the queues, the compute pool and the database.
@@ -55,11 +65,20 @@ export interface RuntimeOverrides {
   log?: (msg: string, err?: unknown) => void;
   /** Called at each report generation stage (tests stop a worker there). */
   reportStage?: ReportDeps['onStage'];
+  /** How often the subscription poller looks for due subscriptions (default 5 s; 0: only on tick(), tests). */
+  subscriptionTickMs?: number;
+  /** A subscription poll's lease (default 60 s; renewed while the poll runs). */
+  subscriptionLeaseMs?: number;
+  /** Called as each Item of a subscription poll has been handled (tests stop a poll there). */
+  subscriptionOnItem?: PollDeps['onItem'];
   /** Called as each start-up step ends, with its duration (main prints them). */
   onStep?: (step: StartStep, ms: number, detail: string) => void;
 }
 
 export type StartStep = 'database' | 'migrations' | 'compute' | 'queues';
+
+/** Uploaded files no capture names are deleted after an hour (an upload being registered is younger). */
+const UPLOAD_SWEEP = { everyMs: 10 * 60_000, graceMs: 60 * 60_000 };
 
 export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Promise<Runtime> {
   const closers: Array<() => Promise<void> | void> = [];
@@ -75,7 +94,13 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
   };
   try {
     // The compute threads start now and warm up (modules, WASM kernel) while the database opens.
-    const compute = new ComputePool({ size: config.computeThreads, tasksPerThread: config.computeTasksPerThread });
+    // Threads read uploaded files (upload://<id>) from the local read cache (imagery/upload-ref.ts).
+    const threadData = { uploadCacheDir: config.uploadCacheDir };
+    const compute = new ComputePool({
+      size: config.computeThreads,
+      tasksPerThread: config.computeTasksPerThread,
+      threadData,
+    });
     closers.push(() => compute.close());
     const warmStart = performance.now();
     const warm = compute.ping().then(() => performance.now() - warmStart);
@@ -98,6 +123,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     }
     const applied = await migrate(db);
     step('migrations', `${applied.length} applied`);
+    // Every account gets the operator's default subscription (and existing ones follow the configuration).
+    await ensureDefaultSubscriptions(db, config);
     const signingKey = await resolveSigningKey(db, config.signingKey);
     // Webhook secrets are sealed with a key kept outside the database (secret-keys.ts).
     const secretKeys = resolveSecretKeys({
@@ -126,8 +153,24 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     const heavyCompute =
       config.role === 'worker'
         ? undefined
-        : new ComputePool({ size: config.heavy.concurrency, tasksPerThread: 1, background: config.heavy.background });
+        : new ComputePool({
+            size: config.heavy.concurrency,
+            tasksPerThread: 1,
+            background: config.heavy.background,
+            threadData,
+          });
     if (heavyCompute) closers.push(() => heavyCompute.close());
+    // Uploaded files live in the database; before a task reads a capture, each pool copies the
+    // capture's uploads into this process's local read cache (every task of every feature: indices,
+    // reports, alerts, registration, linking go through the pools).
+    const uploads = new DatabaseFileStore(db);
+    const uploadCache = new LocalFileCache({
+      dir: config.uploadCacheDir,
+      maxBytes: config.uploadCacheMaxBytes,
+      store: uploads,
+      suffix: UPLOAD_CACHE_SUFFIX,
+    });
+    for (const pool of [compute, heavyCompute]) pool?.setPrepare(uploadPreparer(uploadCache));
 
     const queues = await createJobQueues({
       db,
@@ -183,10 +226,13 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       roots: config.imageryRoots,
       uploadDir: config.imageryUploadDir,
+      // The process that receives an upload reads it next: its files go into the cache as they arrive.
+      uploads: uploadCache.writeThrough(uploads),
       evaluateAlerts: (accountId, fieldId, imageryId, capture) =>
         evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
     };
 
+    let subscriptions: SubscriptionScheduler | undefined;
     if (config.role !== 'api') {
       queues.process<ReportJob>(REPORT_QUEUE, (job, ctx) => processReportJob(reports, job, ctx), {
         concurrency: config.reports.concurrency,
@@ -204,6 +250,33 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       if (direct) closers.push(() => direct.drain(graceLeft()));
       closers.push(() => dispatcher.stop());
       closers.push(startSeasonScheduler(db, (err) => log('season scheduler failed', err)));
+      closers.push(
+        startUploadSweeper(db, uploads, UPLOAD_SWEEP, (err) => log('sweep of unreferenced uploaded files failed', err)),
+      );
+      const polling = config.subscriptions;
+      const warn = { warn: (obj: object, msg: string) => log(msg, obj) };
+      subscriptions = startSubscriptionScheduler(
+        {
+          db,
+          imagery: { ...imagery, log: warn },
+          client: new StacClient({ allowPrivateNetworks: polling.allowPrivateNetworks, timeoutMs: polling.timeoutMs }),
+          settings: {
+            intervalMs: polling.pollIntervalMs,
+            lookbackMs: polling.lookbackMs,
+            maxPages: polling.maxPages,
+            leaseMs: o.subscriptionLeaseMs ?? 60_000,
+          },
+          log: warn,
+          onItem: o.subscriptionOnItem,
+        },
+        {
+          tickMs: o.subscriptionTickMs ?? 5000,
+          concurrency: polling.concurrency,
+          onError: (err) => log('subscription poll failed', err),
+        },
+      );
+      const scheduler = subscriptions;
+      closers.push(() => scheduler.stop());
     }
 
     return {
@@ -213,6 +286,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       queues,
       webhooks,
       dispatcher,
+      subscriptions,
       compute,
       heavyCompute,
       reports,

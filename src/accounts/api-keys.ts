@@ -5,8 +5,10 @@
  * kept to recognise a key in listings without being able to use it.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import type { Config } from '../platform/config.js';
 import type { Database, Sql } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
+import { ensureDefaultSubscriptions } from '../subscriptions/index.js';
 
 export const KEY_PREFIX = 'fak_';
 const KEY_RE = /^fak_[A-Za-z0-9_-]{43}$/;
@@ -35,16 +37,27 @@ export function isWellFormedKey(key: string): boolean {
   return KEY_RE.test(key);
 }
 
-export async function findOrCreateAccount(db: Sql, name: string): Promise<Account> {
+/**
+ * The account of that name, created when there is none. With `config`, the account also gets the
+ * operator's default subscription (DEFAULT_SUBSCRIPTION_URL) if it has none yet.
+ */
+export async function findOrCreateAccount(
+  db: Sql,
+  name: string,
+  config?: Pick<Config, 'subscriptions'>,
+): Promise<Account> {
   const existing = await db.query<Account>('SELECT id, name FROM accounts WHERE name = $1', [name]);
-  if (existing[0]) return existing[0];
-  const id = newId('acc');
-  const rows = await db.query<Account>(
-    `INSERT INTO accounts (id, name) VALUES ($1, $2)
-     ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id, name`,
-    [id, name],
-  );
-  return rows[0]!;
+  let account = existing[0];
+  if (!account) {
+    const rows = await db.query<Account>(
+      `INSERT INTO accounts (id, name) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id, name`,
+      [newId('acc'), name],
+    );
+    account = rows[0]!;
+  }
+  if (config) await ensureDefaultSubscriptions(db, config, account.id);
+  return account;
 }
 
 /** Creates a key for the account; the plain key is returned once and never stored. */

@@ -52,7 +52,7 @@ async function run(argv: string[]): Promise<number> {
           console.error('create needs --account NAME');
           return 2;
         }
-        const account = await findOrCreateAccount(db, values.account);
+        const account = await findOrCreateAccount(db, values.account, config);
         const created = await createApiKey(db, account.id, values.label);
         console.log(
           `account ${account.name} (${account.id})\nkey id ${created.id}\n\n  ${created.key}\n\nStore it now: only its hash is kept.`,

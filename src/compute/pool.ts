@@ -47,7 +47,17 @@ export interface ComputePoolOptions {
    * only on cores that the API thread and the other pool leave idle.
    */
   background?: boolean;
+  /** More data for the thread entry (Piscina's workerData): the composition's own settings. */
+  threadData?: Record<string, unknown>;
 }
+
+/**
+ * Runs on the caller's thread before a task that reads a capture goes to a thread, and makes what
+ * the capture names readable there (the runtime injects one: uploaded files are copied into the
+ * local read cache, since threads have no database). Resolves to a function called once the task
+ * is done (the files may be evicted again). A rejection fails the task.
+ */
+export type PrepareCapture = (capture: unknown) => Promise<() => void>;
 
 /** How long close() waits for threads that are still loading their entry. */
 const LOAD_WAIT_MS = 15_000;
@@ -55,6 +65,7 @@ const LOAD_WAIT_MS = 15_000;
 export class ComputePool {
   private readonly piscina: Piscina;
   private readonly loaded: Promise<void>;
+  private prepare: PrepareCapture | undefined;
 
   constructor(opts: ComputePoolOptions = {}) {
     const size = opts.size ?? os.availableParallelism();
@@ -69,7 +80,7 @@ export class ComputePool {
       idleTimeout: Number.MAX_SAFE_INTEGER,
       // geotiff.js loads the web-worker shim, which reads `workerData` in any worker thread and
       // fails when it is absent; an object makes it behave as on the main thread.
-      workerData: { background: !!opts.background },
+      workerData: { ...opts.threadData, background: !!opts.background },
     });
     // Each thread posts one message when its entry has loaded (threads/compute-worker.ts).
     let pending = size;
@@ -82,6 +93,11 @@ export class ComputePool {
       };
       this.piscina.on('message', onMessage);
     });
+  }
+
+  /** Sets the hook run before every task that reads a capture (field-index, inspect, coverage). */
+  setPrepare(hook: PrepareCapture | undefined): void {
+    this.prepare = hook;
   }
 
   get size(): number {
@@ -114,15 +130,31 @@ export class ComputePool {
     task: Omit<FieldIndexTask<C, G>, 'kind' | 'v'>,
     signal?: AbortSignal,
   ): Promise<FieldIndexResult> {
-    return this.timed('field-index', { kind: 'field-index', v: 1, ...task }, signal) as Promise<FieldIndexResult>;
+    return this.prepared(task.capture, () =>
+      this.timed('field-index', { kind: 'field-index', v: 1, ...task }, signal),
+    ) as Promise<FieldIndexResult>;
   }
 
   async inspect<C>(task: Omit<InspectTask<C>, 'kind' | 'v'>): Promise<InspectResult> {
-    return this.timed('inspect', { kind: 'inspect', v: 1, ...task }) as Promise<InspectResult>;
+    return this.prepared(task.capture, () =>
+      this.timed('inspect', { kind: 'inspect', v: 1, ...task }),
+    ) as Promise<InspectResult>;
   }
 
   async coverage<C, G>(task: Omit<CoverageTask<C, G>, 'kind' | 'v'>): Promise<CoverageResult> {
-    return this.timed('coverage', { kind: 'coverage', v: 1, ...task }) as Promise<CoverageResult>;
+    return this.prepared(task.capture, () =>
+      this.timed('coverage', { kind: 'coverage', v: 1, ...task }),
+    ) as Promise<CoverageResult>;
+  }
+
+  /** `run` after the prepare hook made the capture readable, and the hook's release after it. */
+  private async prepared(capture: unknown, run: () => Promise<unknown>): Promise<unknown> {
+    const release = this.prepare ? await this.prepare(capture) : undefined;
+    try {
+      return await run();
+    } finally {
+      release?.();
+    }
   }
 
   private async timed(kind: string, msg: Task, signal?: AbortSignal): Promise<unknown> {

@@ -1,4 +1,6 @@
 /** The imagery feature's public entry: captures as other features see them, CRS helpers, linking. */
 export { fromWgs84, toWgs84, type CrsRef } from './crs.js';
-export { linkFieldImagery } from './service.js';
-export type { CaptureSource } from './window-reader.js';
+export { linkFieldImagery, registerImagery, type ImageryDeps, type StacOrigin } from './service.js';
+export { captureFromStac } from './stac.js';
+export type { ImageryCreate } from './schemas.js';
+export { CAPTURE_BANDS, type CaptureSource } from './window-reader.js';

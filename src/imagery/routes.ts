@@ -1,13 +1,9 @@
 import multipart from '@fastify/multipart';
 import { Ajv } from 'ajv';
 import type { FastifyRequest } from 'fastify';
-import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { Type } from 'typebox';
 import { AppError } from '../platform/errors.js';
+import { DatabaseFileStore, FileTooLargeError, type FileStore } from '../platform/file-store.js';
 import { routePlugin } from '../platform/http/context.js';
 import { assertNoNul } from '../platform/http/nul-guard.js';
 import { describeIssues, validationIssues } from '../platform/http/problems.js';
@@ -15,7 +11,6 @@ import { problemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { FieldImagery, Imagery, ImageryCreate } from './schemas.js';
 import { getImagery, listFieldImagery, registerImagery, type ImageryDeps } from './service.js';
-import { accountUploadDir } from './local-path.js';
 import { registerUpload, type UploadedFile } from './upload.js';
 
 const MAX_FILES = 20;
@@ -26,6 +21,7 @@ const checkMetadata = new Ajv({ allErrors: true, coerceTypes: false, useDefaults
 );
 
 function tooLarge(err: { code?: string }, maxBytes: number): AppError | null {
+  if (err instanceof FileTooLargeError) err = { code: 'FST_REQ_FILE_TOO_LARGE' };
   switch (err.code) {
     case 'FST_REQ_FILE_TOO_LARGE':
       return new AppError('payload_too_large', `a file is larger than ${maxBytes} bytes (UPLOAD_MAX_BYTES)`);
@@ -40,17 +36,17 @@ function tooLarge(err: { code?: string }, maxBytes: number): AppError | null {
 }
 
 /**
- * Streams the file parts to `dir` (never whole in memory) and returns them with the metadata
- * part, checked against the same schema as POST /v1/imagery.
+ * Streams the file parts into the file store of the account (never whole in memory) and returns
+ * them with the metadata part, checked against the same schema as POST /v1/imagery. On any failure
+ * the files stored so far are deleted.
  */
 async function receiveUpload(
   req: FastifyRequest,
-  dir: string,
+  store: FileStore,
   maxBytes: number,
 ): Promise<{ meta: ImageryCreate; files: UploadedFile[] }> {
   let metaText: string | undefined;
   const files: UploadedFile[] = [];
-  await mkdir(dir, { recursive: true });
   try {
     const parts = req.parts({
       limits: { fileSize: maxBytes, files: MAX_FILES, fields: 4, parts: MAX_FILES + 4, fieldSize: MAX_METADATA_BYTES },
@@ -73,11 +69,10 @@ async function receiveUpload(
             },
           );
         }
-        const file = path.join(dir, `${files.length + 1}-${part.fieldname}.tif`);
-        let bytes = 0;
-        part.file.on('data', (c: Buffer) => (bytes += c.length));
-        await pipeline(part.file, createWriteStream(file));
-        files.push({ part: part.fieldname, filename: part.filename, path: file, bytes });
+        const stored = await store.put(req.account.id, part.file, { maxBytes });
+        files.push({ part: part.fieldname, filename: part.filename, fileId: stored.id, bytes: stored.size });
+        // The parser stops a part at the limit (and says so on the next part): refuse it now.
+        if (part.file.truncated) throw new FileTooLargeError(maxBytes);
       } else if (part.fieldname === 'metadata') {
         if (part.valueTruncated)
           throw new AppError('payload_too_large', `the metadata part is larger than ${MAX_METADATA_BYTES} bytes`);
@@ -109,7 +104,7 @@ async function receiveUpload(
     }
     return { meta: meta as ImageryCreate, files };
   } catch (err) {
-    await rm(dir, { recursive: true, force: true });
+    await store.delete(files.map((f) => f.fileId));
     if (err instanceof AppError) throw err;
     const e = err as { code?: string; message?: string };
     throw (
@@ -158,7 +153,7 @@ export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
           description:
             'multipart/form-data: a "metadata" field holding the JSON body of POST /v1/imagery, and one file part per GeoTIFF. ' +
             "An href in the metadata (band, mask or STAC asset) that equals a file part's name refers to that file; every href must name a part and every part must be used. " +
-            `Files are stored under DATA_DIR/imagery/uploads/<account id> (and may be named by local path in later registrations of the same account only); each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
+            `Files are stored in the database in chunks, so that every process of the deployment reads them; the capture names each as upload://<file id>, which later registrations of the same account may name too. Each may be up to UPLOAD_MAX_BYTES (413 above it), at most ${MAX_FILES} per upload. A refused upload stores nothing.`,
           consumes: ['multipart/form-data'],
           response: { 201: Imagery, ...problemResponses('invalid_imagery', 'payload_too_large') },
         },
@@ -169,13 +164,10 @@ export const imageryRoutes = routePlugin('imagery-routes', async (app) => {
             'unsupported_media_type',
             'send multipart/form-data: a "metadata" field and the GeoTIFF files',
           );
-        // In the account's own folder: a local path into another account's uploads is refused.
-        const dir = path.join(
-          accountUploadDir(app.config.imageryUploadDir, req.account.id),
-          `upl_${randomBytes(12).toString('base64url')}`,
-        );
-        const { meta, files } = await receiveUpload(req, dir, app.config.uploadMaxBytes);
-        const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, dir);
+        // In the database (or the configured store): every process of the deployment reads it.
+        const store = deps.uploads ?? new DatabaseFileStore(app.db);
+        const { meta, files } = await receiveUpload(req, store, app.config.uploadMaxBytes);
+        const img = await registerUpload({ ...deps, log: req.log }, req.account.id, meta, files, store);
         return reply.code(201).header('Location', `${app.config.publicBaseUrl}/v1/imagery/${img.id}`).send(img);
       },
     );

@@ -5,7 +5,7 @@ const Href = Type.String({
   minLength: 1,
   maxLength: 2048,
   description:
-    'http(s):// URL of a (Cloud Optimized) GeoTIFF read with range requests, or a local path inside IMAGERY_ROOTS',
+    "http(s):// URL of a (Cloud Optimized) GeoTIFF read with range requests, a local path inside IMAGERY_ROOTS, or upload://<file id> of one of the account's uploaded files",
 });
 const BandRef = Type.Union([
   Href,

@@ -10,6 +10,7 @@ import type { ComputePool } from '../compute/pool.js';
 import { emit } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
+import type { FileStore } from '../platform/file-store.js';
 import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
@@ -18,6 +19,8 @@ import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
 import { LocalPathError, registrationRules, resolveLocal } from './local-path.js';
+import { foreignUploads } from './upload-files.js';
+import { isUploadHref, uploadIdOf } from './upload-ref.js';
 import { limitOf } from './decode-limits.js';
 import { CAPTURE_BANDS, coverageBands, ImageryError, type CaptureBand, type CaptureSource } from './window-reader.js';
 
@@ -27,6 +30,8 @@ export interface ImageryDeps {
   roots: string[];
   /** DATA_DIR/imagery/uploads: at registration, only the caller's own folder in it may be named. */
   uploadDir?: string;
+  /** Where POST /v1/imagery/upload stores files (default: the database, in chunks). */
+  uploads?: FileStore;
   /**
    * Judges the alert rules of a covered field on a new capture (alerts' evaluateAlerts, wired by
    * the composition root: imagery does not import the alerts feature, which reads captures).
@@ -77,8 +82,17 @@ export function normalise(input: ImageryCreate): {
       continue;
     }
     const r = typeof ref === 'string' ? { href: ref } : ref;
-    if (!/^https?:\/\//i.test(r.href) && /^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) && !r.href.startsWith('file://')) {
-      issues.push({ path: p, code: 'unsupported_href', message: 'an href is an http(s):// URL or a local path' });
+    if (
+      !/^https?:\/\//i.test(r.href) &&
+      /^[a-z][a-z0-9+.-]*:\/\//i.test(r.href) &&
+      !r.href.startsWith('file://') &&
+      !isUploadHref(r.href)
+    ) {
+      issues.push({
+        path: p,
+        code: 'unsupported_href',
+        message: 'an href is an http(s):// URL, an upload:// reference or a local path',
+      });
       continue;
     }
     bands[name as CaptureBand] = r;
@@ -216,6 +230,17 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   ];
   for (const [band, href] of refs) {
     if (/^https?:\/\//i.test(href)) continue;
+    if (isUploadHref(href)) {
+      // An uploaded file (upload://<id>) of this account only; any other gets one answer.
+      const id = uploadIdOf(href);
+      if (!id || (await foreignUploads(deps.db, accountId, [id])).length)
+        throw invalid(
+          bandPath(band),
+          'unknown_upload',
+          `${band}: the upload:// reference names no uploaded file of this account`,
+        );
+      continue;
+    }
     try {
       await resolveLocal(href, rules);
     } catch (err) {
@@ -224,8 +249,35 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   }
 }
 
-export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery> {
+/** Where a capture registered from a STAC API subscription came from (its Item and why it was found). */
+export interface StacOrigin {
+  collection: string;
+  itemId: string;
+  subscriptionId: string;
+  /** Found by a new field's backfill search or the subscription's first search (payload `backfill`). */
+  backfill: boolean;
+}
+
+/**
+ * With `opts.stac`, the capture is stored only if the account has no capture of that collection
+ * and Item id yet (the unique index, ON CONFLICT DO NOTHING): null then, and nothing is linked or
+ * emitted, so two pollers registering one Item at once announce it once.
+ */
+export async function registerImagery(deps: ImageryDeps, accountId: string, input: ImageryCreate): Promise<Imagery>;
+export async function registerImagery(
+  deps: ImageryDeps,
+  accountId: string,
+  input: ImageryCreate,
+  opts: { stac: StacOrigin },
+): Promise<Imagery | null>;
+export async function registerImagery(
+  deps: ImageryDeps,
+  accountId: string,
+  input: ImageryCreate,
+  opts: { stac?: StacOrigin } = {},
+): Promise<Imagery | null> {
   const { capture, source, date, cloud } = normalise(input);
+  const stac = opts.stac;
   await checkLocalPaths(deps, accountId, capture);
   const info = await deps.compute.inspect({ capture, roots: deps.roots }).catch((err) => {
     throw fromWorker(err);
@@ -259,8 +311,10 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(
-      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14)
+      `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox,
+                            stac_collection, stac_item_id, subscription_id)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
+       ON CONFLICT (account_id, stac_collection, stac_item_id) WHERE stac_item_id IS NOT NULL DO NOTHING
        RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, crs, resolution, footprint, created_at`,
       [
         id,
@@ -277,8 +331,12 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
         Math.abs(finest.resX),
         JSON.stringify(footprint),
         bbox,
+        stac?.collection ?? null,
+        stac?.itemId ?? null,
+        stac?.subscriptionId ?? null,
       ],
     );
+    if (!r) return null; // that Item is registered already: linked and announced then
     for (const c of covered) {
       await tx.query(
         'INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)',
@@ -290,10 +348,12 @@ export async function registerImagery(deps: ImageryDeps, accountId: string, inpu
         source,
         capture_date: date,
         cloud_cover: c.cloud_cover,
+        ...(stac ? { subscription_id: stac.subscriptionId, backfill: stac.backfill } : {}),
       });
     }
-    return r!;
+    return r;
   });
+  if (!row) return null;
   // Alert rules of the covered fields are judged on the new capture (after the commit: the
   // capture exists whatever the evaluation does).
   for (const c of deps.evaluateAlerts ? covered : []) {

@@ -28,26 +28,34 @@ interface Asset {
   'raster:bands'?: Array<{ scale?: number; offset?: number }>;
 }
 
-export function captureFromStac(item: Record<string, unknown>): ImageryCreate {
+function bandOf(key: string, a: Asset): string | undefined {
+  const eo = a['eo:bands']?.[0];
+  if (BAND_RE.test(key)) return key.toUpperCase();
+  return (
+    COMMON[key.toLowerCase()] ??
+    (eo?.name && BAND_RE.test(eo.name) ? eo.name.toUpperCase() : eo?.common_name ? COMMON[eo.common_name] : undefined)
+  );
+}
+
+/**
+ * `keys` (band name or `SCL` → asset key, a subscription's asset map) names the assets to take;
+ * without it every asset is recognised by its key or its eo:bands.
+ */
+export function captureFromStac(item: Record<string, unknown>, keys?: Record<string, string>): ImageryCreate {
   const props = (item.properties ?? {}) as Record<string, unknown>;
   const assets = (item.assets ?? {}) as Record<string, Asset>;
   const bands: NonNullable<ImageryCreate['bands']> = {};
   let mask: ImageryCreate['mask'];
-  for (const [key, a] of Object.entries(assets)) {
+  const named: Array<[string, Asset | undefined]> = keys
+    ? Object.entries(keys).map(([band, key]) => [band, assets[key]])
+    : Object.entries(assets);
+  for (const [key, a] of named) {
     if (!a?.href || typeof a.href !== 'string') continue;
     if (/^scl$/i.test(key)) {
       mask = { href: a.href, kind: 'scl' };
       continue;
     }
-    const eo = a['eo:bands']?.[0];
-    let band = BAND_RE.test(key)
-      ? key.toUpperCase()
-      : (COMMON[key.toLowerCase()] ??
-        (eo?.name && BAND_RE.test(eo.name)
-          ? eo.name.toUpperCase()
-          : eo?.common_name
-            ? COMMON[eo.common_name]
-            : undefined));
+    let band = keys ? key.toUpperCase() : bandOf(key, a);
     if (!band) continue;
     band = band.replace(/^B8a$/i, 'B8A');
     if (bands[band]) continue; // first asset of a band wins (catalogues list JP2 and COG twins)

@@ -1,20 +1,23 @@
 /**
- * Registration of uploaded files (POST /v1/imagery/upload). The files have been written to their
- * own directory under DATA_DIR/imagery/uploads by the route; here the metadata's hrefs that name
- * uploaded parts become those files' paths, every href of the capture must be one of them, and the
- * capture is registered exactly as POST /v1/imagery does. On any failure the directory is removed:
- * a refused upload leaves neither a record nor a file behind.
+ * Registration of uploaded files (POST /v1/imagery/upload). The route has streamed each file part
+ * into the file store (the database, in chunks: every process reads it); here the metadata's hrefs
+ * that name uploaded parts become those files' references (`upload://<file id>`, upload-ref.ts),
+ * every href of the capture must be one of them, and the capture is registered exactly as
+ * POST /v1/imagery does (its compute tasks read the files through the local read cache). On any
+ * failure the files are deleted: a refused upload leaves neither a record nor a file behind.
  */
-import { rm } from 'node:fs/promises';
 import { AppError, type FieldIssue } from '../platform/errors.js';
+import type { FileStore } from '../platform/file-store.js';
 import type { Imagery, ImageryCreate } from './schemas.js';
 import { normalise, registerImagery, type ImageryDeps } from './service.js';
+import { uploadRef } from './upload-ref.js';
 
 export interface UploadedFile {
   /** The multipart field name the metadata's hrefs refer to. */
   part: string;
   filename: string;
-  path: string;
+  /** The stored file's id (upload://<fileId>). */
+  fileId: string;
   bytes: number;
 }
 
@@ -26,7 +29,7 @@ function resolveParts(meta: ImageryCreate, files: Map<string, UploadedFile>, use
     const f = files.get(href);
     if (!f) return href;
     used.add(href);
-    return f.path;
+    return uploadRef(f.fileId);
   };
   const ref = (r: Ref): Ref => (typeof r === 'string' ? swap(r) : { ...r, href: swap(r.href) });
   const out: ImageryCreate = { ...meta };
@@ -55,7 +58,7 @@ export async function registerUpload(
   accountId: string,
   meta: ImageryCreate,
   files: UploadedFile[],
-  dir: string,
+  store: FileStore,
 ): Promise<Imagery> {
   try {
     if (!files.length)
@@ -66,7 +69,7 @@ export async function registerUpload(
     const used = new Set<string>();
     const resolved = resolveParts(meta, byPart, used);
     const { capture } = normalise(resolved);
-    const stored = new Set(files.map((f) => f.path));
+    const stored = new Set(files.map((f) => uploadRef(f.fileId)));
     const issues: FieldIssue[] = [];
     for (const [band, src] of Object.entries(capture.bands)) {
       if (!stored.has(src!.href))
@@ -96,7 +99,7 @@ export async function registerUpload(
       });
     return await registerImagery(deps, accountId, resolved);
   } catch (err) {
-    await rm(dir, { recursive: true, force: true });
+    await store.delete(files.map((f) => f.fileId));
     throw err;
   }
 }

@@ -14,6 +14,7 @@ import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { readWindow } from './raw-window.js';
 import { resolveLocal } from './local-path.js';
+import { cachedUploadPath, isUploadHref } from './upload-ref.js';
 import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
 import { firstImage, isRemote, openRaster, openSource, type Raster, type RasterImage } from './raster.js';
 
@@ -130,7 +131,9 @@ const rasters = new Map<string, Promise<Raster>>();
 
 export async function openTiff(href: string, roots: string[], signal?: AbortSignal): Promise<Raster> {
   const remote = isRemote(href);
-  const key = remote ? href : await resolveLocal(href, roots);
+  // An uploaded file (upload://<id>) is read from this process's local read cache, where the
+  // compute pool's prepare hook copied it before the task came to this thread (upload-ref.ts).
+  const key = remote ? href : isUploadHref(href) ? cachedUploadPath(href) : await resolveLocal(href, roots);
   let t = rasters.get(key);
   if (t) {
     rasters.delete(key);

@@ -258,7 +258,8 @@ export const ConfigSchema = Type.Object({
     description: 'directories local imagery paths must lie in (always including imageryUploadDir)',
   }),
   imageryUploadDir: Type.String({
-    description: 'where POST /v1/imagery/upload stores files: DATA_DIR/imagery/uploads',
+    description:
+      'DATA_DIR/imagery/uploads: where earlier versions stored uploaded files (uploads are in the database now)',
   }),
   uploadMaxBytes: Type.Integer({
     env: 'UPLOAD_MAX_BYTES',
@@ -266,6 +267,17 @@ export const ConfigSchema = Type.Object({
     minimum: 1024,
     maximum: 64 * 1024 * MB,
     description: 'largest file accepted by POST /v1/imagery/upload (larger: 413)',
+  }),
+  uploadCacheMaxBytes: Type.Integer({
+    env: 'UPLOAD_CACHE_MAX_BYTES',
+    default: 4096 * MB,
+    minimum: 0,
+    maximum: 1024 * 1024 * MB,
+    description:
+      'bound of the local read cache of uploaded files (DATA_DIR/cache/uploads), least recently used evicted first; files in use stay',
+  }),
+  uploadCacheDir: Type.String({
+    description: 'the local read cache of uploaded files: DATA_DIR/cache/uploads',
   }),
   webhooks: Type.Object({
     retryDelaysMs: Type.Array(Type.Integer(), {
@@ -320,6 +332,95 @@ export const ConfigSchema = Type.Object({
       default: true,
       description:
         "a worker's dispatcher hands first attempts to the same process's sending slots instead of queueing them (false: every first attempt through the queue)",
+    }),
+  }),
+  /** STAC API subscriptions (docs/operations.md#imagery-subscriptions). */
+  subscriptions: Type.Object({
+    pollIntervalMs: Type.Integer({
+      env: 'SUBSCRIPTION_POLL_INTERVAL',
+      format: 'duration',
+      default: 600_000,
+      defaultText: '10m',
+      description: 'an active subscription is searched again this long after its last poll',
+    }),
+    lookbackMs: Type.Integer({
+      env: 'SUBSCRIPTION_LOOKBACK',
+      format: 'duration',
+      default: 3 * 86_400_000,
+      defaultText: '3d',
+      description: 'a poll searches from the newest Item stored minus this (catalogues publish Items late)',
+    }),
+    maxPages: Type.Integer({
+      env: 'SUBSCRIPTION_MAX_PAGES',
+      default: 50,
+      minimum: 1,
+      maximum: 10_000,
+      description: 'result pages (next links) followed per search request of one poll',
+    }),
+    allowPrivateNetworks: Type.Boolean({
+      env: 'SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS',
+      default: false,
+      description: 'subscription URLs created through the API may point at loopback/private addresses',
+    }),
+    concurrency: Type.Integer({
+      env: 'SUBSCRIPTION_CONCURRENCY',
+      default: 2,
+      minimum: 1,
+      maximum: 64,
+      description: 'subscriptions polled at once per worker process',
+    }),
+    timeoutMs: Type.Integer({
+      env: 'SUBSCRIPTION_TIMEOUT_MS',
+      default: 30_000,
+      minimum: 100,
+      maximum: 600_000,
+      description: 'every request to a STAC API must be answered (headers and body) within this',
+    }),
+    maxPerAccount: Type.Integer({
+      env: 'SUBSCRIPTIONS_MAX_PER_ACCOUNT',
+      default: 20,
+      minimum: 1,
+      maximum: 10_000,
+      description: 'subscriptions an account may create (the default subscription not counted)',
+    }),
+    /** The operator's subscription that every account gets (unset URL: none). */
+    default: Type.Object({
+      url: Type.Optional(
+        Type.String({
+          env: 'DEFAULT_SUBSCRIPTION_URL',
+          protocols: ['http:', 'https:'],
+          description: 'STAC API root every account is subscribed to (private addresses allowed)',
+        }),
+      ),
+      collection: Type.String({
+        env: 'DEFAULT_SUBSCRIPTION_COLLECTION',
+        default: 'sentinel-2-l2a',
+        minLength: 1,
+        description: 'collection of the default subscription',
+      }),
+      assets: Type.String({
+        env: 'DEFAULT_SUBSCRIPTION_ASSETS',
+        default: 'earth-search',
+        minLength: 1,
+        description: 'asset preset (earth-search, planetary-computer, cdse) or a JSON band → asset key map',
+      }),
+      startDate: Type.Optional(
+        Type.String({
+          env: 'DEFAULT_SUBSCRIPTION_START_DATE',
+          pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+          message: 'must be a date YYYY-MM-DD',
+          defaultText: '30 days before the subscription is created',
+          description: 'date the default subscription searches back to',
+        }),
+      ),
+      maxCloudCover: Type.Optional(
+        Type.Number({
+          env: 'DEFAULT_SUBSCRIPTION_MAX_CLOUD_COVER',
+          minimum: 0,
+          maximum: 100,
+          description: 'scene cloud cover (percent) above which Items are skipped; unset: no filter',
+        }),
+      ),
     }),
   }),
   queueLeaseMs: Type.Integer({
@@ -571,5 +672,6 @@ export function loadConfig(env: Env = process.env): Config {
   const covered = roots.some((r) => upload === r || upload.startsWith(r + path.sep));
   c.imageryRoots = covered ? roots : [...roots, upload];
   c.imageryUploadDir = upload;
+  c.uploadCacheDir = path.join(c.dataDir, 'cache', 'uploads');
   return c as Config;
 }

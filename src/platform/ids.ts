@@ -1,6 +1,19 @@
 import { randomBytes } from 'node:crypto';
 
-export type IdPrefix = 'acc' | 'key' | 'fld' | 'img' | 'rpt' | 'wh' | 'evt' | 'dlv' | 'alr' | 'cix' | 'job' | 'isub';
+export type IdPrefix =
+  | 'acc'
+  | 'key'
+  | 'fld'
+  | 'img'
+  | 'rpt'
+  | 'wh'
+  | 'evt'
+  | 'dlv'
+  | 'alr'
+  | 'cix'
+  | 'job'
+  | 'isub'
+  | 'upl';
 
 /** `<prefix>_<22 URL-safe random characters>` (128 bits). */
 export function newId(prefix: IdPrefix): string {

@@ -37,12 +37,15 @@ import {
 import { registerFastDecoders } from '../imagery/decoders.js';
 import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
 import { pixelGeoJson } from '../imagery/pixel-geojson.js';
+import { setUploadCacheDir } from '../imagery/upload-ref.js';
 
 type FieldIndexTask = AnyFieldIndexTask<CaptureSource, Boundary>;
 type CoverageTask = AnyCoverageTask<CaptureSource, Boundary>;
 type Task = IndexTask | FieldIndexTask | AnyInspectTask<CaptureSource> | CoverageTask | GzipTask | PingTask;
 
 registerFastDecoders();
+// Uploaded files (upload://<id>) are read from the process's local read cache (runtime.ts).
+setUploadCacheDir((workerData as { uploadCacheDir?: string } | undefined)?.uploadCacheDir);
 
 // Threads for background work (ComputePoolOptions.background) run under SCHED_IDLE on Linux: the
 // scheduler gives them a core only when nothing else wants it, and takes it back the moment

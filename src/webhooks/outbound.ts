@@ -6,15 +6,19 @@
  * (connect to last byte) must finish within the timeout.
  */
 import https from 'node:https';
-import { BlockedAddressError, resolvePublic, systemLookup, type HostLookup } from '../platform/net/address.js';
 import { caId, pinnedAgent, trustedCas } from '../platform/net/connect.js';
+import {
+  checkTargetUrl as checkUrl,
+  OutboundError,
+  resolveTarget,
+  type OutboundErrorKind,
+  type ResolvedTarget,
+} from '../platform/net/target.js';
 
-export { trustedCas };
+export { OutboundError, resolveTarget, trustedCas, type OutboundErrorKind, type ResolvedTarget };
 
 /** Connections per endpoint (origin and checked address). */
 export const CONNECTIONS_PER_ENDPOINT = 16;
-
-export type OutboundErrorKind = 'invalid_url' | 'dns' | 'blocked_address' | 'connect' | 'tls' | 'timeout' | 'network';
 
 export interface PostResult {
   ok: boolean;
@@ -33,11 +37,6 @@ export interface OutboundOptions {
   ca?: string[];
   /** Reuse a checked resolution of the host for RESOLVE_TTL_MS (deliveries; not registration). */
   cacheResolution?: boolean;
-}
-
-export interface ResolvedTarget {
-  url: URL;
-  addresses: Array<{ address: string; family: number }>;
 }
 
 /**
@@ -73,47 +72,6 @@ export async function resolveTargetCached(
   if (resolved.size >= 10_000) resolved.clear();
   resolved.set(key, { at: now, addresses: target.addresses });
   return { ...target, at: now };
-}
-
-/**
- * Validates the URL (https only, no credentials) and resolves it, every address checked (see
- * platform/net/address.ts); throws OutboundError. `lookup` replaces the system resolver (tests).
- */
-export async function resolveTarget(
-  rawUrl: string,
-  allowPrivate: boolean,
-  lookup: HostLookup = systemLookup,
-): Promise<ResolvedTarget> {
-  const url = checkUrl(rawUrl);
-  try {
-    return { url, addresses: await resolvePublic(url.hostname, allowPrivate, lookup) };
-  } catch (err) {
-    if (err instanceof BlockedAddressError) throw new OutboundError('blocked_address', err.message);
-    const e = err as NodeJS.ErrnoException;
-    throw new OutboundError('dns', `could not resolve ${url.hostname}: ${e.code ?? e.message}`);
-  }
-}
-
-function checkUrl(rawUrl: string): URL {
-  let url: URL;
-  try {
-    url = new URL(rawUrl);
-  } catch {
-    throw new OutboundError('invalid_url', 'is not a valid URL');
-  }
-  if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'must use https://');
-  if (url.username || url.password) throw new OutboundError('invalid_url', 'must not contain credentials');
-  return url;
-}
-
-export class OutboundError extends Error {
-  constructor(
-    readonly kind: OutboundErrorKind,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'OutboundError';
-  }
 }
 
 function classify(err: NodeJS.ErrnoException): { kind: OutboundErrorKind; message: string } {

@@ -8,7 +8,7 @@ import { createApiKey, findOrCreateAccount } from '../../src/accounts/api-keys.j
 import { loadConfig, type Config } from '../../src/platform/config.js';
 import type { Database } from '../../src/platform/database.js';
 import type { Api } from '../../src/platform/http/context.js';
-import { openRuntime, type Runtime } from '../../src/runtime.js';
+import { openRuntime, type Runtime, type RuntimeOverrides } from '../../src/runtime.js';
 import {
   TEST_DATABASE_URL,
   TEST_REDIS_URL,
@@ -62,6 +62,8 @@ export interface TestAppOptions {
   redisUrl?: string;
   /** Queue prefix (default: a unique one), for suites that start another process on the same queues. */
   queuePrefix?: string;
+  /** More runtime overrides (the subscription poller's hooks). */
+  runtime?: Partial<RuntimeOverrides>;
 }
 
 export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}): Promise<TestApp> {
@@ -83,10 +85,14 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     webhookCa: opts.ca,
     pollMs: 50,
     log: () => {},
+    // The subscription poller runs only when a suite calls runtime.subscriptions.tick(): no poll
+    // changes a subscription under an assertion of another suite.
+    subscriptionTickMs: 0,
+    ...opts.runtime,
   });
   const app = await buildApp(runtime);
   await app.ready();
-  const account = await findOrCreateAccount(db, 'test');
+  const account = await findOrCreateAccount(db, 'test', config);
   const { key } = await createApiKey(db, account.id);
   let n = 0;
   return {
@@ -97,7 +103,7 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
     key,
     accountId: account.id,
     async otherAccount(name = `other${++n}`) {
-      const acc = await findOrCreateAccount(db, name);
+      const acc = await findOrCreateAccount(db, name, config);
       return { key: (await createApiKey(db, acc.id)).key, accountId: acc.id };
     },
     auth: (k = key) => ({ authorization: `Bearer ${k}` }),

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync } from 'node:fs';
-import path from 'node:path';
+import type { Database } from '../../src/platform/database.js';
 
-/** Upload folders kept under DATA_DIR/imagery/uploads/<account id>/upl_…, as `<account>/<upload>`. */
-export function storedUploads(uploadsDir: string): string[] {
-  if (!existsSync(uploadsDir)) return [];
-  return readdirSync(uploadsDir).flatMap((a) => readdirSync(path.join(uploadsDir, a)).map((u) => `${a}/${u}`));
+/** Uploaded files stored in the database (complete or not) and their chunks, as `<file id>` and `<file id>#<n>`. */
+export async function storedUploads(db: Database): Promise<string[]> {
+  const rows = await db.query<{ name: string }>(
+    `SELECT id AS name FROM upload_files UNION ALL SELECT file_id || '#' || n FROM upload_chunks ORDER BY 1`,
+  );
+  return rows.map((r) => r.name);
 }

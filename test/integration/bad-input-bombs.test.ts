@@ -48,7 +48,6 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
   let base: string;
   const previous = process.env.IMAGERY_MAX_DECODED_BYTES;
   const root = () => path.join(scratch, 'src');
-  const uploads = () => path.join(scratch, 'data', 'imagery', 'uploads');
   const hostile = [
     ...hostileTiffs(256 * 1_048_576),
     { name: 'a single strip past IMAGERY_MAX_DECODED_BYTES', code: 'decode_limit', file: singleStrip() },
@@ -111,8 +110,8 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
     return { res, body: (await res.json()) as any };
   };
   const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
-  /** Upload folders left under DATA_DIR/imagery/uploads/<account>/. */
-  const stored = () => storedUploads(uploads());
+  /** Uploaded files (and chunks) left in the database. */
+  const stored = () => storedUploads(t.db);
 
   it('every hostile file answers 400 problem+json naming the reason, by path and uploaded, and stores nothing', async () => {
     const before = await count();
@@ -140,8 +139,8 @@ describe('bad input: decompression bombs and hostile TIFF structure', () => {
         );
         expected.push(`${h.name} (${route}): 400 ${h.code}`);
       }
-      got.push(`${h.name}: ${stored().length} upload folder(s) left`);
-      expected.push(`${h.name}: 0 upload folder(s) left`);
+      got.push(`${h.name}: ${(await stored()).length} uploaded file(s) left`);
+      expected.push(`${h.name}: 0 uploaded file(s) left`);
     }
     expect(got).toEqual(expected);
     expect(await count()).toBe(before);

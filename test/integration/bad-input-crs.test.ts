@@ -62,7 +62,6 @@ describe.each(dbBackends.slice(-1))('unusable CRSs ($name)', (backend) => {
   let t: TestApp;
   let scratch: string;
   let base: string;
-  const uploads = () => path.join(scratch, 'data', 'imagery', 'uploads');
 
   beforeAll(async () => {
     scratch = mkdtempSync(path.join(os.tmpdir(), 'bad-crs-'));
@@ -125,6 +124,6 @@ describe.each(dbBackends.slice(-1))('unusable CRSs ($name)', (backend) => {
       message,
       what,
     );
-    expect(storedUploads(uploads())).toEqual([]);
+    expect(await storedUploads(t.db)).toEqual([]);
   });
 });

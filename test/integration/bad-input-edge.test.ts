@@ -220,8 +220,7 @@ describe.each(dbBackends)('NUL characters are refused at the edge on $name', (ba
       code: 'nul_character',
       message: expect.stringMatching(/NUL/),
     });
-    const uploads = path.join(scratch, 'data', 'imagery', 'uploads');
-    expect(storedUploads(uploads)).toEqual([]);
+    expect(await storedUploads(t.db)).toEqual([]);
   });
 
   it('nothing was stored by any of them', async () => {

@@ -5,7 +5,10 @@
  *   test/unit/platform/net/address.test.ts and the two clients' unit tests);
  * - path oracle: every local path outside IMAGERY_ROOTS gets one answer, byte for byte (modulo
  *   request_id), whether it exists or not, reached by `..`, a symlink or a file: URL; a path into
- *   another account's upload folder gets that same answer, the owner's own path is accepted.
+ *   another account's upload folder (written by an earlier version) gets that same answer, the
+ *   owner's own path is accepted;
+ * - uploads: another account's upload://<file id> gets the answer of an id that does not exist,
+ *   the owner's own is accepted.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -127,7 +130,7 @@ describe.each(dbBackends)('hostile network and path references on $name', (backe
     expect((await registerBands({ B04: `${root}/sub/../inside.tif` })).statusCode).toBe(201);
   });
 
-  it("an account's upload folder is its own: another account's path gets the outsider's answer", async () => {
+  it("an account's upload is its own: another account's upload:// reference is answered as a missing one", async () => {
     const form = new FormData();
     form.append('metadata', JSON.stringify({ source: 'drone', capture_date: '2025-06-01', bands: { B04: 'red' } }));
     form.append('red', new Blob([tiff()]), 'red.tif');
@@ -139,6 +142,32 @@ describe.each(dbBackends)('hostile network and path references on $name', (backe
       [img.id],
     );
     const stored = row!.bands.B04!.href;
+    expect(stored).toMatch(/^upload:\/\/upl_/);
+    const b = await t.otherAccount();
+    const bodies = new Map<string, string>();
+    for (const [why, href] of [
+      ["A's upload", stored],
+      ['an upload that does not exist', 'upload://upl_AAAAAAAAAAAAAAAAAAAAAA'],
+      ['a malformed upload reference', 'upload://../../etc/passwd'],
+    ] as const)
+      bodies.set(why, JSON.stringify(problem(await registerBands({ B04: href }, b.key), why)));
+    expect(new Set(bodies.values()).size, [...bodies].map(([why, x]) => `${why}: ${x}`).join('\n')).toBe(1);
+    expect(JSON.parse(bodies.values().next().value!)).toMatchObject({
+      status: 400,
+      code: 'invalid_imagery',
+      errors: [{ path: '/body/bands/B04', code: 'unknown_upload' }],
+    });
+    expect(await t.db.query('SELECT 1 FROM imagery WHERE account_id = $1', [b.accountId])).toHaveLength(0);
+    // The owner may name its own upload again.
+    const own = await registerBands({ B04: stored });
+    expect(own.statusCode, own.body).toBe(201);
+  });
+
+  it("an upload folder of an earlier version is its account's own: another account's path gets the outsider's answer", async () => {
+    // Earlier versions kept uploads in DATA_DIR/imagery/uploads/<account>/upl_…/ and named them by path.
+    const stored = path.join(t.config.imageryUploadDir, t.accountId, 'upl_earlier', '1-red.tif');
+    mkdirSync(path.dirname(stored), { recursive: true });
+    writeFileSync(stored, tiff());
     const outsider = JSON.stringify(problem(await registerBands({ B04: path.join(outside, 'real.tif') }), 'outside'));
 
     const b = await t.otherAccount();

@@ -1,8 +1,8 @@
 /**
  * POST /v1/imagery/upload over real HTTP (multipart from fetch's FormData): a synthetic capture
  * uploaded as files registers exactly as the same files registered by path (same field cloud
- * cover, imagery.available), its files land under DATA_DIR/imagery/uploads and later reads (the
- * index endpoint) use them; a STAC Item whose assets name parts; and every broken upload answers
+ * cover, imagery.available), its files are stored in the database (named upload://<file id>, copied
+ * into DATA_DIR/cache/uploads to be read) and later reads (the index endpoint) use them; a STAC Item whose assets name parts; and every broken upload answers
  * 400 (413 over UPLOAD_MAX_BYTES, 415 when not multipart) with no record, no event and no file left.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
 import { datesEvery, sceneField, writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
 import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
+import { DatabaseFileStore } from '../../src/platform/file-store.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { storedUploads } from '../helpers/uploads.js';
 
@@ -24,7 +25,6 @@ describe('imagery upload (multipart)', () => {
   let cap: SyntheticCapture;
   let fieldId: string;
   let secondId: string;
-  const uploads = () => path.join(scratch, 'data', 'imagery', 'uploads');
   const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 120, seed: 4 };
 
   beforeAll(async () => {
@@ -83,8 +83,8 @@ describe('imagery upload (multipart)', () => {
   const upload = (body: FormData | string, headers: Record<string, string> = {}) =>
     fetch(`${base}/v1/imagery/upload`, { method: 'POST', headers: { ...t.auth(), ...headers }, body });
   const count = async () => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM imagery'))[0]!.n;
-  /** The upload folders, DATA_DIR/imagery/uploads/<account>/upl_…, as `<account>/upl_…`. */
-  const stored = () => storedUploads(uploads());
+  /** The uploaded files (and their chunks) in the database. */
+  const stored = () => storedUploads(t.db);
 
   it('registers uploaded files exactly as the same files registered by path, and later reads use them', async () => {
     const byPath = await t.app.inject({
@@ -142,14 +142,27 @@ describe('imagery upload (multipart)', () => {
         }))
         .sort((a: { field_id: string }, b: { field_id: string }) => a.field_id.localeCompare(b.field_id)),
     );
-    // Stored under DATA_DIR/imagery/uploads/<account>, byte for byte.
+    // Stored in the database, byte for byte, named upload://<file id>; the copies read are in the
+    // local read cache, DATA_DIR/cache/uploads/<file id>.tif.
     const [row] = await t.db.query<{ bands: Record<string, { href: string }>; mask: { href: string } }>(
       'SELECT bands, mask FROM imagery WHERE id = $1',
       [img.id],
     );
-    expect(row!.bands.B04!.href.startsWith(path.join(uploads(), t.accountId) + path.sep)).toBe(true);
-    expect(readFileSync(row!.bands.B04!.href).equals(readFileSync(cap.files.B04!))).toBe(true);
-    expect(readFileSync(row!.mask.href).equals(readFileSync(cap.scl))).toBe(true);
+    const store = new DatabaseFileStore(t.db);
+    for (const [href, original] of [
+      [row!.bands.B04!.href, cap.files.B04!],
+      [row!.mask.href, cap.scl],
+    ] as const) {
+      expect(href).toMatch(/^upload:\/\/upl_[A-Za-z0-9_-]{22}$/);
+      const id = href.slice('upload://'.length);
+      const { file, chunks } = await store.open(id);
+      const parts: Uint8Array[] = [];
+      for await (const c of chunks) parts.push(c);
+      expect(Buffer.concat(parts).equals(readFileSync(original)), href).toBe(true);
+      expect(file).toMatchObject({ accountId: t.accountId, size: readFileSync(original).length });
+      const cached = path.join(scratch, 'data', 'cache', 'uploads', `${id}.tif`);
+      expect(readFileSync(cached).equals(readFileSync(original)), cached).toBe(true);
+    }
     // The index endpoint reads the uploaded files and agrees with the capture registered by path.
     const q = (id: string) =>
       t.app.inject({
@@ -211,7 +224,7 @@ describe('imagery upload (multipart)', () => {
     });
     const before = await count();
     const eventsBefore = (await listOutbox(t.db, t.accountId)).length;
-    const storedBefore = stored();
+    const storedBefore = await stored();
     const cases: Array<[string, () => Promise<Response>, number, string, RegExp]> = [
       [
         'corrupt bytes',
@@ -340,7 +353,7 @@ describe('imagery upload (multipart)', () => {
       expect(res.headers.get('content-type'), why).toMatch(/application\/problem\+json/);
       if (p) expect(body.errors?.[0]?.path, `${why}: ${JSON.stringify(body)}`).toBe(p);
       expect(body.detail, why).toMatch(msg);
-      expect(stored(), `${why}: files left behind`).toEqual(storedBefore);
+      expect(await stored(), `${why}: files left behind`).toEqual(storedBefore);
     }
     expect(await count()).toBe(before);
     expect((await listOutbox(t.db, t.accountId)).length).toBe(eventsBefore);
