@@ -267,12 +267,14 @@ export default async function subscriptionsBench(): Promise<void> {
     );
 
     const scale = FIELDS === 1000 && ITEMS === 100 ? '' : ` (run at ${FIELDS} fields / ${ITEMS} Items)`;
+    // A stopped poll made only the searches it reached; the backfill poll searched every batch.
+    const perPoll = Math.max(searches, backfillSearches);
     console.log(`\ngoal${scale}`);
     console.log(
-      `  ≤ ${GOAL_SEARCHES} search requests per poll for 1,000 fields   ${searches} (backfill ${backfillSearches})   ${verdict(searches <= GOAL_SEARCHES && backfillSearches <= GOAL_SEARCHES)}`,
+      `  ≤ ${GOAL_SEARCHES} search requests per poll for 1,000 fields   ${perPoll} (backfill ${backfillSearches}, new Items ${searches}${stopped ? ', stopped' : ''})   ${verdict(perPoll <= GOAL_SEARCHES)}`,
     );
     console.log(
-      `  ${ITEMS} Items registered and announced in ≤ ${GOAL_SECONDS} s   ${toLast.toFixed(1)} s   ${verdict(registered === ITEMS && events.n === ITEMS * FIELDS && toLast <= GOAL_SECONDS)}`,
+      `  ${ITEMS} Items registered and announced in ≤ ${GOAL_SECONDS} s   ${stopped ? `> ${LIMIT_S} s (${registered} registered)` : `${toLast.toFixed(1)} s`}   ${verdict(!stopped && registered === ITEMS && events.n === ITEMS * FIELDS && toLast <= GOAL_SECONDS)}`,
     );
     console.log(
       `  bytes per Item ≤ ${GOAL_BYTES_RATIO}× the windows needed   ${(meanRead / needed).toFixed(2)}×   ${verdict(meanRead <= GOAL_BYTES_RATIO * needed)}`,
