@@ -66,6 +66,11 @@ export interface PollDeps {
   log?: { warn(obj: object, msg: string): void };
   /** Applied to every asset href before registration (a catalogue whose asset URLs need signing). */
   signHref?: (href: string) => string | Promise<string>;
+  /**
+   * STAC API roots the operator trusts besides the default subscription's (private addresses
+   * allowed): the demo catalogue the service serves itself (src/imagery/demo-catalogue.ts).
+   */
+  trustedUrls?: ReadonlySet<string>;
   /** Called as each Item has been handled (tests stop a poll there). */
   onItem?: (outcome: ItemOutcome, itemId: string) => void | Promise<void>;
 }
@@ -248,7 +253,7 @@ export async function pollSubscription(
         },
         deps.settings.maxPages,
         state,
-        sub.is_default,
+        sub.is_default || (deps.trustedUrls?.has(sub.stac_api_url) ?? false),
       );
       for await (const page of pages) {
         sorted = page.sorted;
