@@ -101,14 +101,19 @@ describe('configuration', () => {
   });
 });
 
-describe("the README's configuration table", () => {
+describe('the configuration tables (docs/configuration.md, and the README\'s common rows)', () => {
   /** Variables read outside the schema: by the compute threads or by Node itself. */
   const readElsewhere = ['KERNEL_JIT', 'WINDOW_CACHE_MB', 'GEOJSON_CACHE_MB', 'NODE_EXTRA_CA_CERTS'];
-  const rows = new Map<string, string>();
-  for (const line of readFileSync(path.join(packageRoot, 'README.md'), 'utf8').split('\n')) {
-    const m = /^\| `([A-Z0-9_]+)` \| ([^|]*) \|/.exec(line);
-    if (m) rows.set(m[1]!, m[2]!.replaceAll('`', '').trim());
-  }
+  const tableOf = (file: string): Map<string, string> => {
+    const rows = new Map<string, string>();
+    for (const line of readFileSync(path.join(packageRoot, file), 'utf8').split('\n')) {
+      const m = /^\| `([A-Z0-9_]+)` \| ([^|]*) \|/.exec(line);
+      if (m) rows.set(m[1]!, m[2]!.replaceAll('`', '').trim());
+    }
+    return rows;
+  };
+  const rows = tableOf('docs/configuration.md');
+  const readme = tableOf('README.md');
   const settings = settingsOf().filter((s) => s.setting.env !== undefined);
 
   it('lists every setting of the schema, and nothing else the schema does not read but those read elsewhere', () => {
@@ -116,6 +121,11 @@ describe("the README's configuration table", () => {
     expect(settings.map((s) => s.setting.env).filter((name) => !rows.has(name!))).toEqual([]);
     const known = new Set([...settings.map((s) => s.setting.env), ...readElsewhere]);
     expect([...rows.keys()].filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  it("the README's rows are rows of the full table, word for word", () => {
+    expect(readme.size).toBeGreaterThan(8);
+    for (const [name, cell] of readme) expect(rows.get(name), name).toBe(cell);
   });
 
   it('gives the default the schema declares', () => {
