@@ -14,6 +14,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   load: async () => (await import('./load.js')).default,
   faults: async () => (await import('./faults.js')).default,
   bombs: async () => (await import('./bombs.js')).default,
+  subscriptions: async () => (await import('./subscriptions.js')).default,
 };
 
 async function main(): Promise<void> {

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
 import { requireApiKey } from './accounts/auth-hook.js';
 import { alertRoutes } from './alerts/routes.js';
+import { demoCatalogueRoutes } from './imagery/demo-catalogue.js';
 import { fieldRoutes } from './fields/routes.js';
 import { imageryRoutes } from './imagery/routes.js';
 import { indexRoutes } from './indices/routes.js';
@@ -107,6 +108,8 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   );
   // Pre-signed downloads carry their own authorisation (the link), not an API key.
   await app.register(reportDownloadRoutes, { prefix: '/v1' });
+  // The demo season's STAC API (a public, read-only catalogue of synthetic Items; 404 without the demo).
+  if (s.config.demo) await app.register(demoCatalogueRoutes);
 
   return app;
 }

@@ -11,6 +11,7 @@ import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import type { Api } from './platform/http/context.js';
 import { buildOpsApp } from './platform/http/ops-app.js';
 import { openRuntime, type Runtime } from './runtime.js';
+import { subscribeToDemo } from './subscriptions/index.js';
 
 function loggerOptions(config: Config) {
   // pino-pretty only for a person at a terminal; JSON lines for everything else.
@@ -48,9 +49,15 @@ async function bootstrap(config: Config, runtime: Runtime): Promise<{ key: strin
   return dev;
 }
 
+/** Captures of the demo season that arrive through its subscription rather than being registered directly. */
+const DEMO_SUBSCRIBED = 4;
+
 /**
  * The demo season, written and registered after the service listens (a first start answers at
- * once; the demo field is printed when it is complete). Shutdown stops it between captures.
+ * once; the demo field is printed when it is complete). Its last DEMO_SUBSCRIBED captures are
+ * published in the demo catalogue (/demo/stac, the service's own STAC API) and the development
+ * account is subscribed to it, so that they arrive through a subscription's first poll (the
+ * worker's scheduler looks for due subscriptions every 5 s). Shutdown stops it between captures.
  */
 function startDemo(
   config: Config,
@@ -62,8 +69,9 @@ function startDemo(
   console.log(`  Demo: writing and registering a season of synthetic Sentinel-2 captures in the background…`);
   const done = createDemo({ ...runtime.imagery, maxAreaHa: config.maxFieldAreaHa }, dev.accountId, {
     signal: abort.signal,
-  }).then(
-    (demo) => {
+    catalogue: { last: DEMO_SUBSCRIBED },
+  })
+    .then(async (demo) => {
       progress(
         `Demo field ${demo.fieldId}: ${demo.captures} synthetic Sentinel-2 captures of ${demo.bands} bands, ${demo.firstDate} to ${demo.lastDate}`,
         performance.now() - t0,
@@ -71,14 +79,40 @@ function startDemo(
       console.log(
         `  Try: curl -H "Authorization: Bearer ${dev.key}" "${config.publicBaseUrl}/v1/fields/${demo.fieldId}/indices?index=NDVI&date=2025-07-01&zonal_stats=true&geojson=false"\n`,
       );
-    },
-    (err: Error) =>
+      if (!demo.catalogueFrom) return;
+      const sub = await subscribeToDemo(runtime.db, config, dev.accountId, demo.catalogueFrom);
+      console.log(
+        `  Demo subscription ${sub.id}: ${demo.catalogued} more captures (from ${demo.catalogueFrom}) arrive from the demo STAC API ${sub.stac_api_url} at its first poll`,
+      );
+      console.log(
+        `  Try: curl -H "Authorization: Bearer ${dev.key}" ${config.publicBaseUrl}/v1/imagery/subscriptions/${sub.id}\n`,
+      );
+      const t1 = performance.now();
+      // Reports the first poll (the API answers meanwhile); gives up quietly after two minutes.
+      for (let k = 0; k < 240 && !abort.signal.aborted; k++) {
+        await new Promise((r) => setTimeout(r, 500).unref());
+        const [row] = await runtime.db.query<{ n: number; error: string | null; polled: boolean }>(
+          `SELECT items_registered AS n, last_error AS error, last_polled_at IS NOT NULL AS polled
+             FROM imagery_subscriptions WHERE id = $1`,
+          [sub.id],
+        );
+        if (!row?.polled) continue;
+        progress(
+          row.error
+            ? `Demo subscription ${sub.id} polled: ${row.error}`
+            : `Demo subscription ${sub.id}: ${row.n} captures registered by its first poll (imagery.available for the demo field)`,
+          performance.now() - t1,
+        );
+        return;
+      }
+    })
+    .catch((err: Error) =>
       console.error(
         abort.signal.aborted
           ? '  Demo: stopped by the shutdown before it was complete'
           : `  Demo not created: ${err.message}`,
       ),
-  );
+    );
   return {
     async stop() {
       abort.abort();

@@ -27,6 +27,7 @@ import { WEBHOOK_QUEUE, type WebhookDeps } from './webhooks/service.js';
 import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhooks/secret-keys.js';
 import { SecretBox } from './webhooks/signing.js';
 import { ensureDefaultSubscriptions } from './subscriptions/index.js';
+import { demoStacUrl } from './imagery/demo-catalogue.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
 import { StacClient } from './subscriptions/stac-client.js';
 import { startSubscriptionScheduler, type SubscriptionScheduler } from './subscriptions/scheduler.js';
@@ -267,6 +268,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
             leaseMs: o.subscriptionLeaseMs ?? 60_000,
           },
           log: warn,
+          // The demo catalogue is the API's own listener on loopback (created by the service, not a user).
+          trustedUrls: config.demo ? new Set([demoStacUrl(config)]) : undefined,
           onItem: o.subscriptionOnItem,
         },
         {

@@ -1,20 +1,28 @@
 /**
  * The demo created on the first start of an empty embedded database: a field and a season of
  * synthetic Sentinel-2-like captures (every L2A band formulas accept, at its native resolution),
- * so that every index and time-series call in the README works on a fresh machine.
+ * so that every index and time-series call in the README works on a fresh machine. With
+ * `catalogue`, the last captures are not registered here but published as STAC Items in the demo
+ * catalogue (demo-catalogue.ts) for a subscription to find.
  */
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { createField } from '../fields/index.js';
+import { demoCatalogueFile, writeDemoCatalogue } from './demo-catalogue.js';
 import { registerImagery, type ImageryDeps } from './service.js';
-import { datesEvery, sceneField, syntheticSteps } from './synthetic.js';
+import type { StacItem } from './stac-api.js';
+import { datesEvery, sceneField, syntheticItem, syntheticSteps } from './synthetic.js';
 
 export interface DemoResult {
   fieldId: string;
+  /** Captures registered directly. */
   captures: number;
   bands: number;
   firstDate: string;
   lastDate: string;
+  /** Captures published in the demo catalogue instead (0 without `catalogue`), from `catalogueFrom`. */
+  catalogued: number;
+  catalogueFrom?: string;
 }
 
 /** Near Gembloux (BE), UTM 31N: a 1.6 km square scene; the field is its central 64 ha. */
@@ -32,8 +40,15 @@ export const DEMO_SEASON = { planting: '2025-04-10', harvest: '2025-09-20' };
 export async function createDemo(
   deps: ImageryDeps & { maxAreaHa: number },
   accountId: string,
-  opts: { signal?: AbortSignal } = {},
+  opts: {
+    signal?: AbortSignal;
+    /** Publish the last `last` captures in the demo catalogue instead of registering them. */
+    catalogue?: { last: number };
+  } = {},
 ): Promise<DemoResult> {
+  const catalogued = Math.max(0, Math.min(DEMO_DATES.length, opts.catalogue?.last ?? 0));
+  const cut = DEMO_DATES.length - catalogued;
+  const items: StacItem[] = [];
   const dir = path.join(deps.roots[0]!, 'demo');
   const field = await createField(
     deps.db,
@@ -61,6 +76,11 @@ export async function createDemo(
     await registering;
     opts.signal?.throwIfAborted();
     bands = Object.keys(c.files).length;
+    const k = DEMO_DATES.indexOf(c.date);
+    if (k >= cut) {
+      items.push(syntheticItem(c, DEMO_SCENE, k));
+      continue;
+    }
     registering = registerImagery(
       { db: deps.db, compute: deps.compute, roots: deps.roots, evaluateAlerts: deps.evaluateAlerts },
       accountId,
@@ -77,11 +97,14 @@ export async function createDemo(
     registering.catch(() => {}); // awaited above; this only keeps a failure while writing the next capture from being unhandled
   }
   await registering;
+  if (catalogued) await writeDemoCatalogue(demoCatalogueFile(deps.roots), items);
   return {
     fieldId: field.id,
-    captures: DEMO_DATES.length,
+    captures: cut,
     bands,
     firstDate: DEMO_DATES[0]!,
-    lastDate: DEMO_DATES.at(-1)!,
+    lastDate: DEMO_DATES[cut - 1] ?? DEMO_DATES[0]!,
+    catalogued,
+    ...(catalogued ? { catalogueFrom: DEMO_DATES[cut]! } : {}),
   };
 }

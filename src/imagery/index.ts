@@ -4,3 +4,4 @@ export { linkFieldImagery, registerImagery, type ImageryDeps, type StacOrigin } 
 export { captureFromStac } from './stac.js';
 export type { ImageryCreate } from './schemas.js';
 export { CAPTURE_BANDS, type CaptureSource } from './window-reader.js';
+export { demoStacUrl } from './demo-catalogue.js';

@@ -64,6 +64,11 @@ export interface PollDeps {
   client: StacClient;
   settings: PollSettings;
   log?: { warn(obj: object, msg: string): void };
+  /**
+   * STAC API roots the operator trusts besides the default subscription's (private addresses
+   * allowed): the demo catalogue the service serves itself (src/imagery/demo-catalogue.ts).
+   */
+  trustedUrls?: ReadonlySet<string>;
   /** Called as each Item has been handled (tests stop a poll there). */
   onItem?: (outcome: ItemOutcome, itemId: string) => void | Promise<void>;
 }
@@ -246,7 +251,7 @@ export async function pollSubscription(
         },
         deps.settings.maxPages,
         state,
-        sub.is_default,
+        sub.is_default || (deps.trustedUrls?.has(sub.stac_api_url) ?? false),
       );
       for await (const page of pages) {
         sorted = page.sorted;

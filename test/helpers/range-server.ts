@@ -25,6 +25,8 @@ export interface RangeServer {
   href(name: string, file: string): string;
   /** Requests and bytes served per absolute file path (bodies only; HEAD and 4xx count a request, no bytes). */
   readonly files: Map<string, FileCounter>;
+  /** The same per mount name (one directory mounted under several names is counted per name). */
+  readonly mounts: Map<string, FileCounter>;
   /** Total bytes of bodies served (optionally only files whose path starts with `prefix`). */
   bytesServed(prefix?: string): number;
   /** Every Range header received, in order. */
@@ -36,13 +38,14 @@ export interface RangeServer {
 export async function startRangeServer(): Promise<RangeServer> {
   const mounts = new Map<string, string>();
   const files = new Map<string, FileCounter>();
+  const byMount = new Map<string, FileCounter>();
   const ranges: string[] = [];
   const sockets = new Set<Socket>();
-  const count = (file: string, bytes: number) => {
-    const c = files.get(file) ?? { requests: 0, bytes: 0 };
+  const add = (map: Map<string, FileCounter>, key: string, bytes: number) => {
+    const c = map.get(key) ?? { requests: 0, bytes: 0 };
     c.requests++;
     c.bytes += bytes;
-    files.set(file, c);
+    map.set(key, c);
   };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -50,6 +53,10 @@ export async function startRangeServer(): Promise<RangeServer> {
     const dir = name !== undefined ? mounts.get(name) : undefined;
     const rel = rest.join('/');
     const file = dir ? path.resolve(dir, rel) : undefined;
+    const count = (f: string, bytes: number) => {
+      add(files, f, bytes);
+      add(byMount, name!, bytes);
+    };
     if (!dir || !file || !rel || !file.startsWith(dir + path.sep) || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(req.method === 'GET' || req.method === 'HEAD' ? 404 : 405).end();
       return;
@@ -114,6 +121,7 @@ export async function startRangeServer(): Promise<RangeServer> {
     },
     href: (name, file) => `${url}/${encodeURIComponent(name)}/${file.split('/').map(encodeURIComponent).join('/')}`,
     files,
+    mounts: byMount,
     bytesServed: (prefix) => {
       let n = 0;
       for (const [f, c] of files) if (!prefix || f.startsWith(prefix)) n += c.bytes;
@@ -122,6 +130,7 @@ export async function startRangeServer(): Promise<RangeServer> {
     ranges,
     resetCounters() {
       files.clear();
+      byMount.clear();
       ranges.length = 0;
     },
     close: () =>

@@ -341,6 +341,7 @@ describe('fixtures', () => {
       const body = Buffer.from(await r.arrayBuffer());
       expect(body.equals(readFileSync(path.join(RKH_DIR, 'B04.tif')).subarray(100, 200))).toBe(true);
       expect(range.files.get(path.join(RKH_DIR, 'B04.tif'))).toEqual({ requests: 1, bytes: 100 });
+      expect(range.mounts.get('rkh')).toEqual({ requests: 1, bytes: 100 });
       expect((await fetch(assets.red!.href, { headers: { range: 'bytes=99999999-' } })).status).toBe(416);
       expect((await fetch(`${range.url}/rkh/../../etc/passwd`)).status).toBe(404);
       // Read as registration reads it: bands by common name, SCL as the mask, no offset before baseline 04.00.
