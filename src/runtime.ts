@@ -265,7 +265,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
             intervalMs: polling.pollIntervalMs,
             lookbackMs: polling.lookbackMs,
             maxPages: polling.maxPages,
-            leaseMs: o.subscriptionLeaseMs ?? 60_000,
+            leaseMs: o.subscriptionLeaseMs ?? polling.leaseMs,
           },
           log: warn,
           // The demo catalogue is the API's own listener on loopback (created by the service, not a user).

@@ -366,6 +366,15 @@ export const ConfigSchema = Type.Object({
       defaultText: '3d',
       description: 'a poll searches from the newest Item stored minus this (catalogues publish Items late)',
     }),
+    leaseMs: Type.Integer({
+      env: 'SUBSCRIPTION_LEASE',
+      format: 'duration',
+      default: 60_000,
+      defaultText: '60s',
+      minimum: 1000,
+      description:
+        "a poll holds its subscription for this long, renewed while it runs; a killed worker's subscription is polled again once it runs out",
+    }),
     maxPages: Type.Integer({
       env: 'SUBSCRIPTION_MAX_PAGES',
       default: 50,
