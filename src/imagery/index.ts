@@ -1,7 +1,7 @@
 /** The imagery feature's public entry: captures as other features see them, CRS helpers, linking. */
 export { fromWgs84, toWgs84, type CrsRef } from './crs.js';
 export { linkFieldImagery, registerImagery, type ImageryDeps, type StacOrigin } from './service.js';
-export { captureFromStac } from './stac.js';
+export { captureFromStac, EARTH_SEARCH_ASSET_KEYS } from './stac.js';
 export type { ImageryCreate } from './schemas.js';
 export { CAPTURE_BANDS, type CaptureSource } from './window-reader.js';
 export { demoStacUrl } from './demo-catalogue.js';

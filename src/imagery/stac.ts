@@ -6,20 +6,30 @@
  */
 import type { ImageryCreate } from './schemas.js';
 
-const COMMON: Record<string, string> = {
-  coastal: 'B01',
-  blue: 'B02',
-  green: 'B03',
-  red: 'B04',
-  rededge1: 'B05',
-  rededge2: 'B06',
-  rededge3: 'B07',
-  nir: 'B08',
-  nir08: 'B8A',
-  nir09: 'B09',
-  swir16: 'B11',
-  swir22: 'B12',
-};
+/**
+ * Earth Search's asset key of each band: the band's `eo:bands` common name (B09 has none; `nir09`
+ * is Earth Search's own key). Items name assets so; the subscription preset `earth-search` and the
+ * synthetic Items use it too.
+ */
+export const EARTH_SEARCH_ASSET_KEYS = {
+  B01: 'coastal',
+  B02: 'blue',
+  B03: 'green',
+  B04: 'red',
+  B05: 'rededge1',
+  B06: 'rededge2',
+  B07: 'rededge3',
+  B08: 'nir',
+  B8A: 'nir08',
+  B09: 'nir09',
+  B11: 'swir16',
+  B12: 'swir22',
+} as const;
+
+/** Common name (or Earth Search key) → band. */
+const COMMON: Record<string, string> = Object.fromEntries(
+  Object.entries(EARTH_SEARCH_ASSET_KEYS).map(([band, key]) => [key, band]),
+);
 const BAND_RE = /^B(0[1-9]|1[0-2]|8A)$/i;
 
 interface Asset {

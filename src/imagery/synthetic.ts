@@ -7,6 +7,7 @@
  * processing baseline 04.00: DN = (reflectance + 0.1) × 10,000, so offset −0.1. Deterministic for
  * a seed.
  */
+import { EARTH_SEARCH_ASSET_KEYS } from './stac.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { toWgs84 } from './crs.js';
@@ -235,22 +236,6 @@ export function datesEvery(start: string, end: string, step: number): string[] {
   return out;
 }
 
-/** Earth Search's asset key of each band (its `eo:bands` common name; B09 has none, nir09 is Earth Search's key). */
-const EARTH_SEARCH_KEY: Record<SyntheticBand, string> = {
-  B01: 'coastal',
-  B02: 'blue',
-  B03: 'green',
-  B04: 'red',
-  B05: 'rededge1',
-  B06: 'rededge2',
-  B07: 'rededge3',
-  B08: 'nir',
-  B8A: 'nir08',
-  B09: 'nir09',
-  B11: 'swir16',
-  B12: 'swir22',
-};
-
 export interface SyntheticItemOptions {
   /** Asset href of a written file (default: the file path itself). */
   href?: (file: string) => string;
@@ -291,7 +276,7 @@ export function syntheticItem(
   });
   const assets: Record<string, unknown> = {};
   for (const [b, res] of Object.entries(SYNTHETIC_BANDS) as Array<[SyntheticBand, number]>) {
-    const key = EARTH_SEARCH_KEY[b];
+    const key = EARTH_SEARCH_ASSET_KEYS[b];
     assets[key] = {
       href: href(c.files[b]!),
       ...file(res, Math.ceil(spec.size / (res / 10))),

@@ -8,7 +8,7 @@
  * in some collections; the preset uses the plain band names, as its `sentinel-2-l2a` COG
  * collection does. An explicit map (`{"B04": "B04_10m", ...}`) serves any other naming.
  */
-import { CAPTURE_BANDS } from '../imagery/index.js';
+import { CAPTURE_BANDS, EARTH_SEARCH_ASSET_KEYS } from '../imagery/index.js';
 
 /** Band names an asset map may use: the bands a capture takes (no B10: L1C only) and SCL. */
 export const BAND_NAMES = [...CAPTURE_BANDS, 'SCL'] as const;
@@ -18,21 +18,7 @@ export type BandName = (typeof BAND_NAMES)[number];
 const BY_BAND_NAME: Record<string, string> = Object.fromEntries(BAND_NAMES.map((b) => [b, b]));
 
 export const PRESETS = {
-  'earth-search': {
-    B01: 'coastal',
-    B02: 'blue',
-    B03: 'green',
-    B04: 'red',
-    B05: 'rededge1',
-    B06: 'rededge2',
-    B07: 'rededge3',
-    B08: 'nir',
-    B8A: 'nir08',
-    B09: 'nir09',
-    B11: 'swir16',
-    B12: 'swir22',
-    SCL: 'scl',
-  },
+  'earth-search': { ...EARTH_SEARCH_ASSET_KEYS, SCL: 'scl' },
   'planetary-computer': BY_BAND_NAME,
   cdse: BY_BAND_NAME,
 } as const satisfies Record<string, Record<string, string>>;
