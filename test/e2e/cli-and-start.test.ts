@@ -61,8 +61,11 @@ describe('service start and keys CLI', () => {
     await waitUp();
     // It listens first and writes the demo season afterwards, then prints the demo field.
     const demoLine =
-      /\n {2}Demo field fld_\S+: 33 synthetic Sentinel-2 captures of 12 bands, 2025-03-26 to 2025-10-04: \d+\.\d s\n/;
-    for (const until = Date.now() + 150_000; !demoLine.test(svc.output()) && Date.now() < until; )
+      /\n {2}Demo field fld_\S+: 29 synthetic Sentinel-2 captures of 12 bands, 2025-03-26 to 2025-09-10: \d+\.\d s\n/;
+    // The last four dates of the season arrive through the demo subscription's first poll.
+    const subscribedLine =
+      /\n {2}Demo subscription isub_\S+: 4 captures registered by its first poll \(imagery\.available for the demo field\): \d+\.\d s\n/;
+    for (const until = Date.now() + 150_000; !subscribedLine.test(svc.output()) && Date.now() < until; )
       await new Promise((r) => setTimeout(r, 100));
     // A progress line per start-up step, with its time, in order.
     const steps = [
@@ -77,6 +80,7 @@ describe('service start and keys CLI', () => {
       ),
       /\n {2}Demo: writing and registering a season of synthetic Sentinel-2 captures in the background…\n/,
       demoLine,
+      subscribedLine,
     ];
     const at = steps.map((re) => svc.output().search(re));
     expect(
