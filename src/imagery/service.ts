@@ -22,6 +22,7 @@ import { LocalPathError, registrationRules, resolveLocal } from './local-path.js
 import { foreignUploads } from './upload-files.js';
 import { isUploadHref, uploadIdOf } from './upload-ref.js';
 import { limitOf } from './decode-limits.js';
+import { coverageGroups, type GridInfo } from './coverage-groups.js';
 import { CAPTURE_BANDS, coverageBands, ImageryError, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
@@ -249,6 +250,52 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   }
 }
 
+type Covered = { field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number };
+
+/**
+ * Each candidate field's coverage by the capture, the fields in groups of nearby ones
+ * (coverage-groups.ts), each group one compute task that reads the files once, the groups on
+ * the pool at once. One field whose coverage cannot be computed must not refuse the capture for
+ * the others: it is logged and left out. In the candidates' order.
+ */
+async function coveredFields(
+  deps: ImageryDeps,
+  capture: CaptureSource,
+  candidates: Array<{ id: string; boundary: Boundary }>,
+  grid: GridInfo,
+): Promise<Covered[]> {
+  const bands = coverageBands(capture);
+  const results: Array<Covered | null> = candidates.map(() => null);
+  const leftOut = (field_id: string, err: unknown) =>
+    deps.log?.warn({ err, field_id }, 'coverage of a field by a new capture failed; the field is left out');
+  await Promise.all(
+    coverageGroups(
+      candidates.map((f) => f.boundary),
+      grid,
+      deps.compute.size,
+    ).map(async (group) => {
+      const done = await deps.compute
+        .coverageBatch({ capture, boundaries: group.map((i) => candidates[i]!.boundary), bands, roots: deps.roots })
+        .catch((err: Error) => {
+          for (const i of group) leftOut(candidates[i]!.id, err);
+          return null;
+        });
+      for (const [k, c] of (done?.fields ?? []).entries()) {
+        const f = candidates[group[k]!]!;
+        if ('error' in c) leftOut(f.id, new Error(c.error));
+        else if (c.fieldPixels > 0)
+          results[group[k]!] = {
+            field_id: f.id,
+            field_pixels: c.fieldPixels,
+            valid_pixels: c.validPixels,
+            cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
+          };
+      }
+    }),
+  );
+  return results.filter((c): c is Covered => c !== null);
+}
+
 /** Where a capture registered from a STAC API subscription came from (its Item and why it was found). */
 export interface StacOrigin {
   collection: string;
@@ -290,24 +337,7 @@ export async function registerImagery(
     `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
     [accountId, bbox[0], bbox[1], bbox[2], bbox[3]],
   );
-  const bandsForCover = coverageBands(capture);
-  const covered: Array<{ field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
-  for (const f of candidates) {
-    // One field whose coverage cannot be computed must not refuse the capture for the others.
-    const c = await deps.compute
-      .coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots })
-      .catch((err: Error) => {
-        deps.log?.warn({ err, field_id: f.id }, 'coverage of a field by a new capture failed; the field is left out');
-        return null;
-      });
-    if (!c || c.fieldPixels === 0) continue;
-    covered.push({
-      field_id: f.id,
-      field_pixels: c.fieldPixels,
-      valid_pixels: c.validPixels,
-      cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
-    });
-  }
+  const covered = await coveredFields(deps, capture, candidates, finest);
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(
