@@ -26,6 +26,9 @@ export interface GridInfo {
 
 interface Win {
   i: number;
+  /** The field's own top-left corner (pixels, unrounded). */
+  c: number;
+  r: number;
   x0: number;
   y0: number;
   x1: number;
@@ -61,7 +64,15 @@ function windowOf(i: number, boundary: Boundary, grid: GridInfo, project: (p: [n
   }
   if (![x0, y0, x1, y1].every(Number.isFinite)) return null;
   // The reader's window: one pixel of margin
-  return { i, x0: Math.floor(x0) - 1, y0: Math.floor(y0) - 1, x1: Math.ceil(x1) + 1, y1: Math.ceil(y1) + 1 };
+  return {
+    i,
+    c: x0,
+    r: y0,
+    x0: Math.floor(x0) - 1,
+    y0: Math.floor(y0) - 1,
+    x1: Math.ceil(x1) + 1,
+    y1: Math.ceil(y1) + 1,
+  };
 }
 
 function groupOf(wins: Win[]): Group {
@@ -93,7 +104,8 @@ export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: 
       alone.push([i]);
       continue;
     }
-    const key = `${Math.floor((w.y0 + 1) / CELL)},${Math.floor((w.x0 + 1) / CELL)}`;
+    // Half a pixel of tolerance: a field drawn on a pixel edge stays on its side after reprojection
+    const key = `${Math.floor((w.r + 0.5) / CELL)},${Math.floor((w.c + 0.5) / CELL)}`;
     const cell = cells.get(key);
     if (cell) cell.push(w);
     else cells.set(key, [w]);

@@ -7,7 +7,7 @@
  */
 import { isCalendarDate } from '../platform/dates.js';
 import type { ComputePool } from '../compute/pool.js';
-import { emit } from '../events/index.js';
+import { emitMany } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import type { FileStore } from '../platform/file-store.js';
@@ -38,6 +38,11 @@ export interface ImageryDeps {
    * the composition root: imagery does not import the alerts feature, which reads captures).
    */
   evaluateAlerts?: (accountId: string, fieldId: string, imageryId: string, capture: CaptureSource) => Promise<number>;
+  /**
+   * Of these fields, the ones with alert rules (alerts' fieldsWithRules): only those are judged,
+   * so a capture over 1,000 fields without rules costs one query, not 1,000. Absent: all are.
+   */
+  alertFields?: (accountId: string, fieldIds: string[]) => Promise<Set<string>>;
   /** Where failures after the response is decided go (a field's coverage, alert evaluation). */
   log?: { warn(obj: object, msg: string): void };
 }
@@ -367,26 +372,53 @@ export async function registerImagery(
       ],
     );
     if (!r) return null; // that Item is registered already: linked and announced then
-    for (const c of covered) {
-      await tx.query(
-        'INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)',
-        [id, c.field_id, c.field_pixels, c.valid_pixels, c.cloud_cover],
-      );
-      await emit(tx, accountId, 'imagery.available', {
+    // One statement for the links and one for the events, however many fields the capture covers
+    await tx.query(
+      `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover)
+       SELECT $1, u.field_id, u.field_pixels, u.valid_pixels, u.cloud_cover
+         FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[]) AS u(field_id, field_pixels, valid_pixels, cloud_cover)`,
+      [
+        id,
+        covered.map((c) => c.field_id),
+        covered.map((c) => c.field_pixels),
+        covered.map((c) => c.valid_pixels),
+        covered.map((c) => c.cloud_cover),
+      ],
+    );
+    await emitMany(
+      tx,
+      accountId,
+      'imagery.available',
+      covered.map((c) => ({
         field_id: c.field_id,
         imagery_id: id,
         source,
         capture_date: date,
         cloud_cover: c.cloud_cover,
         ...(stac ? { subscription_id: stac.subscriptionId, backfill: stac.backfill } : {}),
-      });
-    }
+      })),
+    );
     return r;
   });
   if (!row) return null;
   // Alert rules of the covered fields are judged on the new capture (after the commit: the
   // capture exists whatever the evaluation does).
-  for (const c of deps.evaluateAlerts ? covered : []) {
+  const judged =
+    deps.evaluateAlerts && deps.alertFields && covered.length
+      ? await deps
+          .alertFields(
+            accountId,
+            covered.map((c) => c.field_id),
+          )
+          .then(
+            (ids) => covered.filter((c) => ids.has(c.field_id)),
+            (err: Error) => {
+              deps.log?.warn({ err, imagery_id: id }, 'looking up the alert rules of the covered fields failed');
+              return covered;
+            },
+          )
+      : covered;
+  for (const c of deps.evaluateAlerts ? judged : []) {
     await deps.evaluateAlerts!(accountId, c.field_id, id, capture).catch((err: Error) => {
       deps.log?.warn({ err, field_id: c.field_id, imagery_id: id }, 'alert evaluation of a new capture failed');
       return 0;

@@ -251,6 +251,23 @@ async function sampleOnto(
     throw new ImageryError(band, undecodable(err as Error));
   }
   const cw = cx1 - cx0;
+  // The same grid (or one whose columns map one to one): whole rows copied at once
+  let oneToOne = ArrayBuffer.isView(raster) && raster.constructor === out.constructor;
+  for (let i = 1; oneToOne && i < fine.w; i++) oneToOne = cols[i] === cols[i - 1]! + 1;
+  if (oneToOne) {
+    let i0 = 0;
+    while (i0 < fine.w && cols[i0]! < cx0) i0++;
+    let i1 = fine.w;
+    while (i1 > i0 && cols[i1 - 1]! >= cx1) i1--;
+    const src = raster as typeof out;
+    for (let j = 0; i1 > i0 && j < fine.h; j++) {
+      const r = rows[j]!;
+      if (r < cy0 || r >= cy1) continue;
+      const at = (r - cy0) * cw + (cols[i0]! - cx0);
+      out.set(src.subarray(at, at + (i1 - i0)) as never, j * fine.w + i0);
+    }
+    return { data: out, dtype };
+  }
   for (let j = 0; j < fine.h; j++) {
     const r = rows[j]!;
     if (r < cy0 || r >= cy1) continue;
@@ -398,37 +415,39 @@ async function readPixels(
   return { bands, mask: data };
 }
 
-/** The part of `rect` (inside `from`) of pixels read over `from`. */
-function cropPixels(px: WindowPixels, from: Rect, rect: Rect): WindowPixels {
-  const crop = <T extends WindowBand['data']>(data: T): T => {
-    const out = new (data.constructor as new (n: number) => T)(rect.w * rect.h);
-    for (let j = 0; j < rect.h; j++) {
-      const at = (rect.y0 - from.y0 + j) * from.w + (rect.x0 - from.x0);
-      out.set(data.subarray(at, at + rect.w) as never, j * rect.w);
+/** Classes of SCL_MASKED by value (an index that is not one of them, or not an integer, reads undefined). */
+const MASKED_CLASS = (() => {
+  const t = new Uint8Array(256);
+  for (const c of SCL_MASKED) t[c] = 1;
+  return t;
+})();
+
+/**
+ * 1 where a pixel of `px` is usable: its mask class is not masked and no band's DN is 0 (integer
+ * bands), the declared nodata value or NaN.
+ */
+function usablePixels(opened: OpenedBands, px: WindowPixels, n: number): Uint8Array {
+  const ok = new Uint8Array(n).fill(1);
+  const mask = px.mask;
+  if (mask) for (let k = 0; k < n; k++) if (MASKED_CLASS[mask[k]!] === 1) ok[k] = 0;
+  for (const b of opened.bands) {
+    const { data, dtype, nodata } = px.bands[b]!;
+    const zero = dtype !== 'f32';
+    for (let k = 0; k < n; k++) {
+      const v = data[k]!;
+      if ((zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) ok[k] = 0;
     }
-    return out;
-  };
-  const bands: Partial<Record<CaptureBand, WindowBand>> = {};
-  for (const [b, band] of Object.entries(px.bands) as Array<[CaptureBand, WindowBand]>)
-    bands[b] = { ...band, data: crop(band.data) };
-  return px.mask ? { bands, mask: crop(px.mask as WindowBand['data']) } : { bands };
+  }
+  return ok;
 }
 
 /** The field window from its frame and pixels: the validity mask and the counts. */
 function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels): FieldWindow {
   const { g } = opened;
   const { inside, w, h } = frame;
-  const valid = inside.slice();
-  const mask = px.mask;
-  if (mask) for (let k = 0; k < valid.length; k++) if (valid[k] && SCL_MASKED.has(mask[k]!)) valid[k] = 0;
-  for (const b of opened.bands) {
-    const { data, dtype, nodata } = px.bands[b]!;
-    for (let k = 0; k < valid.length; k++) {
-      if (!valid[k]) continue;
-      const v = data[k]!;
-      if ((dtype !== 'f32' && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) valid[k] = 0;
-    }
-  }
+  const ok = usablePixels(opened, px, inside.length);
+  const valid = new Uint8Array(inside.length);
+  for (let k = 0; k < valid.length; k++) valid[k] = inside[k]! & ok[k]!;
   let fieldPixels = 0;
   let validPixels = 0;
   for (let k = 0; k < inside.length; k++) {
@@ -489,30 +508,44 @@ export async function readFieldCoverages(
       return err as Error;
     }
   });
-  const ok = frames.filter((f): f is FieldFrame => !(f instanceof Error));
+  const framed = frames.filter((f): f is FieldFrame => !(f instanceof Error));
   let union: WindowPixels | null = null;
   let from: Rect | undefined;
-  if (ok.length) {
-    const x0 = Math.min(...ok.map((f) => f.x0));
-    const y0 = Math.min(...ok.map((f) => f.y0));
+  if (framed.length) {
+    const x0 = Math.min(...framed.map((f) => f.x0));
+    const y0 = Math.min(...framed.map((f) => f.y0));
     from = {
       x0,
       y0,
-      w: Math.max(...ok.map((f) => f.x0 + f.w)) - x0,
-      h: Math.max(...ok.map((f) => f.y0 + f.h)) - y0,
+      w: Math.max(...framed.map((f) => f.x0 + f.w)) - x0,
+      h: Math.max(...framed.map((f) => f.y0 + f.h)) - y0,
     };
     union = await withDecodeBudget(() => readPixels(capture, opened, from!, opts)).catch(() => null);
   }
+  // Usable pixels of the union once; each field counts its inside pixels and the usable ones among them
+  const ok = union ? usablePixels(opened, union, from!.w * from!.h) : null;
   const out: FieldCoverage[] = [];
   for (const [k, f] of frames.entries()) {
     if (f instanceof Error) {
       out.push({ error: f.message });
       continue;
     }
+    if (ok) {
+      let fieldPixels = 0;
+      let validPixels = 0;
+      for (let j = 0; j < f.h; j++) {
+        const at = (f.y0 - from!.y0 + j) * from!.w + (f.x0 - from!.x0);
+        for (let i = 0; i < f.w; i++) {
+          const inside = f.inside[j * f.w + i]!;
+          fieldPixels += inside;
+          validPixels += inside & ok[at + i]!;
+        }
+      }
+      out.push({ fieldPixels, validPixels });
+      continue;
+    }
     try {
-      const win = union
-        ? fieldWindow(opened, f, cropPixels(union, from!, f))
-        : await readFieldWindow(capture, boundaries[k]!, needed, opts);
+      const win = await readFieldWindow(capture, boundaries[k]!, needed, opts);
       out.push({ fieldPixels: win.fieldPixels, validPixels: win.validPixels });
     } catch (err) {
       out.push({ error: (err as Error).message });
