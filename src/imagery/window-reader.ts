@@ -482,6 +482,24 @@ async function readFieldWindowIn(
   return fieldWindow(opened, frame, await readPixels(capture, opened, frame, opts));
 }
 
+/** A field's pixels and, of them, those `ok` (a mask over `from`) says are usable. */
+function countIn(f: FieldFrame, ok: Uint8Array, from: Rect): { fieldPixels: number; validPixels: number } {
+  let fieldPixels = 0;
+  let validPixels = 0;
+  const { inside, w, h } = f;
+  const uw = from.w;
+  for (let j = 0; j < h; j++) {
+    const at = (f.y0 - from.y0 + j) * uw + (f.x0 - from.x0);
+    const row = j * w;
+    for (let i = 0; i < w; i++) {
+      const v = inside[row + i]!;
+      fieldPixels += v;
+      validPixels += v & ok[at + i]!;
+    }
+  }
+  return { fieldPixels, validPixels };
+}
+
 /** One field's coverage in a group: its pixel counts, or why it could not be computed. */
 export type FieldCoverage = { fieldPixels: number; validPixels: number } | { error: string };
 
@@ -531,17 +549,7 @@ export async function readFieldCoverages(
       continue;
     }
     if (ok) {
-      let fieldPixels = 0;
-      let validPixels = 0;
-      for (let j = 0; j < f.h; j++) {
-        const at = (f.y0 - from!.y0 + j) * from!.w + (f.x0 - from!.x0);
-        for (let i = 0; i < f.w; i++) {
-          const inside = f.inside[j * f.w + i]!;
-          fieldPixels += inside;
-          validPixels += inside & ok[at + i]!;
-        }
-      }
-      out.push({ fieldPixels, validPixels });
+      out.push(countIn(f, ok, from!));
       continue;
     }
     try {
