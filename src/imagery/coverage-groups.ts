@@ -1,9 +1,11 @@
 /**
  * Groups of nearby fields whose coverage of a capture is computed by one compute task, which reads
  * the union of their windows once (window-reader.ts readFieldCoverages). Fields are put in square
- * cells of CELL pixels of the capture's finest grid by the top-left corner of their window: a cell
- * is aligned with the file's tiles (any tile edge dividing CELL), and the only tiles two groups
- * both read are those under fields that reach past their cell's right or bottom edge. A cell whose
+ * cells of the capture's finest grid by the top-left corner of their window: at most MAX_CELL
+ * pixels, a multiple of TILE (aligned with the file's tiles when their edge divides it), as equal
+ * as that allows over the fields' extent (so that the groups' work is balanced across threads); the
+ * only tiles two groups both read are those under fields that reach past their cell's right or
+ * bottom edge. A cell whose
  * union would exceed MAX_PIXELS (large fields) is cut into several groups, which bounds a task's
  * memory; and when there are fewer groups than compute threads, the largest are halved so every
  * thread gets one.
@@ -11,8 +13,10 @@
 import type { Boundary } from '../fields/index.js';
 import { fromWgs84, type CrsRef } from './crs.js';
 
-/** Cell edge in pixels of the finest grid (a multiple of the usual COG tile edges 256 and 512). */
-export const CELL = 2048;
+/** Largest cell edge in pixels of the finest grid. */
+export const MAX_CELL = 2048;
+/** Cell edges are multiples of this (the usual COG tile edge). */
+const TILE = 256;
 /** Largest union window of a group in pixels (a larger field goes alone, as its own window). */
 export const MAX_PIXELS = 6_000_000;
 
@@ -85,6 +89,25 @@ function groupOf(wins: Win[]): Group {
   };
 }
 
+/** The fields by cell: edges ≤ MAX_CELL, multiples of TILE, as equal as that allows over their extent. */
+function cellsOf(wins: Win[]): Map<string, Win[]> {
+  const cells = new Map<string, Win[]>();
+  if (!wins.length) return cells;
+  const extent = Math.max(
+    Math.max(...wins.map((w) => w.x1)) - Math.min(...wins.map((w) => w.x0)),
+    Math.max(...wins.map((w) => w.y1)) - Math.min(...wins.map((w) => w.y0)),
+  );
+  const cell = Math.min(MAX_CELL, Math.max(TILE, Math.ceil(extent / Math.ceil(extent / MAX_CELL) / TILE) * TILE));
+  for (const w of wins) {
+    // Half a pixel of tolerance: a field drawn on a pixel edge stays on its side after reprojection
+    const key = `${Math.floor((w.r + 0.5) / cell)},${Math.floor((w.c + 0.5) / cell)}`;
+    const list = cells.get(key);
+    if (list) list.push(w);
+    else cells.set(key, [w]);
+  }
+  return cells;
+}
+
 /**
  * The fields (indices into `boundaries`) in groups, each of nearby fields; every index appears
  * once. A boundary that cannot be projected goes alone (its task reports why).
@@ -92,7 +115,7 @@ function groupOf(wins: Win[]): Group {
 export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: number): number[][] {
   const project = fromWgs84(grid.epsg) as (p: [number, number]) => number[];
   const alone: number[][] = [];
-  const cells = new Map<string, Win[]>();
+  const placed: Win[] = [];
   for (const [i, b] of boundaries.entries()) {
     let w: Win | null;
     try {
@@ -100,17 +123,11 @@ export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: 
     } catch {
       w = null;
     }
-    if (!w) {
-      alone.push([i]);
-      continue;
-    }
-    // Half a pixel of tolerance: a field drawn on a pixel edge stays on its side after reprojection
-    const key = `${Math.floor((w.r + 0.5) / CELL)},${Math.floor((w.c + 0.5) / CELL)}`;
-    const cell = cells.get(key);
-    if (cell) cell.push(w);
-    else cells.set(key, [w]);
+    if (w) placed.push(w);
+    else alone.push([i]);
   }
   const groups: Group[] = [];
+  const cells = cellsOf(placed);
   for (const key of [...cells.keys()].sort()) {
     // Row by row inside the cell; a new group when the union would pass MAX_PIXELS
     const wins = cells.get(key)!.sort((a, b) => a.y0 - b.y0 || a.x0 - b.x0);
