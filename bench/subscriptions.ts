@@ -12,9 +12,10 @@
  * scheduler driven by tick()). First poll: the backfill of every field (nothing published yet).
  * Then the Items are published, POST /v1/imagery/subscriptions/{id}/poll asks for a poll, and one
  * scheduler tick runs it. Printed: search requests per poll (HTTP requests to /search, pages
- * included), seconds from the poll request to the last imagery.available, Items/s registered,
- * bytes read per Item (range reads) against the bytes of the windows the fields need (every
- * inspected file's header, up to its first tile, plus the tiles of B04, B08 and SCL, which
+ * included), seconds from the poll request to the last imagery.available, Items/s registered, the
+ * process's CPU time during the poll (all threads), bytes read per Item (range reads) against the
+ * bytes of the windows the fields need (every inspected file's header, up to its first tile, plus
+ * the tiles of B04, B08 and SCL, which
  * field-level cloud cover reads, that meet a field's window), and peak RSS (sampled every 20 ms
  * during the poll, compute threads included). Goals: ≤ 10 search requests per poll for 1,000
  * fields; 100 Items registered and announced in ≤ 30 s; bytes per Item ≤ 2× the windows needed.
