@@ -15,9 +15,8 @@
  * included), seconds from the poll request to the last imagery.available, Items/s registered, the
  * process's CPU time during the poll (all threads), bytes read per Item (range reads) against the
  * bytes of the windows the fields need (every inspected file's header, up to its first tile, plus
- * the tiles of B04, B08 and SCL, which
- * field-level cloud cover reads, that meet a field's window), and peak RSS (sampled every 20 ms
- * during the poll, compute threads included). Goals: ≤ 10 search requests per poll for 1,000
+ * the tiles of B04, B08 and SCL, which field-level cloud cover reads, that meet a field's window),
+ * and peak RSS (sampled every 20 ms during the poll, compute threads included). Goals: ≤ 10 search requests per poll for 1,000
  * fields; 100 Items registered and announced in ≤ 30 s; bytes per Item ≤ 2× the windows needed.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
