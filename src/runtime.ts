@@ -15,7 +15,7 @@ import { resolveSigningKey } from './platform/settings.js';
 import { ComputePool } from './compute/pool.js';
 import { LocalFileCache } from './platform/file-cache.js';
 import { DatabaseFileStore } from './platform/file-store.js';
-import { evaluateAlerts } from './alerts/service.js';
+import { evaluateAlerts, fieldsWithRules } from './alerts/service.js';
 import { collectImageryMetrics } from './imagery/metrics.js';
 import type { ImageryDeps } from './imagery/service.js';
 import { startUploadSweeper, uploadPreparer } from './imagery/upload-files.js';
@@ -231,6 +231,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       uploads: uploadCache.writeThrough(uploads),
       evaluateAlerts: (accountId, fieldId, imageryId, capture) =>
         evaluateAlerts({ db, compute, roots: config.imageryRoots }, accountId, fieldId, imageryId, capture),
+      alertFields: (accountId, fieldIds) => fieldsWithRules(db, accountId, fieldIds),
     };
 
     let subscriptions: SubscriptionScheduler | undefined;

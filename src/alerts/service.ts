@@ -156,6 +156,15 @@ export async function alertHistory(
 }
 
 /** Evaluates the field's rules on a new capture; returns how many alerts were triggered. */
+/** Which of these fields of the account have alert rules (the others need no evaluation). */
+export async function fieldsWithRules(db: Database, accountId: string, fieldIds: string[]): Promise<Set<string>> {
+  const rows = await db.query<{ field_id: string }>(
+    'SELECT DISTINCT field_id FROM alert_rules WHERE account_id = $1 AND field_id = ANY($2::text[])',
+    [accountId, fieldIds],
+  );
+  return new Set(rows.map((r) => r.field_id));
+}
+
 export async function evaluateAlerts(
   deps: { db: Database; compute: ComputePool; roots: string[] },
   accountId: string,

@@ -10,6 +10,8 @@ import { Histogram } from 'prom-client';
 import { registry } from '../platform/metrics.js';
 import { packageRoot } from '../platform/paths.js';
 import type {
+  CoverageBatchResult,
+  CoverageBatchTask,
   CoverageResult,
   CoverageTask,
   FieldIndexResult,
@@ -95,7 +97,7 @@ export class ComputePool {
     });
   }
 
-  /** Sets the hook run before every task that reads a capture (field-index, inspect, coverage). */
+  /** Sets the hook run before every task that reads a capture (field-index, inspect, coverage, coverage-batch). */
   setPrepare(hook: PrepareCapture | undefined): void {
     this.prepare = hook;
   }
@@ -145,6 +147,13 @@ export class ComputePool {
     return this.prepared(task.capture, () =>
       this.timed('coverage', { kind: 'coverage', v: 1, ...task }),
     ) as Promise<CoverageResult>;
+  }
+
+  /** Coverage of one capture over a group of nearby fields (the files read once for the group). */
+  async coverageBatch<C, G>(task: Omit<CoverageBatchTask<C, G>, 'kind' | 'v'>): Promise<CoverageBatchResult> {
+    return this.prepared(task.capture, () =>
+      this.timed('coverage-batch', { kind: 'coverage-batch', v: 1, ...task }),
+    ) as Promise<CoverageBatchResult>;
   }
 
   /** `run` after the prepare hook made the capture readable, and the hook's release after it. */

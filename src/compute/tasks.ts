@@ -122,6 +122,24 @@ export interface CoverageResult {
   validPixels: number;
 }
 
+/**
+ * The coverage of one capture over a group of nearby fields, the files read once for the group
+ * (the union of the fields' windows): one result per boundary, in order, each the counts or the
+ * reason that field's coverage could not be computed.
+ */
+export interface CoverageBatchTask<Capture = unknown, Geometry = unknown> {
+  kind: 'coverage-batch';
+  v: 1;
+  capture: Capture;
+  boundaries: Geometry[];
+  bands: string[];
+  roots: string[];
+}
+
+export interface CoverageBatchResult {
+  fields: Array<CoverageResult | { error: string }>;
+}
+
 export interface PingTask {
   kind: 'ping';
   v: 1;
@@ -135,4 +153,4 @@ export interface GzipTask {
   level: number;
 }
 
-export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | GzipTask | PingTask;
+export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | CoverageBatchTask | GzipTask | PingTask;

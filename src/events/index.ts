@@ -1,2 +1,10 @@
 /** The events feature's public entry: what other features use (the outbox). */
-export { EVENT_TYPES, emit, onOutboxCommit, outboxChannel, type EventType, type OutboxEvent } from './outbox.js';
+export {
+  EVENT_TYPES,
+  emit,
+  emitMany,
+  onOutboxCommit,
+  outboxChannel,
+  type EventType,
+  type OutboxEvent,
+} from './outbox.js';

@@ -65,6 +65,29 @@ export async function emit<D extends Record<string, unknown>>(
   return { id, account_id: accountId, type, timestamp: rows[0]!.created_at.toISOString(), data };
 }
 
+/**
+ * Many events of one type in one statement (in the order given, so `seq` follows it), with one
+ * notification: what `emit` does for each, for a caller that announces one change to many
+ * fields (a capture's imagery.available). Returns the number written.
+ */
+export async function emitMany<D extends Record<string, unknown>>(
+  tx: Sql,
+  accountId: string,
+  type: EventType,
+  data: D[],
+): Promise<number> {
+  if (!data.length) return 0;
+  const rows = await tx.query<{ n: number }>(
+    `WITH e AS (INSERT INTO outbox (id, account_id, type, data)
+                SELECT u.id, $2, $3, u.data::jsonb FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS u(id, data, k)
+                 ORDER BY u.k RETURNING 1)
+     SELECT count(*)::int AS n FROM e, (SELECT pg_notify(left('fa_outbox.' || current_schema(), 63), '')) AS n`,
+    [data.map(() => newId('evt')), accountId, type, data.map((d) => JSON.stringify(d))],
+  );
+  tx.afterCommit?.(notify);
+  return rows[0]!.n;
+}
+
 export async function listOutbox(db: Sql, accountId: string, type?: EventType): Promise<OutboxEvent[]> {
   const rows = await db.query<{
     id: string;

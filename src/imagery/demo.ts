@@ -82,7 +82,13 @@ export async function createDemo(
       continue;
     }
     registering = registerImagery(
-      { db: deps.db, compute: deps.compute, roots: deps.roots, evaluateAlerts: deps.evaluateAlerts },
+      {
+        db: deps.db,
+        compute: deps.compute,
+        roots: deps.roots,
+        evaluateAlerts: deps.evaluateAlerts,
+        alertFields: deps.alertFields,
+      },
       accountId,
       {
         source: 'sentinel-2-l2a',

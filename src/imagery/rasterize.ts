@@ -18,18 +18,25 @@ export function rasterizeRings(rings: Ring[], width: number, height: number): Ui
     xs.length = 0;
     for (const ring of rings) {
       for (let k = 0, n = ring.length; k < n - 1; k++) {
-        const [x1, y1] = ring[k]!;
-        const [x2, y2] = ring[k + 1]!;
+        const a = ring[k]!;
+        const b = ring[k + 1]!;
+        const x1 = a[0];
+        const y1 = a[1];
+        const x2 = b[0];
+        const y2 = b[1];
         if (y1 > y !== y2 > y) xs.push(x1 + ((y - y1) * (x2 - x1)) / (y2 - y1));
       }
     }
     if (xs.length < 2) continue;
-    xs.sort((a, b) => a - b);
+    // Two crossings (a convex row, the usual case) need no sort call
+    if (xs.length === 2) {
+      if (xs[0]! > xs[1]!) xs.reverse();
+    } else xs.sort((a, b) => a - b);
     for (let p = 0; p + 1 < xs.length; p += 2) {
       // centre x is inside when xs[p] <= x < xs[p+1]  (an odd number of crossings lies right of it)
       const from = Math.max(0, Math.ceil(xs[p]! - 0.5));
       const to = Math.min(width - 1, Math.ceil(xs[p + 1]! - 0.5) - 1);
-      for (let i = from; i <= to; i++) mask[j * width + i] = 1;
+      if (to >= from) mask.fill(1, j * width + from, j * width + to + 1);
     }
   }
   return mask;

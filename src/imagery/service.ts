@@ -7,7 +7,7 @@
  */
 import { isCalendarDate } from '../platform/dates.js';
 import type { ComputePool } from '../compute/pool.js';
-import { emit } from '../events/index.js';
+import { emitMany } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import type { FileStore } from '../platform/file-store.js';
@@ -22,6 +22,7 @@ import { LocalPathError, registrationRules, resolveLocal } from './local-path.js
 import { foreignUploads } from './upload-files.js';
 import { isUploadHref, uploadIdOf } from './upload-ref.js';
 import { limitOf } from './decode-limits.js';
+import { coverageGroups, type GridInfo } from './coverage-groups.js';
 import { CAPTURE_BANDS, coverageBands, ImageryError, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
@@ -37,6 +38,11 @@ export interface ImageryDeps {
    * the composition root: imagery does not import the alerts feature, which reads captures).
    */
   evaluateAlerts?: (accountId: string, fieldId: string, imageryId: string, capture: CaptureSource) => Promise<number>;
+  /**
+   * Of these fields, the ones with alert rules (alerts' fieldsWithRules): only those are judged,
+   * so a capture over 1,000 fields without rules costs one query, not 1,000. Absent: all are.
+   */
+  alertFields?: (accountId: string, fieldIds: string[]) => Promise<Set<string>>;
   /** Where failures after the response is decided go (a field's coverage, alert evaluation). */
   log?: { warn(obj: object, msg: string): void };
 }
@@ -249,6 +255,52 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   }
 }
 
+type Covered = { field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number };
+
+/**
+ * Each candidate field's coverage by the capture, the fields in groups of nearby ones
+ * (coverage-groups.ts), each group one compute task that reads the files once, the groups on
+ * the pool at once. One field whose coverage cannot be computed must not refuse the capture for
+ * the others: it is logged and left out. In the candidates' order.
+ */
+async function coveredFields(
+  deps: ImageryDeps,
+  capture: CaptureSource,
+  candidates: Array<{ id: string; boundary: Boundary }>,
+  grid: GridInfo,
+): Promise<Covered[]> {
+  const bands = coverageBands(capture);
+  const results: Array<Covered | null> = candidates.map(() => null);
+  const leftOut = (field_id: string, err: unknown) =>
+    deps.log?.warn({ err, field_id }, 'coverage of a field by a new capture failed; the field is left out');
+  await Promise.all(
+    coverageGroups(
+      candidates.map((f) => f.boundary),
+      grid,
+      deps.compute.size,
+    ).map(async (group) => {
+      const done = await deps.compute
+        .coverageBatch({ capture, boundaries: group.map((i) => candidates[i]!.boundary), bands, roots: deps.roots })
+        .catch((err: Error) => {
+          for (const i of group) leftOut(candidates[i]!.id, err);
+          return null;
+        });
+      for (const [k, c] of (done?.fields ?? []).entries()) {
+        const f = candidates[group[k]!]!;
+        if ('error' in c) leftOut(f.id, new Error(c.error));
+        else if (c.fieldPixels > 0)
+          results[group[k]!] = {
+            field_id: f.id,
+            field_pixels: c.fieldPixels,
+            valid_pixels: c.validPixels,
+            cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
+          };
+      }
+    }),
+  );
+  return results.filter((c): c is Covered => c !== null);
+}
+
 /** Where a capture registered from a STAC API subscription came from (its Item and why it was found). */
 export interface StacOrigin {
   collection: string;
@@ -290,24 +342,7 @@ export async function registerImagery(
     `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
     [accountId, bbox[0], bbox[1], bbox[2], bbox[3]],
   );
-  const bandsForCover = coverageBands(capture);
-  const covered: Array<{ field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
-  for (const f of candidates) {
-    // One field whose coverage cannot be computed must not refuse the capture for the others.
-    const c = await deps.compute
-      .coverage({ capture, boundary: f.boundary, bands: bandsForCover, roots: deps.roots })
-      .catch((err: Error) => {
-        deps.log?.warn({ err, field_id: f.id }, 'coverage of a field by a new capture failed; the field is left out');
-        return null;
-      });
-    if (!c || c.fieldPixels === 0) continue;
-    covered.push({
-      field_id: f.id,
-      field_pixels: c.fieldPixels,
-      valid_pixels: c.validPixels,
-      cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
-    });
-  }
+  const covered = await coveredFields(deps, capture, candidates, finest);
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(
@@ -337,26 +372,53 @@ export async function registerImagery(
       ],
     );
     if (!r) return null; // that Item is registered already: linked and announced then
-    for (const c of covered) {
-      await tx.query(
-        'INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) VALUES ($1, $2, $3, $4, $5)',
-        [id, c.field_id, c.field_pixels, c.valid_pixels, c.cloud_cover],
-      );
-      await emit(tx, accountId, 'imagery.available', {
+    // One statement for the links and one for the events, however many fields the capture covers
+    await tx.query(
+      `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover)
+       SELECT $1, u.field_id, u.field_pixels, u.valid_pixels, u.cloud_cover
+         FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[]) AS u(field_id, field_pixels, valid_pixels, cloud_cover)`,
+      [
+        id,
+        covered.map((c) => c.field_id),
+        covered.map((c) => c.field_pixels),
+        covered.map((c) => c.valid_pixels),
+        covered.map((c) => c.cloud_cover),
+      ],
+    );
+    await emitMany(
+      tx,
+      accountId,
+      'imagery.available',
+      covered.map((c) => ({
         field_id: c.field_id,
         imagery_id: id,
         source,
         capture_date: date,
         cloud_cover: c.cloud_cover,
         ...(stac ? { subscription_id: stac.subscriptionId, backfill: stac.backfill } : {}),
-      });
-    }
+      })),
+    );
     return r;
   });
   if (!row) return null;
   // Alert rules of the covered fields are judged on the new capture (after the commit: the
   // capture exists whatever the evaluation does).
-  for (const c of deps.evaluateAlerts ? covered : []) {
+  const judged =
+    deps.evaluateAlerts && deps.alertFields && covered.length
+      ? await deps
+          .alertFields(
+            accountId,
+            covered.map((c) => c.field_id),
+          )
+          .then(
+            (ids) => covered.filter((c) => ids.has(c.field_id)),
+            (err: Error) => {
+              deps.log?.warn({ err, imagery_id: id }, 'looking up the alert rules of the covered fields failed');
+              return covered;
+            },
+          )
+      : covered;
+  for (const c of deps.evaluateAlerts ? judged : []) {
     await deps.evaluateAlerts!(accountId, c.field_id, id, capture).catch((err: Error) => {
       deps.log?.warn({ err, field_id: c.field_id, imagery_id: id }, 'alert evaluation of a new capture failed');
       return 0;

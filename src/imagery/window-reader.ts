@@ -251,6 +251,23 @@ async function sampleOnto(
     throw new ImageryError(band, undecodable(err as Error));
   }
   const cw = cx1 - cx0;
+  // The same grid (or one whose columns map one to one): whole rows copied at once
+  let oneToOne = ArrayBuffer.isView(raster) && raster.constructor === out.constructor;
+  for (let i = 1; oneToOne && i < fine.w; i++) oneToOne = cols[i] === cols[i - 1]! + 1;
+  if (oneToOne) {
+    let i0 = 0;
+    while (i0 < fine.w && cols[i0]! < cx0) i0++;
+    let i1 = fine.w;
+    while (i1 > i0 && cols[i1 - 1]! >= cx1) i1--;
+    const src = raster as typeof out;
+    for (let j = 0; i1 > i0 && j < fine.h; j++) {
+      const r = rows[j]!;
+      if (r < cy0 || r >= cy1) continue;
+      const at = (r - cy0) * cw + (cols[i0]! - cx0);
+      out.set(src.subarray(at, at + (i1 - i0)) as never, j * fine.w + i0);
+    }
+    return { data: out, dtype };
+  }
   for (let j = 0; j < fine.h; j++) {
     const r = rows[j]!;
     if (r < cy0 || r >= cy1) continue;
@@ -280,12 +297,34 @@ export function readFieldWindow(
   return withDecodeBudget(() => readFieldWindowIn(capture, boundary, needed, opts));
 }
 
-async function readFieldWindowIn(
-  capture: CaptureSource,
-  boundary: Boundary,
-  needed: CaptureBand[],
-  opts: ReadOptions,
-): Promise<FieldWindow> {
+/** The bands of a capture opened for reading: their grids and the finest one, whose grid windows are on. */
+interface OpenedBands {
+  bands: CaptureBand[];
+  grids: Map<CaptureBand, Grid>;
+  fineBand: CaptureBand;
+  g: Grid;
+}
+
+/** A window on the finest band's grid (pixels; it may extend past the raster). */
+interface Rect {
+  x0: number;
+  y0: number;
+  w: number;
+  h: number;
+}
+
+/** A field's window and its pixels inside the field (pixel centres). */
+interface FieldFrame extends Rect {
+  inside: Uint8Array;
+}
+
+/** Pixels of a window, every band (and the mask, when the capture has one) on the fine grid. */
+interface WindowPixels {
+  bands: Partial<Record<CaptureBand, WindowBand>>;
+  mask?: ArrayLike<number> & { length: number };
+}
+
+async function openBands(capture: CaptureSource, needed: CaptureBand[], opts: ReadOptions): Promise<OpenedBands> {
   const bands = [...new Set(needed)];
   if (!bands.length) throw new ImageryError('bands', 'no band requested');
   const grids = new Map<CaptureBand, Grid>();
@@ -301,7 +340,12 @@ async function readFieldWindowIn(
   }
   // The finest band defines the grid of the window.
   const fineBand = bands.reduce((a, b) => (Math.abs(grids.get(b)!.rx) < Math.abs(grids.get(a)!.rx) ? b : a));
-  const g = grids.get(fineBand)!;
+  return { bands, grids, fineBand, g: grids.get(fineBand)! };
+}
+
+/** The field's window on the fine grid (one pixel of margin) and its pixels inside the field. */
+function frameOf(opened: OpenedBands, boundary: Boundary): FieldFrame {
+  const { g, fineBand } = opened;
   const project = fromWgs84(g.epsg);
   const rings: Ring[] = ringsOf(boundary).map((ring) => ring.map((p) => project(p)));
   if (!rings.every((ring) => ring.every(([x, y]) => Number.isFinite(x) && Number.isFinite(y)))) {
@@ -333,19 +377,28 @@ async function readFieldWindowIn(
     throw new ImageryError(fineBand, 'the field lies outside the raster');
   }
   if (w * h > 25_000_000) throw new ImageryError(fineBand, 'the field window is larger than 25 million pixels');
-  const fine = { ox: g.ox, oy: g.oy, rx: g.rx, ry: g.ry, x0, y0, w, h };
   const pixelRings = rings.map((ring) =>
     ring.map(([x, y]) => [(x - g.ox) / g.rx - x0, (y - g.oy) / g.ry - y0] as [number, number]),
   );
-  const inside = rasterizeRings(pixelRings, w, h);
+  return { x0, y0, w, h, inside: rasterizeRings(pixelRings, w, h) };
+}
 
-  const out: Partial<Record<CaptureBand, WindowBand>> = {};
+/** Every band's pixels (and the mask's) over `rect`, sampled onto the fine grid. */
+async function readPixels(
+  capture: CaptureSource,
+  opened: OpenedBands,
+  rect: Rect,
+  opts: ReadOptions,
+): Promise<WindowPixels> {
+  const { g } = opened;
+  const fine = { ox: g.ox, oy: g.oy, rx: g.rx, ry: g.ry, ...rect };
+  const bands: Partial<Record<CaptureBand, WindowBand>> = {};
   await Promise.all(
-    bands.map(async (b) => {
+    opened.bands.map(async (b) => {
       const src = capture.bands[b]!;
-      const grid = grids.get(b)!;
+      const grid = opened.grids.get(b)!;
       const { data, dtype } = await sampleOnto(grid, src.index ?? 1, b, fine, opts.signal);
-      out[b] = {
+      bands[b] = {
         data,
         dtype,
         scale: src.scale ?? capture.scale,
@@ -354,22 +407,47 @@ async function readFieldWindowIn(
       };
     }),
   );
-  const valid = inside.slice();
-  if (capture.mask) {
-    const mg = await gridOf('mask', capture.mask.href, opts);
-    if (mg.epsg !== g.epsg)
-      throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
-    const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
-    for (let k = 0; k < valid.length; k++) if (valid[k] && SCL_MASKED.has(data[k]!)) valid[k] = 0;
-  }
-  for (const b of bands) {
-    const { data, dtype, nodata } = out[b]!;
-    for (let k = 0; k < valid.length; k++) {
-      if (!valid[k]) continue;
+  if (!capture.mask) return { bands };
+  const mg = await gridOf('mask', capture.mask.href, opts);
+  if (mg.epsg !== g.epsg)
+    throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
+  const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
+  return { bands, mask: data };
+}
+
+/** Classes of SCL_MASKED by value (an index that is not one of them, or not an integer, reads undefined). */
+const MASKED_CLASS = (() => {
+  const t = new Uint8Array(256);
+  for (const c of SCL_MASKED) t[c] = 1;
+  return t;
+})();
+
+/**
+ * 1 where a pixel of `px` is usable: its mask class is not masked and no band's DN is 0 (integer
+ * bands), the declared nodata value or NaN.
+ */
+function usablePixels(opened: OpenedBands, px: WindowPixels, n: number): Uint8Array {
+  const ok = new Uint8Array(n).fill(1);
+  const mask = px.mask;
+  if (mask) for (let k = 0; k < n; k++) if (MASKED_CLASS[mask[k]!] === 1) ok[k] = 0;
+  for (const b of opened.bands) {
+    const { data, dtype, nodata } = px.bands[b]!;
+    const zero = dtype !== 'f32';
+    for (let k = 0; k < n; k++) {
       const v = data[k]!;
-      if ((dtype !== 'f32' && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) valid[k] = 0;
+      if ((zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) ok[k] = 0;
     }
   }
+  return ok;
+}
+
+/** The field window from its frame and pixels: the validity mask and the counts. */
+function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels): FieldWindow {
+  const { g } = opened;
+  const { inside, w, h } = frame;
+  const ok = usablePixels(opened, px, inside.length);
+  const valid = new Uint8Array(inside.length);
+  for (let k = 0; k < valid.length; k++) valid[k] = inside[k]! & ok[k]!;
   let fieldPixels = 0;
   let validPixels = 0;
   for (let k = 0; k < inside.length; k++) {
@@ -380,15 +458,106 @@ async function readFieldWindowIn(
     width: w,
     height: h,
     epsg: g.epsg,
-    originX: g.ox + x0 * g.rx,
-    originY: g.oy + y0 * g.ry,
+    originX: g.ox + frame.x0 * g.rx,
+    originY: g.oy + frame.y0 * g.ry,
     resX: g.rx,
     resY: g.ry,
-    bands: out,
+    bands: px.bands,
     inside,
     valid,
     fieldPixels,
     validPixels,
     invalidShare: fieldPixels ? 1 - validPixels / fieldPixels : 1,
   };
+}
+
+async function readFieldWindowIn(
+  capture: CaptureSource,
+  boundary: Boundary,
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<FieldWindow> {
+  const opened = await openBands(capture, needed, opts);
+  const frame = frameOf(opened, boundary);
+  return fieldWindow(opened, frame, await readPixels(capture, opened, frame, opts));
+}
+
+/** A field's pixels and, of them, those `ok` (a mask over `from`) says are usable. */
+function countIn(f: FieldFrame, ok: Uint8Array, from: Rect): { fieldPixels: number; validPixels: number } {
+  let fieldPixels = 0;
+  let validPixels = 0;
+  const { inside, w, h } = f;
+  const uw = from.w;
+  for (let j = 0; j < h; j++) {
+    const at = (f.y0 - from.y0 + j) * uw + (f.x0 - from.x0);
+    const row = j * w;
+    for (let i = 0; i < w; i++) {
+      const v = inside[row + i]!;
+      fieldPixels += v;
+      validPixels += v & ok[at + i]!;
+    }
+  }
+  return { fieldPixels, validPixels };
+}
+
+/** One field's coverage in a group: its pixel counts, or why it could not be computed. */
+export type FieldCoverage = { fieldPixels: number; validPixels: number } | { error: string };
+
+/**
+ * The coverage (field pixels, usable pixels) of a capture over each of a group of nearby fields,
+ * exactly as readFieldWindow counts them, reading the files once: each band is opened once and
+ * the union of the fields' windows read once (each block decoded once), then cut per field. A
+ * field whose own window cannot be made (outside the raster, not projectable, too large) gets its
+ * error and the others go on; when the union cannot be read (a corrupt block, the decode budget),
+ * each field is read on its own, so a failure stays with the fields it concerns. A capture whose
+ * bands cannot be opened rejects.
+ */
+export async function readFieldCoverages(
+  capture: CaptureSource,
+  boundaries: Boundary[],
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<FieldCoverage[]> {
+  const opened = await openBands(capture, needed, opts);
+  const frames = boundaries.map((b): FieldFrame | Error => {
+    try {
+      return frameOf(opened, b);
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  const framed = frames.filter((f): f is FieldFrame => !(f instanceof Error));
+  let union: WindowPixels | null = null;
+  let from: Rect | undefined;
+  if (framed.length) {
+    const x0 = Math.min(...framed.map((f) => f.x0));
+    const y0 = Math.min(...framed.map((f) => f.y0));
+    from = {
+      x0,
+      y0,
+      w: Math.max(...framed.map((f) => f.x0 + f.w)) - x0,
+      h: Math.max(...framed.map((f) => f.y0 + f.h)) - y0,
+    };
+    union = await withDecodeBudget(() => readPixels(capture, opened, from!, opts)).catch(() => null);
+  }
+  // Usable pixels of the union once; each field counts its inside pixels and the usable ones among them
+  const ok = union ? usablePixels(opened, union, from!.w * from!.h) : null;
+  const out: FieldCoverage[] = [];
+  for (const [k, f] of frames.entries()) {
+    if (f instanceof Error) {
+      out.push({ error: f.message });
+      continue;
+    }
+    if (ok) {
+      out.push(countIn(f, ok, from!));
+      continue;
+    }
+    try {
+      const win = await readFieldWindow(capture, boundaries[k]!, needed, opts);
+      out.push({ fieldPixels: win.fieldPixels, validPixels: win.validPixels });
+    } catch (err) {
+      out.push({ error: (err as Error).message });
+    }
+  }
+  return out;
 }

@@ -14,6 +14,8 @@ import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
 import { Kernel } from '../compute/kernel-host.js';
 import type {
+  CoverageBatchResult,
+  CoverageBatchTask as AnyCoverageBatchTask,
   CoverageResult,
   CoverageTask as AnyCoverageTask,
   FieldIndexResult,
@@ -29,6 +31,7 @@ import type { Boundary } from '../fields/boundary.js';
 import { inspectCapture } from '../imagery/inspect.js';
 import {
   coverageBands,
+  readFieldCoverages,
   readFieldWindow,
   type CaptureBand,
   type CaptureSource,
@@ -41,7 +44,15 @@ import { setUploadCacheDir } from '../imagery/upload-ref.js';
 
 type FieldIndexTask = AnyFieldIndexTask<CaptureSource, Boundary>;
 type CoverageTask = AnyCoverageTask<CaptureSource, Boundary>;
-type Task = IndexTask | FieldIndexTask | AnyInspectTask<CaptureSource> | CoverageTask | GzipTask | PingTask;
+type CoverageBatchTask = AnyCoverageBatchTask<CaptureSource, Boundary>;
+type Task =
+  | IndexTask
+  | FieldIndexTask
+  | AnyInspectTask<CaptureSource>
+  | CoverageTask
+  | CoverageBatchTask
+  | GzipTask
+  | PingTask;
 
 registerFastDecoders();
 // Uploaded files (upload://<id>) are read from the process's local read cache (runtime.ts).
@@ -185,6 +196,10 @@ async function runCoverage(t: CoverageTask): Promise<CoverageResult> {
   return { fieldPixels: win.fieldPixels, validPixels: win.validPixels };
 }
 
+async function runCoverageBatch(t: CoverageBatchTask): Promise<CoverageBatchResult> {
+  return { fields: await readFieldCoverages(t.capture, t.boundaries, t.bands as CaptureBand[], { roots: t.roots }) };
+}
+
 /** A result whose typed arrays are transferred back, not copied. */
 class Movable {
   constructor(private readonly value: IndexResult) {}
@@ -212,6 +227,8 @@ export default async function handle(task: Task): Promise<unknown> {
       return inspectCapture(task.capture, task.roots);
     case 'coverage':
       return runCoverage(task);
+    case 'coverage-batch':
+      return runCoverageBatch(task);
     case 'gzip': {
       const z = gzipSync(task.data, { level: task.level });
       // A small result sits in Node's shared buffer pool: transfer a copy that owns its memory.

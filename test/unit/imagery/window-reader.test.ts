@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { proj4Definition, toWgs84 } from '../../../src/imagery/crs.js';
 import { writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
 import {
+  readFieldCoverages,
   readFieldWindow,
   SCL_MASKED,
   type CaptureBand,
@@ -311,5 +312,91 @@ describe('field windows', () => {
       band: 'B04',
       reason: expect.stringMatching(/outside the allowed/),
     });
+  });
+});
+
+describe('coverage of a group of fields (one read of the union window)', () => {
+  const grid = { epsg: 32631, ox: 600_000, oy: 5_700_000, res: 10, width: 300, height: 260 };
+  const red = (c: number, r: number) =>
+    (c * 7 + r * 3) % 50 === 0 ? 0 : (c * 11 + r) % 97 === 0 ? 65535 : 1000 + ((c + r) % 500);
+  const scl = (c: number, r: number) => (c + 2 * r) % 12;
+
+  it('counts exactly what readFieldWindow counts, field by field, edge and failing fields included', async () => {
+    // Tiles of 64 px: the group's union crosses many; B08 at 20 m, SCL at 20 m with masked classes.
+    const b04 = raster(grid, red, { nodata: 65535, tile: 64 });
+    const b08 = raster(
+      { ...grid, res: 20, width: 150, height: 130 },
+      (c, r) => (c % 31 === 0 && r % 5 === 0 ? 0 : 3000),
+      {
+        tile: 64,
+      },
+    );
+    const mask = raster({ ...grid, res: 20, width: 150, height: 130 }, scl, { bits: 8, predictor: false, tile: 64 });
+    const cap = capture({ B04: b04.file, B08: b08.file }, mask.file);
+    const poly = (ring: Array<[number, number]>) => ({ type: 'Polygon' as const, coordinates: [ring] });
+    const inv = toWgs84(32631);
+    const boundaries = [
+      poly(rect(b04, 10, 10, 50, 40)), // inside, one tile
+      poly(rect(b04, 60, 50, 140, 130)), // across tile edges
+      poly(rect(b04, -20, 100, 30, 150)), // past the left edge
+      poly(rect(b04, 270, 230, 330, 290)), // past the right and bottom edges
+      poly(rect(b04, 400, 400, 420, 420)), // outside the raster: its own error
+      poly(
+        ringOf(b04, [
+          [200.3, 20.7],
+          [260.2, 35.1],
+          [230.9, 90.4],
+          [205.5, 70.2],
+        ]),
+      ), // a skewed quadrilateral
+      {
+        type: 'MultiPolygon' as const,
+        coordinates: [
+          [rect(b04, 150, 150, 200, 200), rect(b04, 165, 165, 185, 185).reverse()],
+          [rect(b04, 210, 150, 230, 170)],
+        ],
+      },
+      poly([
+        inv([2_000_000, 5_700_000]),
+        inv([2_000_100, 5_700_000]),
+        inv([2_000_100, 5_699_900]),
+        inv([2_000_000, 5_700_000]),
+      ]),
+    ];
+    const one = await Promise.all(
+      boundaries.map((b) =>
+        readFieldWindow(cap, b, ['B04', 'B08'], { roots }).then(
+          (w) => ({ fieldPixels: w.fieldPixels, validPixels: w.validPixels }),
+          (err: Error) => ({ error: err.message }),
+        ),
+      ),
+    );
+    const group = await readFieldCoverages(cap, boundaries, ['B04', 'B08'], { roots });
+    expect(group).toEqual(one);
+    expect(one[4]).toEqual({ error: expect.stringMatching(/outside the raster/) });
+    // Every other field has pixels, some of them masked
+    for (const k of [0, 1, 2, 3, 5, 6]) {
+      const c = one[k] as { fieldPixels: number; validPixels: number };
+      expect(c.fieldPixels, `field ${k}`).toBeGreaterThan(0);
+      expect(c.validPixels, `field ${k}`).toBeLessThan(c.fieldPixels);
+    }
+    // Pixels past the raster's edge are field pixels without a value (not usable)
+    const [left, corner] = [one[2], one[3]] as Array<{ fieldPixels: number; validPixels: number }>;
+    expect(left!.fieldPixels).toBe(50 * 50);
+    expect(left!.validPixels).toBeLessThanOrEqual(30 * 50);
+    expect(corner!.fieldPixels).toBe(60 * 60);
+    expect(corner!.validPixels).toBeLessThanOrEqual(30 * 30);
+  });
+
+  it('a capture whose band cannot be opened rejects the group', async () => {
+    const b04 = raster({ ...grid, width: 64, height: 64 }, pos(64));
+    await expect(
+      readFieldCoverages(
+        capture({ B04: b04.file, B08: path.join(dir, 'missing.tif') }),
+        [{ type: 'Polygon', coordinates: [rect(b04, 10, 10, 30, 30)] }],
+        ['B04', 'B08'],
+        { roots },
+      ),
+    ).rejects.toMatchObject({ name: 'ImageryError', band: 'B08' });
   });
 });
