@@ -22,7 +22,13 @@ import { buildScouting } from './content/scouting.js';
 import { buildSeasonal, NoClearCapture, type Point } from './content/seasonal.js';
 import { colourRange, indexMapPng, zoneMapPng } from './render/colormap.js';
 import { renderCsv } from './render/csv.js';
+import { renderIsoxml } from './render/isoxml.js';
 import { renderPdf, type MapImage } from './render/pdf.js';
+import { renderShapefile } from './render/shapefile.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { packageRoot } from '../platform/paths.js';
+import type { PrescriptionContent } from './content/schema.js';
 
 export class ReportFailure extends Error {
   constructor(message: string) {
@@ -41,7 +47,11 @@ export const CONTENT_TYPES = {
   pdf: 'application/pdf',
   json: 'application/json',
   csv: 'text/csv; charset=utf-8',
+  shp: 'application/zip',
+  isoxml: 'application/zip',
 } as const;
+/** Download name endings: both machine formats are zip files, told apart by name. */
+const EXTENSIONS = { pdf: 'pdf', json: 'json', csv: 'csv', shp: 'shp.zip', isoxml: 'isoxml.zip' } as const;
 const TITLES = {
   scouting: 'Scouting report',
   seasonal: 'Seasonal analysis',
@@ -196,10 +206,21 @@ async function captureDates(deps: ReportDeps, row: ReportRow): Promise<string[]>
   return all.map((c) => c.capture_date).sort();
 }
 
+let version: string | undefined;
+/** The service's version, which ISOXML records as the management software's. */
+const serviceVersion = () =>
+  (version ??= String(JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')).version));
+
+/** What the machine formats need besides the content: the field's boundary (the partfield) and the account (the customer). */
+export interface MachineContext {
+  boundary: Boundary;
+  customer: string;
+}
+
 export async function buildContent(
   deps: ReportDeps,
   row: ReportRow,
-): Promise<{ content: ReportContent; map?: MapImage }> {
+): Promise<{ content: ReportContent; map?: MapImage; machine?: MachineContext }> {
   const o = row.options as unknown as ResolvedOptions;
   const field = await loadField(deps, row);
   await deps.onStage?.('data', row.id);
@@ -325,6 +346,15 @@ export async function buildContent(
         field.boundary as unknown as Boundary,
         o.prescription!,
       );
+      if (row.format === 'shp' || row.format === 'isoxml') {
+        const [account] = await deps.db.query<{ name: string }>('SELECT name FROM accounts WHERE id = $1', [
+          row.account_id,
+        ]);
+        return {
+          content,
+          machine: { boundary: field.boundary as unknown as Boundary, customer: account?.name ?? row.account_id },
+        };
+      }
       if (row.format !== 'pdf') return { content };
       return {
         content,
@@ -353,23 +383,37 @@ function slug(s: string): string {
 
 export async function renderContent(
   type: string,
-  format: 'pdf' | 'json' | 'csv',
+  format: ReportRow['format'],
   content: ReportContent,
   map?: MapImage,
+  machine?: MachineContext,
+  options?: ResolvedOptions,
 ): Promise<Buffer> {
   if (format === 'json') return Buffer.from(JSON.stringify(content, null, 2));
   if (format === 'csv') return renderCsv(type, content);
+  if (format === 'shp') return renderShapefile(content as PrescriptionContent);
+  if (format === 'isoxml') {
+    const rx = options?.prescription;
+    if (!machine || !rx) throw new Error('an isoxml prescription needs its field, account and options');
+    return renderIsoxml(content as PrescriptionContent, {
+      ...machine,
+      form: rx.isoxml_form ?? 'grid',
+      defaultRate: rx.default_rate ?? rx.base_rate,
+      version: serviceVersion(),
+    });
+  }
   return renderPdf(type, content, map);
 }
 
 export async function generateReport(deps: ReportDeps, row: ReportRow): Promise<ReportFile> {
-  const { content, map } = await buildContent(deps, row);
+  const { content, map, machine } = await buildContent(deps, row);
   await deps.onStage?.('render', row.id);
-  const content_ = await renderContent(row.type, row.format, content, map);
+  const options = row.options as unknown as ResolvedOptions;
+  const content_ = await renderContent(row.type, row.format, content, map, machine, options);
   const date = 'capture' in content ? content.capture.date : content.period.end;
   return {
     content: content_,
-    filename: `${row.type}_${slug(content.meta.field.name)}_${date}_${row.id}.${row.format}`,
+    filename: `${row.type}_${slug(content.meta.field.name)}_${date}_${row.id}.${EXTENSIONS[row.format]}`,
     contentType: CONTENT_TYPES[row.format],
   };
 }

@@ -6,12 +6,20 @@
 import { findIndex } from '../compute/catalog.js';
 import { isCalendarDate } from '../platform/dates.js';
 import { AppError, type FieldIssue } from '../platform/errors.js';
-import type { PrescriptionInput, ReportOptions, ReportType } from './schemas.js';
+import { MAX_PROCESS_VALUE, RATE_DDI, rawPerUnit } from './rate-ddi.js';
+import {
+  MACHINE_FORMATS,
+  type PrescriptionInput,
+  type RateUnit,
+  type ReportFormat,
+  type ReportOptions,
+  type ReportType,
+} from './schemas.js';
 
 /** Per input: the default unit, base rate, and which way rates follow the index. */
 export const INPUT_DEFAULTS: Record<
   PrescriptionInput,
-  { unit: string; base_rate: number; direction: 'inverse' | 'proportional'; product: string }
+  { unit: RateUnit; base_rate: number; direction: 'inverse' | 'proportional'; product: string }
 > = {
   // More nitrogen where biomass is low (compensating), the common choice for in-season N.
   nitrogen: { unit: 'kg/ha', base_rate: 150, direction: 'inverse', product: 'Nitrogen (N)' },
@@ -37,6 +45,13 @@ const APPLIES: Record<keyof ReportOptions, ReportType[]> = {
   rate_direction: ['prescription'],
   rate_spread: ['prescription'],
   min_zone_ha: ['prescription'],
+  default_rate: ['prescription'],
+  isoxml_form: ['prescription'],
+};
+/** Options that only one format uses (checked after the type). */
+const FORMAT_ONLY: Partial<Record<keyof ReportOptions, ReportFormat>> = {
+  default_rate: 'isoxml',
+  isoxml_form: 'isoxml',
 };
 
 export interface ResolvedOptions {
@@ -50,24 +65,41 @@ export interface ResolvedOptions {
     input: PrescriptionInput;
     product: string;
     base_rate: number;
-    unit: string;
+    unit: RateUnit;
     zones: number;
     zoning: 'quantiles' | 'kmeans';
     rate_direction: 'inverse' | 'proportional';
     rate_spread: number;
     min_zone_ha: number;
+    /** isoxml only: the rate where no zone applies (default and position-lost treatment zones). */
+    default_rate?: number;
+    isoxml_form?: 'grid' | 'zones';
   };
 }
 
-export function resolveOptions(type: ReportType, o: ReportOptions = {}): ResolvedOptions {
+export function resolveOptions(type: ReportType, o: ReportOptions = {}, format?: ReportFormat): ResolvedOptions {
   const issues: FieldIssue[] = [];
   const at = (k: string) => `/body/options/${k}`;
+  const machine = format !== undefined && (MACHINE_FORMATS as readonly string[]).includes(format);
+  if (machine && type !== 'prescription')
+    issues.push({
+      path: '/body/format',
+      code: 'not_applicable',
+      message: `${format} is a prescription file for farm terminals: only prescription reports have it (${type}: pdf, json or csv)`,
+    });
   for (const k of Object.keys(o) as Array<keyof ReportOptions>) {
-    if (o[k] !== undefined && !APPLIES[k].includes(type))
+    if (o[k] === undefined) continue;
+    if (!APPLIES[k].includes(type))
       issues.push({
         path: at(k),
         code: 'not_applicable',
         message: `does not apply to ${type} reports (only ${APPLIES[k].join(', ')})`,
+      });
+    else if (FORMAT_ONLY[k] && format !== undefined && format !== FORMAT_ONLY[k])
+      issues.push({
+        path: at(k),
+        code: 'not_applicable',
+        message: `applies to the ${FORMAT_ONLY[k]} format only, not ${format}`,
       });
   }
   let index = 'NDVI';
@@ -111,6 +143,21 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}): Resolve
         code: 'required',
         message: `is required when unit is ${unit} (the default ${d.base_rate} is in ${d.unit})`,
       });
+    if (format === 'isoxml') {
+      // Process data values are int32: the highest zone rate (base × (1 + spread)) and the default must fit.
+      const max = MAX_PROCESS_VALUE / rawPerUnit(unit);
+      const highest = (o.base_rate ?? d.base_rate) * (1 + (o.rate_spread ?? 0.2));
+      const d6 = RATE_DDI[unit];
+      const fits = `ISOXML carries at most ${Math.floor(max).toLocaleString('en')} ${unit} (DDI ${d6.ddi}, ${d6.ddiUnit} at a resolution of ${d6.resolution}, in a 32-bit integer)`;
+      if (highest > max)
+        issues.push({
+          path: at('base_rate'),
+          code: 'out_of_range',
+          message: `the highest zone rate, ${highest} ${unit}, does not fit: ${fits}`,
+        });
+      if (o.default_rate !== undefined && o.default_rate > max)
+        issues.push({ path: at('default_rate'), code: 'out_of_range', message: `does not fit: ${fits}` });
+    }
     prescription = {
       input,
       product: d.product,
@@ -121,6 +168,9 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}): Resolve
       rate_direction: o.rate_direction ?? d.direction,
       rate_spread: o.rate_spread ?? 0.2,
       min_zone_ha: o.min_zone_ha ?? 0.5,
+      ...(format === 'isoxml'
+        ? { default_rate: o.default_rate ?? o.base_rate ?? d.base_rate, isoxml_form: o.isoxml_form ?? 'grid' }
+        : {}),
     };
   }
   if (issues.length)

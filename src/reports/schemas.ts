@@ -3,7 +3,9 @@ import { Type, type Static } from 'typebox';
 import { PageEnvelope, PageQuery } from '../platform/http/pagination.js';
 
 export const REPORT_TYPES = ['scouting', 'seasonal', 'health_summary', 'prescription'] as const;
-export const REPORT_FORMATS = ['pdf', 'json', 'csv'] as const;
+export const REPORT_FORMATS = ['pdf', 'json', 'csv', 'shp', 'isoxml'] as const;
+/** Files a farm terminal loads (src/reports/render/machine/): prescription reports only. */
+export const MACHINE_FORMATS = ['shp', 'isoxml'] as const;
 export const REPORT_STATUSES = ['pending', 'processing', 'ready', 'failed'] as const;
 export const PRESCRIPTION_INPUTS = ['nitrogen', 'seed_rate', 'phosphorus', 'potassium', 'lime'] as const;
 export const RATE_UNITS = ['kg/ha', 't/ha', 'l/ha', 'seeds/ha'] as const;
@@ -12,6 +14,7 @@ export type ReportType = (typeof REPORT_TYPES)[number];
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
 export type PrescriptionInput = (typeof PRESCRIPTION_INPUTS)[number];
+export type RateUnit = (typeof RATE_UNITS)[number];
 
 const lit = <const T extends string[]>(values: readonly [...T], description?: string) =>
   Type.Enum(values, description ? { description } : {});
@@ -86,6 +89,20 @@ export const ReportOptions = Type.Object(
         description: 'prescription: fragments smaller than this are merged into their neighbour. Default 0.5 ha.',
       }),
     ),
+    default_rate: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1_000_000,
+        description:
+          'prescription as isoxml: the rate (in the unit) a terminal applies where no zone tells it, at task start and when its position is lost (the default and position-lost treatment zones). Default: base_rate.',
+      }),
+    ),
+    isoxml_form: Type.Optional(
+      lit(
+        ['grid', 'zones'] as const,
+        'prescription as isoxml: grid = a binary grid of rates (ISOXML grid type 2, 10 m cells; what most ISOBUS terminals read, the default); zones = treatment zones with polygons.',
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -94,7 +111,10 @@ export type ReportOptions = Static<typeof ReportOptions>;
 export const ReportCreate = Type.Object(
   {
     type: lit(REPORT_TYPES),
-    format: lit(REPORT_FORMATS),
+    format: lit(
+      REPORT_FORMATS,
+      'pdf, json, csv; for prescription also shp (zipped Shapefile) and isoxml (zipped ISO 11783-10 TaskData).',
+    ),
     options: Type.Optional(ReportOptions),
   },
   { additionalProperties: false },

@@ -112,7 +112,7 @@ export async function createReport(
     });
   }
   await getField(deps.db, accountId, fieldId);
-  const options = resolveOptions(body.type, body.options);
+  const options = resolveOptions(body.type, body.options, body.format);
   const bodyHash = createHash('sha256')
     .update(canonical({ field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} }))
     .digest('base64url');
