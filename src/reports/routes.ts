@@ -35,7 +35,7 @@ const JsonSchema = Type.Unsafe<TSchema>(
 const ReportFile = {
   description: 'The report file, as its format says',
   content: Object.fromEntries(
-    ['application/pdf', 'application/json', 'text/csv'].map((t) => [
+    ['application/pdf', 'application/json', 'text/csv', 'application/zip'].map((t) => [
       t,
       { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) },
     ]),
