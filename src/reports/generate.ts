@@ -1,7 +1,8 @@
 /**
  * Generation of one report: gather the data through the services the API already uses (field,
  * capture choice, index window in the compute pool, time series with its statistics cache, alert
- * history), build the content (domain code in content/), render it as PDF, JSON or CSV.
+ * history), build the content (domain code in content/), render it as PDF, JSON or CSV, or a
+ * prescription as the files farm terminals load (render/shapefile.ts, render/isoxml.ts).
  * Expected failures (field deleted, no imagery in the period, no clear capture) are
  * ReportFailure with a reason for the client; anything else is an unexpected error.
  */
