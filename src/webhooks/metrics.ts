@@ -18,6 +18,10 @@ export const webhookDeliveries = new Counter({
   registers: [registry],
 });
 
+// Every outcome from the start, so that a first failure is an increase from 0 for rate() and increase().
+for (const outcome of ['succeeded', 'retry_scheduled', 'failed', 'webhook_disabled', 'skipped'])
+  webhookDeliveries.inc({ outcome }, 0);
+
 export const webhookAttemptDuration = new Histogram({
   name: 'webhook_delivery_duration_seconds',
   help: 'Duration of one webhook HTTP attempt, connect to last byte, by result',
