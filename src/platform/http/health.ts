@@ -32,10 +32,11 @@ async function runProbes(s: PlatformServices): Promise<Record<string, string>> {
  * (an api process with METRICS_PORT builds two apps over the same services).
  */
 let probed: PlatformServices | undefined;
-let lastRun: { at: number; checks: Promise<Record<string, string>> } | undefined;
+let lastRun: { of: PlatformServices; at: number; checks: Promise<Record<string, string>> } | undefined;
 function probeForScrape(): Promise<Record<string, string>> | undefined {
   if (!probed) return undefined;
-  if (!lastRun || Date.now() - lastRun.at > 1000) lastRun = { at: Date.now(), checks: runProbes(probed) };
+  if (lastRun?.of !== probed || Date.now() - lastRun.at > 1000)
+    lastRun = { of: probed, at: Date.now(), checks: runProbes(probed) };
   return lastRun.checks;
 }
 
