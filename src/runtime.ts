@@ -22,6 +22,7 @@ import { startUploadSweeper, uploadPreparer } from './imagery/upload-files.js';
 import { UPLOAD_CACHE_SUFFIX } from './imagery/upload-ref.js';
 import { directSink, processDeliveryJob, type DeliveryJob } from './webhooks/delivery.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
+import { observeFailingEndpoints } from './webhooks/metrics.js';
 import { startSeasonScheduler } from './events/seasons.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from './webhooks/service.js';
 import { KEY_FILE_NAME, resealWebhookSecrets, resolveSecretKeys } from './webhooks/secret-keys.js';
@@ -247,6 +248,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
         concurrency: jobConcurrency,
       });
       dispatcher.start();
+      closers.push(observeFailingEndpoints(db));
       // Run in reverse: the dispatcher stops first, then the direct deliveries drain (those not
       // started go to the queue, which closes after them).
       if (direct) closers.push(() => direct.drain(graceLeft()));

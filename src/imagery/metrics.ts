@@ -29,6 +29,15 @@ const decodeDuration = new Histogram({
   registers: [registry],
 });
 
+const decodeErrors = new Counter({
+  name: 'imagery_decode_errors_total',
+  help: 'Band windows whose pixel blocks could not be decoded (corrupt or unsupported data), by compression',
+  labelNames: ['compression'] as const,
+  registers: [registry],
+});
+// Every bounded label value from the start, so that a first error is an increase from 0.
+for (const compression of ['none', 'lzw', 'deflate', 'other']) decodeErrors.inc({ compression }, 0);
+
 /** TIFF Compression tag → bounded label. */
 export function compressionName(code: number): string {
   if (code === 1) return 'none';
@@ -40,6 +49,7 @@ export function compressionName(code: number): string {
 interface Batch {
   bytes: Partial<Record<ReadSource, number>>;
   decodes: Array<[string, number]>;
+  errors: string[];
 }
 
 let pending: Batch | null = null;
@@ -47,7 +57,7 @@ let channel: BroadcastChannel | null = null;
 
 function batch(): Batch {
   if (!pending) {
-    pending = { bytes: {}, decodes: [] };
+    pending = { bytes: {}, decodes: [], errors: [] };
     setImmediate(flush).unref();
   }
   return pending;
@@ -67,6 +77,7 @@ function flush(): void {
 function apply(b: Batch): void {
   for (const [source, n] of Object.entries(b.bytes)) if (n) readBytes.inc({ source }, n);
   for (const [compression, seconds] of b.decodes) decodeDuration.observe({ compression }, seconds);
+  for (const compression of b.errors ?? []) decodeErrors.inc({ compression });
 }
 
 export function recordRead(source: ReadSource, bytes: number): void {
@@ -80,6 +91,12 @@ export function recordDecode(compression: number, seconds: number): void {
   const name = compressionName(compression);
   if (!isWorkerThread) return void decodeDuration.observe({ compression: name }, seconds);
   batch().decodes.push([name, seconds]);
+}
+
+export function recordDecodeError(compression: number): void {
+  const name = compressionName(compression);
+  if (!isWorkerThread) return void decodeErrors.inc({ compression: name });
+  batch().errors.push(name);
 }
 
 /** Main thread: adds what the compute threads report to this process's registry until closed. */

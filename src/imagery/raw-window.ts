@@ -13,7 +13,7 @@
  * predictor, sub-byte samples) return null and the caller uses readRasters.
  */
 import { canDecode, decodeBlock, type BlockLayout } from './block-decoder.js';
-import { recordDecode } from './metrics.js';
+import { recordDecode, recordDecodeError } from './metrics.js';
 import type { RasterImage } from './raster.js';
 
 /** Compressed bytes read at once (a batch of blocks: the next batch is read while one decodes). */
@@ -192,7 +192,12 @@ export async function readWindowRaw(
     next = n + 1 < batches.length ? source.read(batches[n + 1]!, signal) : undefined;
     // An unread batch must not reject unobserved when this one fails.
     next?.catch(() => {});
-    decodeBatch(batch, data);
+    try {
+      decodeBatch(batch, data);
+    } catch (err) {
+      recordDecodeError(layout.compression);
+      throw err;
+    }
   }
   recordDecode(layout.compression, decodeMs / 1000);
   return out;
@@ -210,12 +215,13 @@ export async function readWindow(
   if (fast) return fast;
   // geotiff.js reads and decodes together: the whole call is the decode time here.
   const t0 = performance.now();
-  const r = (await image.readRasters({
-    window,
-    samples: [sample],
-    interleave: false,
-    signal,
+  const compression = Number(image.getFileDirectory().getValue('Compression') ?? 1);
+  const r = (await image.readRasters({ window, samples: [sample], interleave: false, signal }).catch((err: unknown) => {
+    // A read cut short (abort, I/O) is not a decode error; geotiff.js mixes both, so only what
+    // was not aborted is counted.
+    if (!signal?.aborted) recordDecodeError(compression);
+    throw err;
   })) as unknown as ArrayLike<number>[];
-  recordDecode(Number(image.getFileDirectory().getValue('Compression') ?? 1), (performance.now() - t0) / 1000);
+  recordDecode(compression, (performance.now() - t0) / 1000);
   return r[0]!;
 }

@@ -8,6 +8,8 @@
  *   (skipped: a malformed Item, skipped with a log line; failed: a transient failure, searched again)
  * - subscription_poll_duration_seconds{subscription}: claim to record
  * - subscription_lag_seconds{subscription}: now minus the newest Item datetime seen
+ * - subscription_last_poll_age_seconds{subscription}: now minus the end of this process's last
+ *   poll of it, any outcome (with several workers, the smallest across processes is the truth)
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../platform/metrics.js';
@@ -54,8 +56,24 @@ new Gauge({
   },
 });
 
+/** End of this process's last poll, per subscription (ms since the epoch). */
+const lastPoll = new Map<string, number>();
+
+new Gauge({
+  name: 'subscription_last_poll_age_seconds',
+  help: "Now minus the end of this process's last poll of a subscription (any outcome)",
+  labelNames: ['subscription'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const now = Date.now();
+    for (const [id, at] of lastPoll) this.set({ subscription: id }, Math.max(0, (now - at) / 1000));
+  },
+});
+
 export function recordPoll(id: string, outcome: PollOutcome, seconds: number): void {
   known.add(id);
+  lastPoll.set(id, Date.now());
   polls.inc({ subscription: id, outcome });
   duration.observe({ subscription: id }, seconds);
 }
@@ -76,6 +94,7 @@ export function forgetExcept(live: ReadonlySet<string>): void {
     if (live.has(id)) continue;
     known.delete(id);
     newest.delete(id);
+    lastPoll.delete(id);
     for (const outcome of ['ok', 'error', 'rate_limited']) polls.remove({ subscription: id, outcome });
     for (const outcome of ['seen', 'registered', 'duplicate', 'skipped', 'failed'])
       items.remove({ subscription: id, outcome });

@@ -26,3 +26,10 @@ export const hasRasterio = (): boolean =>
   toolAvailable('python3-rasterio', 'python3-rasterio', () =>
     execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' }),
   );
+
+/** promtool and prometheus (Debian's `prometheus` package provides both). */
+export const hasPromtool = (): boolean =>
+  toolAvailable('promtool', 'prometheus', () => execFileSync('promtool', ['--version'], { stdio: 'ignore' }));
+
+export const hasPrometheus = (): boolean =>
+  toolAvailable('prometheus', 'prometheus', () => execFileSync('prometheus', ['--version'], { stdio: 'ignore' }));

@@ -88,7 +88,7 @@ describe('metrics', () => {
       expect(res.headers['content-type']).toMatch(/text\/plain/);
       const text = res.body;
       expect(text).toMatch(
-        /http_request_duration_seconds_count\{method="GET",route="\/v1\/fields\/:id",status_code="200"\} 1/,
+        /http_request_duration_seconds_count\{method="GET",route="\/v1\/fields\/:id",status_code="200",route_class="read"\} 1/,
       );
       expect(text).not.toContain(f.id);
       expect(text).toContain('compute_task_duration_seconds');

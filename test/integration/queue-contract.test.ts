@@ -88,6 +88,26 @@ describe.each(backends)('job queue contract: $name', (backend) => {
     expect(await q.enqueueMany('m', [])).toEqual([]);
   });
 
+  it('oldestWaitingSeconds: the age of the oldest runnable job, delayed ones not counted, 0 when none', async () => {
+    const q = await make();
+    expect(await q.oldestWaitingSeconds('o')).toBe(0);
+    await q.enqueue('o', { n: 1 }, { delayMs: 60_000 });
+    expect(await q.oldestWaitingSeconds('o')).toBe(0); // delayed: not runnable yet
+    const t0 = Date.now();
+    await q.enqueue('o', { n: 2 });
+    await sleep(700);
+    await q.enqueue('o', { n: 3 });
+    await sleep(500);
+    // Nothing consumes 'o': the first runnable job has waited since t0, the later one less.
+    const age = await q.oldestWaitingSeconds('o');
+    const elapsed = (Date.now() - t0) / 1000;
+    expect(age).toBeGreaterThanOrEqual(1.1);
+    expect(age).toBeLessThanOrEqual(elapsed + 0.1);
+    // Once a consumer takes them, none waits.
+    q.process('o', async () => {});
+    await until('the queue drained', async () => (await q.oldestWaitingSeconds('o')) === 0, 5000);
+  });
+
   it('respects a delay: not before, soon after', async () => {
     const q = await make();
     const ranAt: number[] = [];

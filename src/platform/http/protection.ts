@@ -33,6 +33,8 @@ const REASONS: Record<string, string> = {
   healthCheck: 'compute_queue',
   eventLoopUtilization: 'event_loop_utilization',
 };
+// Every reason from the start, so that a first refusal is an increase from 0 for rate() and increase().
+for (const reason of [...Object.values(REASONS), 'heavy_queue']) shed.inc({ reason }, 0);
 
 /** Only API routes are shed: operations routes must answer while the process is saturated. */
 const shedsRoute = (req: FastifyRequest) => req.url.startsWith('/v1/');

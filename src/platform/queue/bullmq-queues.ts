@@ -151,6 +151,16 @@ export class BullmqQueues implements JobQueues {
     };
   }
 
+  async oldestWaitingSeconds(queue: string): Promise<number> {
+    // The wait list is pushed on the left: ascending order starts with the oldest job. A job became
+    // runnable at its enqueueing plus its delay (a retry's backoff is its delay at that attempt).
+    const q = this.queue(queue);
+    const [wait] = await q.getJobs(['wait'], 0, 0, true);
+    const [prioritized] = await q.getJobs(['prioritized'], 0, 0, true);
+    const since = [wait, prioritized].filter((j): j is Job => j !== undefined).map((j) => j.timestamp + (j.delay ?? 0));
+    return since.length ? Math.max(0, (Date.now() - Math.min(...since)) / 1000) : 0;
+  }
+
   async remove(queue: string, jobId: string): Promise<boolean> {
     const job = await this.queue(queue).getJob(jobId);
     if (!job) return false;

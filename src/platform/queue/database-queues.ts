@@ -277,6 +277,16 @@ export class DatabaseQueues implements JobQueues {
     return rows[0]!;
   }
 
+  async oldestWaitingSeconds(queue: string): Promise<number> {
+    // run_at is when a job became runnable: its enqueueing, the end of its delay or of a retry's backoff.
+    const rows = await this.db.query<{ age: number | null }>(
+      `SELECT EXTRACT(EPOCH FROM now() - min(run_at))::float8 AS age
+         FROM jobs WHERE queue = $1 AND state = 'waiting' AND run_at <= now()`,
+      [this.q(queue)],
+    );
+    return Math.max(0, Number(rows[0]?.age ?? 0));
+  }
+
   async remove(queue: string, jobId: string): Promise<boolean> {
     const rows = await this.db.query(
       `DELETE FROM jobs WHERE queue = $1 AND id = $2 AND state = 'waiting' RETURNING id`,

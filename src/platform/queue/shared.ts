@@ -3,6 +3,20 @@ import { Gauge, Histogram } from 'prom-client';
 import { registry } from '../metrics.js';
 import type { JobQueues } from './types.js';
 
+/**
+ * A queue figure within 1 s, else none: a backend that does not answer (BullMQ waits for Redis to
+ * come back) must not hold the scrape past Prometheus's timeout, which would hide every other
+ * metric of the process, dependency_up among them.
+ */
+function bounded<T>(p: Promise<T>, ms = 1000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+  });
+  p.catch(() => {});
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export const jobDuration = new Histogram({
   name: 'jobs_duration_seconds',
   help: 'Job handler duration by queue and outcome',
@@ -23,8 +37,27 @@ export const queueDepth = new Gauge({
     for (const q of known) {
       for (const name of watched) {
         try {
-          const c = await q.counts(name);
+          const c = await bounded(q.counts(name));
           for (const [state, n] of Object.entries(c)) this.set({ queue: name, state }, n);
+        } catch {
+          /* a backend that is down reports nothing this scrape */
+        }
+      }
+    }
+  },
+});
+
+export const oldestWaiting = new Gauge({
+  name: 'jobs_oldest_waiting_age_seconds',
+  help: 'Seconds the oldest runnable job of each queue has waited for a worker (0: none waits)',
+  labelNames: ['queue'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const q of known) {
+      for (const name of watched) {
+        try {
+          this.set({ queue: name }, await bounded(q.oldestWaitingSeconds(name)));
         } catch {
           /* a backend that is down reports nothing this scrape */
         }

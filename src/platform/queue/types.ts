@@ -34,6 +34,8 @@ export interface JobQueues {
   enqueueMany<T>(queue: string, jobs: Array<{ data: T; opts?: JobOptions }>): Promise<string[]>;
   process<T>(queue: string, handler: JobHandler<T>, opts?: { concurrency?: number }): void;
   counts(queue: string): Promise<QueueCounts>;
+  /** Seconds the oldest job waiting to run (not delayed) has been runnable; 0 when none waits. */
+  oldestWaitingSeconds(queue: string): Promise<number>;
   /** Cancels a waiting or delayed job; false when there was none (or it is running). */
   remove(queue: string, jobId: string): Promise<boolean>;
   /** Whether a job is waiting, delayed or running (not finished, not unknown). */
