@@ -572,20 +572,23 @@ async function clearUnusable(
     throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
   const raster = await readWindow(grid.raster, [cx0, cy0, cx1, cy1], index - 1, signal);
   // sampleOnto stores values in an array of the band's type: only that type is taken here
-  const typed = { u16: Uint16Array, i16: Int16Array, u8: Uint8Array, f32: Float32Array }[dtype];
-  if (!(raster instanceof typed)) throw new Error("the window is not of the band's sample type");
-  const src = raster as Uint16Array | Int16Array | Uint8Array | Float32Array;
+  const good = goodValues(raster, dtype, bad);
   const cw = cx1 - cx0;
   const badOutside = bad(outside);
-  // The verdict of every value the window holds, looked up by value for 8- and 16-bit samples
-  let table: Uint8Array | null = null;
-  if (dtype !== 'f32') {
-    const lo = dtype === 'i16' ? -32768 : 0;
-    const n = dtype === 'u8' ? 256 : 65536;
-    table = new Uint8Array(n);
-    for (let v = 0; v < n; v++) table[v] = bad(v + lo) ? 1 : 0;
+  // Each fine column's column in the window, or -1 past the raster; one run of consecutive ones
+  // (the same grid) is copied as a run.
+  const at = new Int32Array(w);
+  let run = true;
+  for (let i = 0; i < w; i++) {
+    const c = cols[i]!;
+    at[i] = c < cx0 || c >= cx1 ? -1 : c - cx0;
+    if (i > 0 && at[i]! >= 0 && at[i - 1]! >= 0 && at[i] !== at[i - 1]! + 1) run = false;
   }
-  const off = dtype === 'i16' ? 32768 : 0;
+  let i0 = 0;
+  while (i0 < w && at[i0]! < 0) i0++;
+  let i1 = w;
+  while (i1 > i0 && at[i1 - 1]! < 0) i1--;
+  for (let i = i0; run && i < i1; i++) if (at[i]! < 0) run = false;
   for (let j = 0; j < h; j++) {
     const r = rows[j]!;
     const o = j * w;
@@ -593,15 +596,65 @@ async function clearUnusable(
       if (badOutside) ok.fill(0, o, o + w);
       continue;
     }
-    const base = (r - cy0) * cw - cx0;
-    for (let i = 0; i < w; i++) {
-      const c = cols[i]!;
-      if (c < cx0 || c >= cx1) {
-        if (badOutside) ok[o + i] = 0;
-      } else if (table) {
-        if (table[src[base + c]! + off] === 1) ok[o + i] = 0;
-      } else if (bad(src[base + c]!)) ok[o + i] = 0;
-    }
+    const base = (r - cy0) * cw;
+    if (run) {
+      if (badOutside) {
+        ok.fill(0, o, o + i0);
+        ok.fill(0, o + i1, o + w);
+      }
+      andRun(ok, o + i0, good, base + (i1 > i0 ? at[i0]! : 0), i1 - i0);
+    } else andGather(ok, o, good, base, at, w, badOutside);
+  }
+}
+
+/** 1 for each value of a window that is not `bad`: by a table of every value for 8- and 16-bit samples. */
+function goodValues(raster: ArrayLike<number>, dtype: Dtype, bad: (v: number) => boolean): Uint8Array {
+  const typed = { u16: Uint16Array, i16: Int16Array, u8: Uint8Array, f32: Float32Array }[dtype];
+  if (!(raster instanceof typed)) throw new Error("the window is not of the band's sample type");
+  const n = raster.length;
+  const good = new Uint8Array(n);
+  if (dtype === 'f32') {
+    const src = raster as Float32Array;
+    for (let k = 0; k < n; k++) good[k] = bad(src[k]!) ? 0 : 1;
+    return good;
+  }
+  const lo = dtype === 'i16' ? -32768 : 0;
+  const table = new Uint8Array(dtype === 'u8' ? 256 : 65536);
+  for (let v = 0; v < table.length; v++) table[v] = bad(v + lo) ? 0 : 1;
+  if (dtype === 'u16') lookup16(raster as Uint16Array, table, good);
+  else if (dtype === 'u8') lookup8(raster as Uint8Array, table, good);
+  else lookupI16(raster as Int16Array, table, good);
+  return good;
+}
+
+// One loop per array type: each stays monomorphic.
+function lookup16(src: Uint16Array, table: Uint8Array, out: Uint8Array): void {
+  for (let k = 0, n = src.length; k < n; k++) out[k] = table[src[k]!]!;
+}
+function lookup8(src: Uint8Array, table: Uint8Array, out: Uint8Array): void {
+  for (let k = 0, n = src.length; k < n; k++) out[k] = table[src[k]!]!;
+}
+function lookupI16(src: Int16Array, table: Uint8Array, out: Uint8Array): void {
+  for (let k = 0, n = src.length; k < n; k++) out[k] = table[src[k]! + 32768]!;
+}
+
+function andRun(ok: Uint8Array, o: number, good: Uint8Array, g: number, n: number): void {
+  for (let i = 0; i < n; i++) ok[o + i]! &= good[g + i]!;
+}
+
+function andGather(
+  ok: Uint8Array,
+  o: number,
+  good: Uint8Array,
+  base: number,
+  at: Int32Array,
+  w: number,
+  badOutside: boolean,
+): void {
+  for (let i = 0; i < w; i++) {
+    const c = at[i]!;
+    if (c >= 0) ok[o + i]! &= good[base + c]!;
+    else if (badOutside) ok[o + i] = 0;
   }
 }
 
