@@ -406,7 +406,8 @@ describe('coverage of a group of fields (one read of the union window)', () => {
     // The field frames are kept per grid between calls: a second capture on the same grid, with
     // other values, must count its own pixels.
     const poly = (ring: Array<[number, number]>) => ({ type: 'Polygon' as const, coordinates: [ring] });
-    const ref = { ...grid, width: 300, height: 260 };
+    const spec = { ...grid, width: 300, height: 260 };
+    const ref = { ...spec, file: '' }; // the grid, for rect()
     const boundaries = [
       poly(rect(ref, 5, 5, 70, 60)),
       poly(rect(ref, 60, 40, 200, 120)),
@@ -421,7 +422,7 @@ describe('coverage of a group of fields (one read of the union window)', () => {
     ];
     for (const seed of [1, 2]) {
       const f32 = raster(
-        ref,
+        spec,
         (c, r) =>
           (c * seed + r) % 41 === 0
             ? NaN
@@ -433,13 +434,13 @@ describe('coverage of a group of fields (one read of the union window)', () => {
         { bits: 'f32', predictor: false, nodata: -9999, tile: 64 },
       );
       const i16 = raster(
-        { ...ref, res: 20, width: 150, height: 130 },
+        { ...spec, res: 20, width: 150, height: 130 },
         (c, r) =>
           (c + r * seed) % 23 === 0 ? 0 : (c * r) % 19 === 0 ? -32768 : ((c * 131 + r * 7 * seed) % 6000) - 3000,
         { bits: 'i16', nodata: -32768, tile: 64 },
       );
       const mask = raster(
-        { ...ref, res: 20, width: 140, height: 120 },
+        { ...spec, res: 20, width: 140, height: 120 },
         (c, r) => ((c + r + seed) % 17 === 0 ? 300 + c : (c * 5 + r * seed) % 13),
         { tile: 64, predictor: false },
       );
