@@ -482,22 +482,212 @@ async function readFieldWindowIn(
   return fieldWindow(opened, frame, await readPixels(capture, opened, frame, opts));
 }
 
-/** A field's pixels and, of them, those `ok` (a mask over `from`) says are usable. */
-function countIn(f: FieldFrame, ok: Uint8Array, from: Rect): { fieldPixels: number; validPixels: number } {
-  let fieldPixels = 0;
+/** A field's usable pixels: those `ok` (a mask over `from`) marks among its inside pixels. */
+function validIn(f: CachedFrame, ok: Uint8Array, from: Rect): number {
   let validPixels = 0;
   const { inside, w, h } = f;
   const uw = from.w;
   for (let j = 0; j < h; j++) {
     const at = (f.y0 - from.y0 + j) * uw + (f.x0 - from.x0);
     const row = j * w;
-    for (let i = 0; i < w; i++) {
-      const v = inside[row + i]!;
-      fieldPixels += v;
-      validPixels += v & ok[at + i]!;
-    }
+    for (let i = 0; i < w; i++) validPixels += inside[row + i]! & ok[at + i]!;
   }
-  return { fieldPixels, validPixels };
+  return validPixels;
+}
+
+/** A field's frame and its count of inside pixels, kept per thread across captures on one grid. */
+interface CachedFrame extends FieldFrame {
+  fieldPixels: number;
+}
+
+/**
+ * Frames depend only on the fine grid and the boundary, not on the capture: the captures of one
+ * tile (every Item of a subscription's MGRS tile) share them. Least recently used first out,
+ * bounded by the bytes of their masks.
+ */
+const FRAME_CACHE_BYTES = 32 * 1_048_576;
+const frames = new Map<string, CachedFrame>();
+let frameBytes = 0;
+
+function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
+  const { g } = opened;
+  const key = `${String(g.epsg)}|${g.ox}|${g.oy}|${g.rx}|${g.ry}|${g.width}|${g.height}|${JSON.stringify(boundary)}`;
+  const hit = frames.get(key);
+  if (hit) {
+    frames.delete(key);
+    frames.set(key, hit);
+    return hit;
+  }
+  const f = frameOf(opened, boundary);
+  let fieldPixels = 0;
+  for (let k = 0; k < f.inside.length; k++) fieldPixels += f.inside[k]!;
+  const frame: CachedFrame = { ...f, fieldPixels };
+  frames.set(key, frame);
+  frameBytes += f.inside.length + key.length;
+  for (const [k, old] of frames) {
+    if (frameBytes <= FRAME_CACHE_BYTES) break;
+    frames.delete(k);
+    frameBytes -= old.inside.length + k.length;
+  }
+  return frame;
+}
+
+/** The fine grid's columns and rows in `grid`'s pixels (nearest neighbour by pixel centre), as sampleOnto maps them. */
+function mapOnto(grid: Grid, g: Grid, rect: Rect): { cols: Int32Array; rows: Int32Array } {
+  const cols = new Int32Array(rect.w);
+  const rows = new Int32Array(rect.h);
+  for (let i = 0; i < rect.w; i++) cols[i] = Math.floor((g.ox + (rect.x0 + i + 0.5) * g.rx - grid.ox) / grid.rx);
+  for (let j = 0; j < rect.h; j++) rows[j] = Math.floor((g.oy + (rect.y0 + j + 0.5) * g.ry - grid.oy) / grid.ry);
+  return { cols, rows };
+}
+
+/**
+ * Clears in `ok` (a mask over `rect` on the fine grid) the pixels `bad` says are unusable, for one
+ * file sampled as sampleOnto samples it; pixels past the raster read `outside`, the value
+ * sampleOnto leaves there (0, or NaN for float32). The same values, without the fine-grid copy.
+ */
+async function clearUnusable(
+  grid: Grid,
+  g: Grid,
+  index: number,
+  band: string,
+  rect: Rect,
+  ok: Uint8Array,
+  bad: (v: number) => boolean,
+  signal?: AbortSignal,
+): Promise<void> {
+  const dtype = dtypeOf(grid.image, band);
+  const outside = dtype === 'f32' ? NaN : 0;
+  const { cols, rows } = mapOnto(grid, g, rect);
+  const cx0 = Math.max(0, Math.min(...cols));
+  const cx1 = Math.min(grid.width, Math.max(...cols) + 1);
+  const cy0 = Math.max(0, Math.min(...rows));
+  const cy1 = Math.min(grid.height, Math.max(...rows) + 1);
+  const { w, h } = rect;
+  if (cx1 <= cx0 || cy1 <= cy0) {
+    if (bad(outside)) ok.fill(0);
+    return;
+  }
+  if (index < 1 || index > grid.samples)
+    throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
+  const raster = await readWindow(grid.raster, [cx0, cy0, cx1, cy1], index - 1, signal);
+  // sampleOnto stores values in an array of the band's type: only that type is taken here
+  const good = goodValues(raster, dtype, bad);
+  const cw = cx1 - cx0;
+  const badOutside = bad(outside);
+  // Each fine column's column in the window, or -1 past the raster; one run of consecutive ones
+  // (the same grid) is copied as a run.
+  const at = new Int32Array(w);
+  let run = true;
+  for (let i = 0; i < w; i++) {
+    const c = cols[i]!;
+    at[i] = c < cx0 || c >= cx1 ? -1 : c - cx0;
+    if (i > 0 && at[i]! >= 0 && at[i - 1]! >= 0 && at[i] !== at[i - 1]! + 1) run = false;
+  }
+  let i0 = 0;
+  while (i0 < w && at[i0]! < 0) i0++;
+  let i1 = w;
+  while (i1 > i0 && at[i1 - 1]! < 0) i1--;
+  for (let i = i0; run && i < i1; i++) if (at[i]! < 0) run = false;
+  for (let j = 0; j < h; j++) {
+    const r = rows[j]!;
+    const o = j * w;
+    if (r < cy0 || r >= cy1) {
+      if (badOutside) ok.fill(0, o, o + w);
+      continue;
+    }
+    const base = (r - cy0) * cw;
+    if (run) {
+      if (badOutside) {
+        ok.fill(0, o, o + i0);
+        ok.fill(0, o + i1, o + w);
+      }
+      andRun(ok, o + i0, good, base + (i1 > i0 ? at[i0]! : 0), i1 - i0);
+    } else andGather(ok, o, good, base, at, w, badOutside);
+  }
+}
+
+/** 1 for each value of a window that is not `bad`: by a table of every value for 8- and 16-bit samples. */
+function goodValues(raster: ArrayLike<number>, dtype: Dtype, bad: (v: number) => boolean): Uint8Array {
+  const typed = { u16: Uint16Array, i16: Int16Array, u8: Uint8Array, f32: Float32Array }[dtype];
+  if (!(raster instanceof typed)) throw new Error("the window is not of the band's sample type");
+  const n = raster.length;
+  const good = new Uint8Array(n);
+  if (dtype === 'f32') {
+    const src = raster as Float32Array;
+    for (let k = 0; k < n; k++) good[k] = bad(src[k]!) ? 0 : 1;
+    return good;
+  }
+  const lo = dtype === 'i16' ? -32768 : 0;
+  const table = new Uint8Array(dtype === 'u8' ? 256 : 65536);
+  for (let v = 0; v < table.length; v++) table[v] = bad(v + lo) ? 0 : 1;
+  if (dtype === 'u16') lookup16(raster as Uint16Array, table, good);
+  else if (dtype === 'u8') lookup8(raster as Uint8Array, table, good);
+  else lookupI16(raster as Int16Array, table, good);
+  return good;
+}
+
+// One loop per array type: each stays monomorphic.
+function lookup16(src: Uint16Array, table: Uint8Array, out: Uint8Array): void {
+  for (let k = 0, n = src.length; k < n; k++) out[k] = table[src[k]!]!;
+}
+function lookup8(src: Uint8Array, table: Uint8Array, out: Uint8Array): void {
+  for (let k = 0, n = src.length; k < n; k++) out[k] = table[src[k]!]!;
+}
+function lookupI16(src: Int16Array, table: Uint8Array, out: Uint8Array): void {
+  for (let k = 0, n = src.length; k < n; k++) out[k] = table[src[k]! + 32768]!;
+}
+
+function andRun(ok: Uint8Array, o: number, good: Uint8Array, g: number, n: number): void {
+  for (let i = 0; i < n; i++) ok[o + i]! &= good[g + i]!;
+}
+
+function andGather(
+  ok: Uint8Array,
+  o: number,
+  good: Uint8Array,
+  base: number,
+  at: Int32Array,
+  w: number,
+  badOutside: boolean,
+): void {
+  for (let i = 0; i < w; i++) {
+    const c = at[i]!;
+    if (c >= 0) ok[o + i]! &= good[base + c]!;
+    else if (badOutside) ok[o + i] = 0;
+  }
+}
+
+/**
+ * usablePixels(opened, readPixels(…, rect)) without the bands' copies on the fine grid: 1 where
+ * the mask's class is not masked and no band's value is 0 (integer bands), its nodata or NaN.
+ */
+async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rect, opts: ReadOptions) {
+  const { g } = opened;
+  const ok = new Uint8Array(rect.w * rect.h).fill(1);
+  for (const b of opened.bands) {
+    const src = capture.bands[b]!;
+    const grid = opened.grids.get(b)!;
+    const zero = dtypeOf(grid.image, b) !== 'f32';
+    const nodata = grid.nodata;
+    await clearUnusable(
+      grid,
+      g,
+      src.index ?? 1,
+      b,
+      rect,
+      ok,
+      (v) => (zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v),
+      opts.signal,
+    );
+  }
+  if (capture.mask) {
+    const mg = await gridOf('mask', capture.mask.href, opts);
+    if (mg.epsg !== g.epsg)
+      throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
+    await clearUnusable(mg, g, capture.mask.index ?? 1, 'mask', rect, ok, (v) => MASKED_CLASS[v] === 1, opts.signal);
+  }
+  return ok;
 }
 
 /** One field's coverage in a group: its pixel counts, or why it could not be computed. */
@@ -519,29 +709,31 @@ export async function readFieldCoverages(
   opts: ReadOptions,
 ): Promise<FieldCoverage[]> {
   const opened = await openBands(capture, needed, opts);
-  const frames = boundaries.map((b): FieldFrame | Error => {
+  const frames = boundaries.map((b): CachedFrame | Error => {
     try {
-      return frameOf(opened, b);
+      return cachedFrame(opened, b);
     } catch (err) {
       return err as Error;
     }
   });
-  const framed = frames.filter((f): f is FieldFrame => !(f instanceof Error));
-  let union: WindowPixels | null = null;
+  const framed = frames.filter((f): f is CachedFrame => !(f instanceof Error));
+  let ok: Uint8Array | null = null;
   let from: Rect | undefined;
   if (framed.length) {
-    const x0 = Math.min(...framed.map((f) => f.x0));
-    const y0 = Math.min(...framed.map((f) => f.y0));
-    from = {
-      x0,
-      y0,
-      w: Math.max(...framed.map((f) => f.x0 + f.w)) - x0,
-      h: Math.max(...framed.map((f) => f.y0 + f.h)) - y0,
-    };
-    union = await withDecodeBudget(() => readPixels(capture, opened, from!, opts)).catch(() => null);
+    let x0 = Infinity,
+      y0 = Infinity,
+      x1 = -Infinity,
+      y1 = -Infinity;
+    for (const f of framed) {
+      x0 = Math.min(x0, f.x0);
+      y0 = Math.min(y0, f.y0);
+      x1 = Math.max(x1, f.x0 + f.w);
+      y1 = Math.max(y1, f.y0 + f.h);
+    }
+    from = { x0, y0, w: x1 - x0, h: y1 - y0 };
+    // Usable pixels of the union once (each block decoded once); any failure: field by field below
+    ok = await withDecodeBudget(() => usableOver(capture, opened, from!, opts)).catch(() => null);
   }
-  // Usable pixels of the union once; each field counts its inside pixels and the usable ones among them
-  const ok = union ? usablePixels(opened, union, from!.w * from!.h) : null;
   const out: FieldCoverage[] = [];
   for (const [k, f] of frames.entries()) {
     if (f instanceof Error) {
@@ -549,7 +741,7 @@ export async function readFieldCoverages(
       continue;
     }
     if (ok) {
-      out.push(countIn(f, ok, from!));
+      out.push({ fieldPixels: f.fieldPixels, validPixels: validIn(f, ok, from!) });
       continue;
     }
     try {

@@ -34,6 +34,8 @@ import { StacRateLimitedError, type StacClient } from './stac-client.js';
 export const BATCH_FIELDS = 200;
 /** Items per page asked of the API. */
 export const PAGE_LIMIT = 100;
+/** Items registered at once by one poll (one's coverage on the compute threads while the next is inspected). */
+export const ITEMS_AT_ONCE = 2;
 /** The longest back-off after failed polls. */
 export const MAX_BACKOFF_MS = 6 * 3_600_000;
 
@@ -69,6 +71,8 @@ export interface PollDeps {
    * allowed): the demo catalogue the service serves itself (src/imagery/demo-catalogue.ts).
    */
   trustedUrls?: ReadonlySet<string>;
+  /** Items registered at once (default ITEMS_AT_ONCE). */
+  itemsAtOnce?: number;
   /** Called as each Item has been handled (tests stop a poll there). */
   onItem?: (outcome: ItemOutcome, itemId: string) => void | Promise<void>;
 }
@@ -253,42 +257,65 @@ export async function pollSubscription(
         state,
         sub.is_default || (deps.trustedUrls?.has(sub.stac_api_url) ?? false),
       );
-      for await (const page of pages) {
-        sorted = page.sorted;
-        for (const item of page.items) {
-          signal?.throwIfAborted();
-          const props = (item.properties ?? {}) as Record<string, unknown>;
-          const at = itemDatetime(props);
-          const itemId = typeof item.id === 'string' && item.id ? item.id : null;
-          const collection = typeof item.collection === 'string' && item.collection ? item.collection : sub.collection;
-          const key = `${collection}\u0000${itemId}`;
-          if (itemId && handled.has(key)) continue; // found again by another batch
-          if (itemId) handled.add(key);
-          count('seen');
-          if (at && (!newest || at > newest)) newest = at;
-          const outcome = await handleItem(deps, sub, keys, item, {
-            itemId,
-            collection,
-            at,
-            backfill: s.backfill,
-            cloudFiltered: page.cloudFiltered,
-          }).catch((err: Error) => {
-            if (isMalformed(err)) {
-              deps.log?.warn(
-                { subscription_id: sub.id, item_id: itemId, reason: err.message },
-                'STAC Item skipped: it cannot be registered',
-              );
-              return 'skipped' as const;
-            }
-            firstFailure ??= `Item ${itemId}: ${err.message}`;
-            if (at) bound = Math.min(bound, at.getTime());
-            return 'failed' as const;
-          });
-          if (outcome !== 'filtered') count(outcome);
-          if (outcome !== 'failed' && at) batchMax = Math.max(batchMax, at.getTime());
-          await deps.onItem?.(outcome === 'filtered' ? 'skipped' : outcome, itemId ?? '');
+      // Items are registered ITEMS_AT_ONCE at a time: one's files are inspected and its rows
+      // written while another's coverage keeps the compute threads busy. All of a search's Items
+      // are done before the cursor is judged (below), as when they went one after another.
+      const inflight = new Set<Promise<void>>();
+      const itemErrors: unknown[] = []; // what onItem threw
+      try {
+        for await (const page of pages) {
+          sorted = page.sorted;
+          for (const item of page.items) {
+            signal?.throwIfAborted();
+            if (itemErrors.length) throw itemErrors[0];
+            const props = (item.properties ?? {}) as Record<string, unknown>;
+            const at = itemDatetime(props);
+            const itemId = typeof item.id === 'string' && item.id ? item.id : null;
+            const collection =
+              typeof item.collection === 'string' && item.collection ? item.collection : sub.collection;
+            const key = `${collection}\u0000${itemId}`;
+            if (itemId && handled.has(key)) continue; // found again by another batch
+            if (itemId) handled.add(key);
+            count('seen');
+            if (at && (!newest || at > newest)) newest = at;
+            const one = (async () => {
+              const outcome = await handleItem(deps, sub, keys, item, {
+                itemId,
+                collection,
+                at,
+                backfill: s.backfill,
+                cloudFiltered: page.cloudFiltered,
+              }).catch((err: Error) => {
+                if (isMalformed(err)) {
+                  deps.log?.warn(
+                    { subscription_id: sub.id, item_id: itemId, reason: err.message },
+                    'STAC Item skipped: it cannot be registered',
+                  );
+                  return 'skipped' as const;
+                }
+                firstFailure ??= `Item ${itemId}: ${err.message}`;
+                if (at) bound = Math.min(bound, at.getTime());
+                return 'failed' as const;
+              });
+              if (outcome !== 'filtered') count(outcome);
+              if (outcome !== 'failed' && at) batchMax = Math.max(batchMax, at.getTime());
+              await deps.onItem?.(outcome === 'filtered' ? 'skipped' : outcome, itemId ?? '');
+            })();
+            inflight.add(one);
+            one.then(
+              () => inflight.delete(one),
+              (err: unknown) => {
+                inflight.delete(one);
+                itemErrors.push(err);
+              },
+            );
+            while (inflight.size >= (deps.itemsAtOnce ?? ITEMS_AT_ONCE)) await Promise.race(inflight).catch(() => {});
+          }
         }
+      } finally {
+        await Promise.allSettled([...inflight]);
       }
+      if (itemErrors.length) throw itemErrors[0];
       if (state.truncated) {
         // Cut short by SUBSCRIPTION_MAX_PAGES: ascending order means everything older was handled.
         bound = Math.min(bound, sorted ? batchMax : -Infinity);

@@ -202,12 +202,14 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
       'SELECT cursor FROM imagery_subscriptions WHERE id = $1',
       [subId],
     );
-    // The killed worker: it stops for good after its first registration, holding a short lease.
+    // The killed worker: it stops for good after its first registration, holding a short lease
+    // (one Item at a time, so that exactly one is registered before it stops; the e2e test kills
+    // a worker registering Items two at a time).
     let hang!: () => void;
     const hung = new Promise<void>((r) => (hang = r));
     const sub = await claimSubscription(t.db, subId, 'killed', 300);
     const killed = pollSubscription(
-      pollDeps({ onItem: async (o) => (o === 'registered' ? hung : undefined) }),
+      pollDeps({ itemsAtOnce: 1, onItem: async (o) => (o === 'registered' ? hung : undefined) }),
       sub!,
       'killed',
     );

@@ -41,9 +41,23 @@ let n = 0;
 function raster(
   spec: Omit<Raster, 'file'>,
   value: (c: number, r: number) => number,
-  opts: { compression?: TiffCompression; predictor?: boolean; nodata?: number; bits?: 8 | 16; tile?: number } = {},
+  opts: {
+    compression?: TiffCompression;
+    predictor?: boolean;
+    nodata?: number;
+    bits?: 8 | 16 | 'i16' | 'f32';
+    tile?: number;
+  } = {},
 ): Raster {
-  const data = opts.bits === 8 ? new Uint8Array(spec.width * spec.height) : new Uint16Array(spec.width * spec.height);
+  const size = spec.width * spec.height;
+  const data =
+    opts.bits === 8
+      ? new Uint8Array(size)
+      : opts.bits === 'i16'
+        ? new Int16Array(size)
+        : opts.bits === 'f32'
+          ? new Float32Array(size)
+          : new Uint16Array(size);
   for (let r = 0; r < spec.height; r++) for (let c = 0; c < spec.width; c++) data[r * spec.width + c] = value(c, r);
   const file = path.join(dir, `r${++n}.tif`);
   writeFileSync(
@@ -386,6 +400,71 @@ describe('coverage of a group of fields (one read of the union window)', () => {
     expect(left!.validPixels).toBeLessThanOrEqual(30 * 50);
     expect(corner!.fieldPixels).toBe(60 * 60);
     expect(corner!.validPixels).toBeLessThanOrEqual(30 * 30);
+  });
+
+  it('counts what readFieldWindow counts for float32 and int16 bands, a 16-bit mask, and captures sharing a grid', async () => {
+    // The field frames are kept per grid between calls: a second capture on the same grid, with
+    // other values, must count its own pixels.
+    const poly = (ring: Array<[number, number]>) => ({ type: 'Polygon' as const, coordinates: [ring] });
+    const spec = { ...grid, width: 300, height: 260 };
+    const ref = { ...spec, file: '' }; // the grid, for rect()
+    const boundaries = [
+      poly(rect(ref, 5, 5, 70, 60)),
+      poly(rect(ref, 60, 40, 200, 120)),
+      poly(rect(ref, 250, 200, 320, 280)), // past the raster's edges
+      poly(
+        ringOf(ref, [
+          [120.4, 130.2],
+          [190.7, 150.9],
+          [170.1, 220.5],
+        ]),
+      ),
+    ];
+    for (const seed of [1, 2]) {
+      const f32 = raster(
+        spec,
+        (c, r) =>
+          (c * seed + r) % 41 === 0
+            ? NaN
+            : (c + r) % 37 === 0
+              ? -9999
+              : (c * 3 + r * seed) % 29 === 0
+                ? 0
+                : 0.25 + c / 1000,
+        { bits: 'f32', predictor: false, nodata: -9999, tile: 64 },
+      );
+      const i16 = raster(
+        { ...spec, res: 20, width: 150, height: 130 },
+        (c, r) =>
+          (c + r * seed) % 23 === 0 ? 0 : (c * r) % 19 === 0 ? -32768 : ((c * 131 + r * 7 * seed) % 6000) - 3000,
+        { bits: 'i16', nodata: -32768, tile: 64 },
+      );
+      const mask = raster(
+        { ...spec, res: 20, width: 140, height: 120 },
+        (c, r) => ((c + r + seed) % 17 === 0 ? 300 + c : (c * 5 + r * seed) % 13),
+        { tile: 64, predictor: false },
+      );
+      const cap = capture({ B04: f32.file, B08: i16.file }, mask.file);
+      const one = await Promise.all(
+        boundaries.map((b) =>
+          readFieldWindow(cap, b, ['B04', 'B08'], { roots }).then(
+            (w) => ({ fieldPixels: w.fieldPixels, validPixels: w.validPixels }),
+            (err: Error) => ({ error: err.message }),
+          ),
+        ),
+      );
+      for (const c of one) expect(c).toHaveProperty('validPixels');
+      // Some pixels of every field are masked, some are not
+      for (const c of one as Array<{ fieldPixels: number; validPixels: number }>) {
+        expect(c.validPixels).toBeGreaterThan(0);
+        expect(c.validPixels).toBeLessThan(c.fieldPixels);
+      }
+      expect(await readFieldCoverages(cap, boundaries, ['B04', 'B08'], { roots }), `capture ${seed}`).toEqual(one);
+      // Twice: the second call takes the frames from the cache
+      expect(await readFieldCoverages(cap, boundaries, ['B04', 'B08'], { roots }), `capture ${seed} again`).toEqual(
+        one,
+      );
+    }
   });
 
   it('a capture whose band cannot be opened rejects the group', async () => {
