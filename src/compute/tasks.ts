@@ -163,7 +163,7 @@ export interface FieldRasterTask<Capture = unknown, Geometry = unknown> {
 }
 
 export interface FieldRasterResult {
-  /** The file (transferred back); absent for a tile that does not touch the field (transparent). */
+  /** The file (transferred back); absent for output `grid`. */
   bytes?: Uint8Array;
   window: WindowGrid;
   /** The range the colours were drawn over (PNG and tiles). */

@@ -3,7 +3,8 @@
  * TIFF writer (tiff-writer.ts: its tag constants and GeoKey directory). The layout is the one
  * GDAL's COG driver writes and its validator (validate_cloud_optimized_geotiff.py) checks:
  * - GDAL's "ghost" structural metadata right after the header (LAYOUT=IFDS_BEFORE_DATA,
- *   BLOCK_ORDER=ROW_MAJOR), then every IFD — full resolution first, then the overviews from the
+ *   BLOCK_ORDER=ROW_MAJOR, BLOCK_LEADER=SIZE_AS_UINT4, BLOCK_TRAILER=LAST_4_BYTES_REPEATED: each
+ *   tile preceded by its size and followed by a copy of its last 4 bytes), then every IFD — full resolution first, then the overviews from the
  *   largest to the smallest — with their out-of-line values, before any pixel data;
  * - the tiles of the smallest overview first and of the full resolution last, each image's tiles
  *   row by row;
@@ -37,7 +38,8 @@ export interface CogSpec {
   deflateLevel?: number;
 }
 
-const GHOST = 'LAYOUT=IFDS_BEFORE_DATA\nBLOCK_ORDER=ROW_MAJOR\nKNOWN_INCOMPATIBLE_EDITION=NO\n';
+const GHOST =
+  'LAYOUT=IFDS_BEFORE_DATA\nBLOCK_ORDER=ROW_MAJOR\nBLOCK_LEADER=SIZE_AS_UINT4\nBLOCK_TRAILER=LAST_4_BYTES_REPEATED\nKNOWN_INCOMPATIBLE_EDITION=NO\n';
 
 const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
@@ -209,8 +211,8 @@ export function writeCog(spec: CogSpec): Buffer {
   for (let i = images.length - 1; i >= 0; i--) {
     const offsets = valuesOf(ifds[i]!.find((e) => e.tag === 324)!) as number[];
     tiles[i]!.forEach((t, k) => {
-      offsets[k] = pos;
-      pos += t.length;
+      offsets[k] = pos + 4;
+      pos += 4 + t.length + 4;
     });
   }
   const buf = Buffer.alloc(pos);
@@ -221,7 +223,12 @@ export function writeCog(spec: CogSpec): Buffer {
   for (const [i, e] of ifds.entries()) writeIfd(buf, ifdAt[i]!, e, ifdAt[i + 1] ?? 0);
   for (let i = images.length - 1; i >= 0; i--) {
     const offsets = valuesOf(ifds[i]!.find((e) => e.tag === 324)!) as number[];
-    for (const [k, t] of tiles[i]!.entries()) t.copy(buf, offsets[k]!);
+    for (const [k, t] of tiles[i]!.entries()) {
+      const at = offsets[k]!;
+      buf.writeUInt32LE(t.length, at - 4);
+      t.copy(buf, at);
+      t.copy(buf, at + t.length, t.length - 4);
+    }
   }
   return buf;
 }

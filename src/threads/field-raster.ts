@@ -69,6 +69,9 @@ function encodePng(width: number, height: number, rgba: Uint8Array): Uint8Array 
 const ownBytes = (b: Uint8Array): Uint8Array =>
   b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
 
+/** The transparent tile (encoded once per thread; a copy goes out, as the bytes are transferred). */
+let empty: Uint8Array | undefined;
+
 function rangeOf(l: Layer, range?: [number, number]): [number, number] {
   if (range) return range;
   return l.min === null ? [0, 1] : [l.min, l.max!];
@@ -105,7 +108,10 @@ export function renderRaster(l: Layer, out: RasterOutput): FieldRasterResult {
     return { bytes: encodePng(g.width, g.height, new Uint8Array(rgba.buffer)), window: g, range };
   }
   const m = tileMap(g, out.z, out.x, out.y);
-  if (!m) return { window: g, range };
+  if (!m) {
+    empty ??= encodePng(TILE_SIZE, TILE_SIZE, new Uint8Array(TILE_SIZE * TILE_SIZE * 4));
+    return { bytes: empty.slice(), window: g, range };
+  }
   const rgba = new Uint32Array(TILE_SIZE * TILE_SIZE);
   const w = m.width;
   colourise(rgba, l.values, table, range[0], range[1], m.idx, (k) => {

@@ -4,6 +4,7 @@ Commands (JSON on stdout, NaN as null):
   validate FILE            GDAL's own COG validator (osgeo_utils.samples.validate_cloud_optimized_geotiff),
                            with the full check of the block order: {errors, warnings, details}
   read FILE                every band's pixels: {width, height, geotransform, bands: [[...], ...]}
+  read-many FILE...        a list of those
   field-values TIF GEOJSON each per-pixel GeoJSON feature located in the TIF by its centre (reprojected with
                            OSR to the TIF's CRS, then the inverse geotransform): [[col, row, geojson value, tif value]]
   corners FILE             the WGS84 lon/lat of the raster's outline (16 points a side) reprojected with OSR
@@ -89,6 +90,8 @@ if cmd == "validate":
     print(json.dumps(validate(sys.argv[2])))
 elif cmd == "read":
     print(json.dumps(read(sys.argv[2])))
+elif cmd == "read-many":
+    print(json.dumps([read(p) for p in sys.argv[2:]]))
 elif cmd == "field-values":
     print(json.dumps(field_values(sys.argv[2], sys.argv[3])))
 elif cmd == "corners":
