@@ -11,7 +11,7 @@
  * the source pixel its centre falls in.
  */
 import { LRUCache } from 'lru-cache';
-import type { WindowGrid } from '../compute/tasks.js';
+import type { TileMapping, WindowGrid } from '../compute/tasks.js';
 import { fromWgs84, toWgs84 } from './crs.js';
 
 export const TILE_SIZE = 256;
@@ -72,14 +72,7 @@ export function windowLonLatBounds(g: WindowGrid): [number, number, number, numb
   return [w, s, e, n];
 }
 
-/** The pixels of a tile over a window: a rectangle of the tile, and per pixel the window index or −1. */
-export interface TileMap {
-  x0: number;
-  y0: number;
-  width: number;
-  height: number;
-  idx: Int32Array;
-}
+export type TileMap = TileMapping;
 
 const bounds = new LRUCache<string, [number, number, number, number]>({ max: 1024 });
 const maps = new LRUCache<string, TileMap | false>({
