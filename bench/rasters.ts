@@ -4,9 +4,10 @@
  * embedded database, COMPUTE_THREADS=2):
  * - COG and PNG encode: the writers alone in this process (p50 over 200 runs), and GET raster
  *   (format=tif / png) through HTTP, warm (the index layer cached in the threads);
- * - tiles at zoom 18 (the field spans about 8 × 8 of them): cold (a fresh process: the first tile
- *   reads the capture and computes the index; then tiles whose mapping no thread has yet) and warm
- *   under autocannon at 4 connections (every tile of the field in turn: a gather and an encode);
+ * - tiles at zoom 18 (the field spans 11 × 11 of them): the first tile of a fresh process, the
+ *   first tile of another date (its capture read, the index computed, the tile mapped), cold tiles
+ *   (the index computed, the tile's mapping not: the warp) and warm tiles under autocannon at 4
+ *   connections (every tile of the field in turn: a gather and an encode);
  * - beside them, GDAL doing the same tile from the service's own COG of the field: gdalwarp to
  *   EPSG:3857 over the tile's extent (256 × 256, nearest, one thread) then gdal_translate to PNG
  *   (scaled to bytes): two processes, as a script would run them; the faster median of two runs;
@@ -231,6 +232,12 @@ export default async function rastersBench(): Promise<void> {
     const first = await timed(tileUrl(tiles[0]!), auth);
     const cold: number[] = [];
     for (const t of tiles.slice(1)) cold.push((await timed(tileUrl(t), auth)).ms);
+    // Another date in the running process: the capture's window read, the index computed, the tile mapped.
+    const otherCapture: number[] = [];
+    for (const d of [0, 2, 4, 6, 10, 12]) {
+      const u = tileUrl(tiles[Math.floor(tiles.length / 2)]!).replace(`date=${dates[8]}`, `date=${dates[d]}`);
+      otherCapture.push((await timed(u, auth)).ms);
+    }
     // Warm: every tile of the field in turn, at 4 connections.
     for (const t of tiles) await timed(tileUrl(t), auth); // both threads may hold the mappings
     for (const t of tiles) await timed(tileUrl(t), auth);
@@ -298,7 +305,8 @@ export default async function rastersBench(): Promise<void> {
       row('GET raster format=tif (warm)', cogHttp),
       row('GET raster format=png (warm)', pngHttp),
       row('first tile, fresh process', [first.ms], 'reads the capture, computes the index'),
-      row('cold tile (mapping not cached)', cold),
+      row('first tile of another date', otherCapture, 'reads its capture, computes the index'),
+      row('cold tile (mapping not cached)', cold, 'the index computed, the tile not'),
       {
         measure: 'warm tiles, autocannon 4 conn',
         n: warm.requests.total,
@@ -323,7 +331,7 @@ export default async function rastersBench(): Promise<void> {
       const ratio = pct(gdal, 50) / pct(cold, 50);
       console.log(
         `goal: cold tile ≥ ${GOAL.coldVsGdal}× faster than GDAL: GDAL p50 ${pct(gdal, 50).toFixed(1)} ms ÷ ours ${pct(cold, 50).toFixed(1)} ms = ${ratio.toFixed(1)}× → ${verdict(ratio >= GOAL.coldVsGdal)}` +
-          ` (first tile of a fresh process: ${(pct(gdal, 50) / first.ms).toFixed(1)}×)`,
+          ` (first tile of another date: ${(pct(gdal, 50) / pct(otherCapture, 50)).toFixed(1)}×; first tile of a fresh process: ${(pct(gdal, 50) / first.ms).toFixed(1)}×)`,
       );
     } else console.log(`goal: cold tile ≥ ${GOAL.coldVsGdal}× faster than GDAL: not measured (no GDAL)`);
     console.log(

@@ -117,7 +117,9 @@ function computeTileMap(g: WindowGrid, b: [number, number, number, number], z: n
     const [sx, sy] = fwd(pixelToLonLat(px, py, z));
     return [(sx - g.originX) / g.resX, (sy - g.originY) / g.resY];
   };
-  const idx = new Int32Array(width * height).fill(-1);
+  // Shared memory: the API thread keeps the mapping and hands it to whichever thread draws the
+  // tile next without a copy (a structured clone of shared memory shares it).
+  const idx = new Int32Array(new SharedArrayBuffer(width * height * 4)).fill(-1);
   const put = (k: number, c: number, r: number) => {
     const ci = Math.floor(c);
     const ri = Math.floor(r);

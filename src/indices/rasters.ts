@@ -90,9 +90,9 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
 
 /**
  * What the compute threads computed for images, kept in this process and sent with the next task
- * (copied: a 100 ha layer is 40 kB, a tile mapping at most 256 kB), so that whichever thread draws
- * a tile already has the values and the reprojection: the layers by (capture, boundary, formula),
- * the tile mappings by (window grid, tile), each an LRU of 64 MB.
+ * (in shared memory, so not copied: a 100 ha layer is 40 kB, a tile mapping up to 256 kB), so that
+ * whichever thread draws a tile already has the values and the reprojection: the layers by
+ * (capture, boundary, formula), the tile mappings by (window grid, tile), each an LRU of 64 MB.
  */
 const layers = new LRUCache<string, RasterLayer>({
   maxSize: 64 * 1_048_576,

@@ -33,8 +33,13 @@ export async function layerFor(key: string, make: () => Promise<Layer>): Promise
   return l;
 }
 
-/** A layer from the kernel's values: NaN outside the field and wherever the value is not finite. */
-export function toLayer(grid: WindowGrid, values: Float32Array, inside: Uint8Array): Layer {
+/**
+ * A layer from the kernel's values: NaN outside the field and wherever the value is not finite,
+ * in shared memory (the API thread keeps it and sends it to any thread without a copy).
+ */
+export function toLayer(grid: WindowGrid, kernelValues: Float32Array, inside: Uint8Array): Layer {
+  const values = new Float32Array(new SharedArrayBuffer(kernelValues.byteLength));
+  values.set(kernelValues);
   let min = Infinity;
   let max = -Infinity;
   for (let k = 0; k < values.length; k++) {
