@@ -103,10 +103,6 @@ export function renderRaster(l: Layer, out: RasterOutput, given?: TileMapping | 
     return { bytes: empty.slice(), window: g, range, ...mapped };
   }
   const rgba = new Uint32Array(TILE_SIZE * TILE_SIZE);
-  const w = m.width;
-  colourise(rgba, l.values, table, range[0], range[1], m.idx, (k) => {
-    const j = (k / w) | 0;
-    return (m.y0 + j) * TILE_SIZE + m.x0 + (k - j * w);
-  });
+  colourise(rgba, l.values, table, range[0], range[1], { ...m, outWidth: TILE_SIZE });
   return { bytes: ownBytes(encodePng(TILE_SIZE, TILE_SIZE, new Uint8Array(rgba.buffer))), window: g, range, ...mapped };
 }
