@@ -79,18 +79,13 @@ const maps = new LRUCache<string, TileMap | false>({
   maxSize: 64 * 1_048_576,
   sizeCalculation: (m) => (m ? m.idx.byteLength + 64 : 64),
 });
-export const tileMapStats = { hits: 0, misses: 0 };
 
 /** The tile's mapping onto the window (cached); false when the tile does not touch the window. */
 export function tileMap(g: WindowGrid, z: number, x: number, y: number): TileMap | false {
   const gk = gridKey(g);
   const key = `${gk}|${z}|${x}|${y}`;
   const hit = maps.get(key);
-  if (hit !== undefined) {
-    tileMapStats.hits++;
-    return hit;
-  }
-  tileMapStats.misses++;
+  if (hit !== undefined) return hit;
   let b = bounds.get(gk);
   if (!b) {
     b = windowLonLatBounds(g);
