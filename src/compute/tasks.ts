@@ -140,6 +140,63 @@ export interface CoverageBatchResult {
   fields: Array<CoverageResult | { error: string }>;
 }
 
+/** What a field raster task draws: the COG, a PNG of the window, one WebMercatorQuad map tile, or only the window's grid. */
+export type RasterOutput =
+  | { kind: 'grid' }
+  | { kind: 'tif'; metadata: Record<string, string>; description: string }
+  | { kind: 'png'; ramp: string; range?: [number, number] }
+  | { kind: 'tile'; ramp: string; range?: [number, number]; z: number; x: number; y: number };
+
+/** The index values over a field's window, NaN where there is none, and their range. */
+export interface RasterLayer {
+  grid: WindowGrid;
+  values: Float32Array;
+  min: number | null;
+  max: number | null;
+}
+
+/** A map tile's pixels over a window: a rectangle of the tile, per pixel the window index or −1. */
+export interface TileMapping {
+  x0: number;
+  y0: number;
+  width: number;
+  height: number;
+  idx: Int32Array;
+}
+
+/**
+ * An index of a field as an image. The layer comes with the task when the caller holds it, else
+ * from the thread's cache under `layer` (a key naming the capture, boundary and formula), else the
+ * thread reads the window and runs the program; a tile's mapping likewise (false: the tile misses
+ * the window).
+ */
+export interface FieldRasterTask<Capture = unknown, Geometry = unknown> {
+  kind: 'field-raster';
+  v: 1;
+  layer: string;
+  capture: Capture;
+  boundary: Geometry;
+  program: Program;
+  roots: string[];
+  output: RasterOutput;
+  layerData?: RasterLayer;
+  tileMap?: TileMapping | false;
+}
+
+export interface FieldRasterResult {
+  /** The file (transferred back); absent for output `grid`. */
+  bytes?: Uint8Array;
+  window: WindowGrid;
+  /** The range the colours were drawn over (PNG and tiles). */
+  range?: [number, number];
+  /** Why the output cannot be made from this capture (a 422 upstream). */
+  refused?: string;
+  /** The layer, when the task came without it (for the caller to keep and send again). */
+  layerData?: RasterLayer;
+  /** The tile's mapping, when the task came without it. */
+  tileMap?: TileMapping | false;
+}
+
 export interface PingTask {
   kind: 'ping';
   v: 1;
@@ -153,4 +210,12 @@ export interface GzipTask {
   level: number;
 }
 
-export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | CoverageBatchTask | GzipTask | PingTask;
+export type Task =
+  | IndexTask
+  | FieldIndexTask
+  | FieldRasterTask
+  | InspectTask
+  | CoverageTask
+  | CoverageBatchTask
+  | GzipTask
+  | PingTask;
