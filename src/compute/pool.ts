@@ -16,6 +16,8 @@ import type {
   CoverageTask,
   FieldIndexResult,
   FieldIndexTask,
+  FieldRasterResult,
+  FieldRasterTask,
   IndexResult,
   IndexTask,
   InspectResult,
@@ -97,7 +99,7 @@ export class ComputePool {
     });
   }
 
-  /** Sets the hook run before every task that reads a capture (field-index, inspect, coverage, coverage-batch). */
+  /** Sets the hook run before every task that reads a capture (field-index, field-raster, inspect, coverage, coverage-batch). */
   setPrepare(hook: PrepareCapture | undefined): void {
     this.prepare = hook;
   }
@@ -135,6 +137,16 @@ export class ComputePool {
     return this.prepared(task.capture, () =>
       this.timed('field-index', { kind: 'field-index', v: 1, ...task }, signal),
     ) as Promise<FieldIndexResult>;
+  }
+
+  /** A field's index as a COG, a PNG or a map tile (the bytes are transferred back). */
+  async runFieldRaster<C, G>(
+    task: Omit<FieldRasterTask<C, G>, 'kind' | 'v'>,
+    signal?: AbortSignal,
+  ): Promise<FieldRasterResult> {
+    return this.prepared(task.capture, () =>
+      this.timed('field-raster', { kind: 'field-raster', v: 1, ...task }, signal),
+    ) as Promise<FieldRasterResult>;
   }
 
   async inspect<C>(task: Omit<InspectTask<C>, 'kind' | 'v'>): Promise<InspectResult> {

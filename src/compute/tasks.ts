@@ -140,6 +140,38 @@ export interface CoverageBatchResult {
   fields: Array<CoverageResult | { error: string }>;
 }
 
+/** What a field raster task draws: the COG, a PNG of the window, one WebMercatorQuad map tile, or only the window's grid. */
+export type RasterOutput =
+  | { kind: 'grid' }
+  | { kind: 'tif'; metadata: Record<string, string>; description: string }
+  | { kind: 'png'; ramp: string; range?: [number, number] }
+  | { kind: 'tile'; ramp: string; range?: [number, number]; z: number; x: number; y: number };
+
+/**
+ * An index of a field as an image (the thread entry reads the window and runs the program, or
+ * takes both from its cache under `layer`, a key naming the capture, boundary and formula).
+ */
+export interface FieldRasterTask<Capture = unknown, Geometry = unknown> {
+  kind: 'field-raster';
+  v: 1;
+  layer: string;
+  capture: Capture;
+  boundary: Geometry;
+  program: Program;
+  roots: string[];
+  output: RasterOutput;
+}
+
+export interface FieldRasterResult {
+  /** The file (transferred back); absent for output `grid`. */
+  bytes?: Uint8Array;
+  window: WindowGrid;
+  /** The range the colours were drawn over (PNG and tiles). */
+  range?: [number, number];
+  /** Why the output cannot be made from this capture (a 422 upstream). */
+  refused?: string;
+}
+
 export interface PingTask {
   kind: 'ping';
   v: 1;
@@ -153,4 +185,12 @@ export interface GzipTask {
   level: number;
 }
 
-export type Task = IndexTask | FieldIndexTask | InspectTask | CoverageTask | CoverageBatchTask | GzipTask | PingTask;
+export type Task =
+  | IndexTask
+  | FieldIndexTask
+  | FieldRasterTask
+  | InspectTask
+  | CoverageTask
+  | CoverageBatchTask
+  | GzipTask
+  | PingTask;

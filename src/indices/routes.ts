@@ -9,6 +9,7 @@ import { createCustomIndex, getCustomIndex, listCustomIndices } from './custom.j
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { ProblemResponses, problemResponses } from '../platform/http/openapi.js';
 import { acceptsEncoding } from '../platform/http/accept-encoding.js';
+import { registerRasterRoutes } from './raster-routes.js';
 
 const Entry = Type.Object({
   name: Type.String(),
@@ -96,6 +97,7 @@ export const indexRoutes = routePlugin('indices-routes', async (app) => {
   );
 
   registerFieldIndex(app, { ...app.indices, publicBaseUrl: app.config.publicBaseUrl });
+  registerRasterRoutes(app, { ...app.indices, publicBaseUrl: app.config.publicBaseUrl });
 
   app.post(
     '/indices/validate',

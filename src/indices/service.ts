@@ -176,7 +176,7 @@ export interface Evaluated {
   geojson?: string;
 }
 
-interface Chosen {
+export interface Chosen {
   state: FieldState;
   name: string;
   program: Program;
@@ -184,7 +184,7 @@ interface Chosen {
   head: Evaluated['body'];
 }
 
-async function choose(
+export async function choose(
   deps: IndexDeps,
   accountId: string,
   fieldId: string,

@@ -20,6 +20,8 @@ import type {
   CoverageTask as AnyCoverageTask,
   FieldIndexResult,
   FieldIndexTask as AnyFieldIndexTask,
+  FieldRasterResult,
+  FieldRasterTask as AnyFieldRasterTask,
   GzipTask,
   IndexResult,
   IndexTask,
@@ -41,13 +43,16 @@ import { registerFastDecoders } from '../imagery/decoders.js';
 import { getWindow, putWindow, windowKey } from '../imagery/window-cache.js';
 import { pixelGeoJson } from '../imagery/pixel-geojson.js';
 import { setUploadCacheDir } from '../imagery/upload-ref.js';
+import { layerFor, renderRaster, toLayer } from './field-raster.js';
 
 type FieldIndexTask = AnyFieldIndexTask<CaptureSource, Boundary>;
+type FieldRasterTask = AnyFieldRasterTask<CaptureSource, Boundary>;
 type CoverageTask = AnyCoverageTask<CaptureSource, Boundary>;
 type CoverageBatchTask = AnyCoverageBatchTask<CaptureSource, Boundary>;
 type Task =
   | IndexTask
   | FieldIndexTask
+  | FieldRasterTask
   | AnyInspectTask<CaptureSource>
   | CoverageTask
   | CoverageBatchTask
@@ -191,6 +196,23 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   return result;
 }
 
+/** The index as an image: the layer (values over the window) from this thread's cache or the kernel. */
+async function runFieldRaster(t: FieldRasterTask): Promise<FieldRasterResult> {
+  const layer = await layerFor(t.layer, async () => {
+    const r = await runFieldIndex({
+      kind: 'field-index',
+      v: 1,
+      capture: t.capture,
+      boundary: t.boundary,
+      program: t.program,
+      roots: t.roots,
+      values: true,
+    });
+    return toLayer(r.window, r.values!, r.inside!);
+  });
+  return renderRaster(layer, t.output);
+}
+
 async function runCoverage(t: CoverageTask): Promise<CoverageResult> {
   const win = await readFieldWindow(t.capture, t.boundary, t.bands as CaptureBand[], { roots: t.roots });
   return { fieldPixels: win.fieldPixels, validPixels: win.validPixels };
@@ -214,6 +236,17 @@ class Movable {
   }
 }
 
+/** A raster result whose file is transferred back, not copied. */
+class MovableBytes {
+  constructor(private readonly value: FieldRasterResult) {}
+  get [transferableSymbol](): ArrayBuffer[] {
+    return [this.value.bytes!.buffer as ArrayBuffer];
+  }
+  get [valueSymbol](): FieldRasterResult {
+    return this.value;
+  }
+}
+
 export default async function handle(task: Task): Promise<unknown> {
   switch (task.kind) {
     case 'ping':
@@ -223,6 +256,10 @@ export default async function handle(task: Task): Promise<unknown> {
       return move(new Movable(runIndex(task)) as never);
     case 'field-index':
       return move(new Movable(await runFieldIndex(task)) as never);
+    case 'field-raster': {
+      const r = await runFieldRaster(task);
+      return r.bytes ? move(new MovableBytes(r) as never) : r;
+    }
     case 'inspect':
       return inspectCapture(task.capture, task.roots);
     case 'coverage':

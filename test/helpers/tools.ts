@@ -26,3 +26,21 @@ export const hasRasterio = (): boolean =>
   toolAvailable('python3-rasterio', 'python3-rasterio', () =>
     execFileSync('/usr/bin/python3', ['-c', 'import rasterio'], { stdio: 'ignore' }),
   );
+
+/** GDAL's Python API with its COG validator (Debian python3-gdal: osgeo_utils/samples). */
+export const hasPythonGdal = (): boolean =>
+  toolAvailable('python3-gdal (osgeo, osgeo_utils COG validator)', 'python3-gdal', () =>
+    execFileSync(
+      '/usr/bin/python3',
+      ['-c', 'import osgeo.gdal, osgeo_utils.samples.validate_cloud_optimized_geotiff'],
+      { stdio: 'ignore' },
+    ),
+  );
+
+/** Runs test/helpers/gdal_raster.py (GDAL's Python API) and parses its JSON. */
+export function gdalRaster<T = unknown>(...args: string[]): T {
+  const script = new URL('./gdal_raster.py', import.meta.url).pathname;
+  return JSON.parse(
+    execFileSync('/usr/bin/python3', [script, ...args], { encoding: 'utf8', maxBuffer: 256 << 20 }),
+  ) as T;
+}
