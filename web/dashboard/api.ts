@@ -25,6 +25,15 @@ export class Problem extends Error {
   }
 }
 
+/** Requests in flight, on <html data-pending> (the browser tests wait for 0 before a screenshot). */
+let pending = 0;
+function track<T>(p: Promise<T>): Promise<T> {
+  document.documentElement.dataset.pending = String(++pending);
+  return p.finally(() => {
+    document.documentElement.dataset.pending = String(--pending);
+  });
+}
+
 export interface Page<T> {
   data: T[];
   page: number;
@@ -33,7 +42,11 @@ export interface Page<T> {
   total_pages: number;
 }
 
-export async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+export function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  return track(request<T>(path, init));
+}
+
+async function request<T>(path: string, init: { method?: string; body?: unknown }): Promise<T> {
   const key = storedKey();
   const headers: Record<string, string> = { accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
@@ -69,9 +82,13 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
 }
 
 /** A PNG (or other binary) from the API with the key, as an object URL; null when the answer has no content. */
-export async function apiBlobUrl(url: string, signal?: AbortSignal): Promise<string | null> {
+export function apiBlobUrl(url: string): Promise<string | null> {
+  return track(blobUrl(url));
+}
+
+async function blobUrl(url: string): Promise<string | null> {
   const key = storedKey();
-  const res = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal });
+  const res = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
   if (res.status === 204) return null;
   if (!res.ok) {
     const p = (await res.json().catch(() => ({}))) as Record<string, unknown>;

@@ -34,9 +34,13 @@ const AuthTiles = L.GridLayer.extend({
             done(undefined, img);
           };
           img.src = src;
-        } else done(undefined, img);
+        } else {
+          img.dataset.loaded = 'empty';
+          done(undefined, img);
+        }
       },
       (err: unknown) => {
+        img.dataset.loaded = 'failed';
         this.options.onTileError(err);
         done(err as Error, img);
       },
@@ -51,7 +55,10 @@ export class FieldMap {
   private overlay: L.GridLayer | null = null;
 
   constructor(el: HTMLElement, onSelect: (id: string) => void) {
-    this.map = L.map(el, { attributionControl: false, zoomSnap: 0.25, keyboard: true }).setView([50, 5], 5);
+    this.map = L.map(el, { attributionControl: false, zoomSnap: 0.25, keyboard: true, fadeAnimation: false }).setView(
+      [50, 5],
+      5,
+    );
     this.onSelect = onSelect;
   }
   private onSelect: (id: string) => void;
