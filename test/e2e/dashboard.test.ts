@@ -273,6 +273,21 @@ describe.skipIf(!run)('dashboard in headless Chromium', () => {
     await picked;
     expect(await page.locator('#date-select option:checked').textContent()).toContain(pick.date);
     await shot(desktop, 'series', 'desktop');
+    // Biweekly: the API's intervals; a point chosen from the keyboard (Tab to it, Enter) shows its date.
+    const biweekly = await api<Array<{ date: string; mean: number | null }>>(
+      `/fields/${field}/indices/timeseries?index=NDVI&start_date=${captures[0]!.capture_date}&end_date=${captures.at(-1)!.capture_date}&interval=biweekly`,
+    );
+    await page.selectOption('#interval-select', 'biweekly');
+    await expect
+      .poll(() => page.locator('#series circle.point').count())
+      .toBe(biweekly.filter((p) => p.mean !== null).length);
+    expect(await page.locator('#series rect.gap').count()).toBe(biweekly.filter((p) => p.mean === null).length);
+    const last = biweekly.filter((p) => p.mean !== null).at(-1)!;
+    const lastTiles = tiles((u) => u.searchParams.get('date') === last.date);
+    await page.focus(`#series circle.point[data-date="${last.date}"]`);
+    await page.keyboard.press('Enter');
+    await lastTiles;
+    expect(await page.locator('#date-select option:checked').textContent()).toContain(last.date);
     expect(unexpected(desktop)).toEqual([]);
   }, 240_000);
 
