@@ -147,9 +147,28 @@ export type RasterOutput =
   | { kind: 'png'; ramp: string; range?: [number, number] }
   | { kind: 'tile'; ramp: string; range?: [number, number]; z: number; x: number; y: number };
 
+/** The index values over a field's window, NaN where there is none, and their range. */
+export interface RasterLayer {
+  grid: WindowGrid;
+  values: Float32Array;
+  min: number | null;
+  max: number | null;
+}
+
+/** A map tile's pixels over a window: a rectangle of the tile, per pixel the window index or −1. */
+export interface TileMapping {
+  x0: number;
+  y0: number;
+  width: number;
+  height: number;
+  idx: Int32Array;
+}
+
 /**
- * An index of a field as an image (the thread entry reads the window and runs the program, or
- * takes both from its cache under `layer`, a key naming the capture, boundary and formula).
+ * An index of a field as an image. The layer comes with the task when the caller holds it, else
+ * from the thread's cache under `layer` (a key naming the capture, boundary and formula), else the
+ * thread reads the window and runs the program; a tile's mapping likewise (false: the tile misses
+ * the window).
  */
 export interface FieldRasterTask<Capture = unknown, Geometry = unknown> {
   kind: 'field-raster';
@@ -160,6 +179,8 @@ export interface FieldRasterTask<Capture = unknown, Geometry = unknown> {
   program: Program;
   roots: string[];
   output: RasterOutput;
+  layerData?: RasterLayer;
+  tileMap?: TileMapping | false;
 }
 
 export interface FieldRasterResult {
@@ -170,6 +191,10 @@ export interface FieldRasterResult {
   range?: [number, number];
   /** Why the output cannot be made from this capture (a 422 upstream). */
   refused?: string;
+  /** The layer, when the task came without it (for the caller to keep and send again). */
+  layerData?: RasterLayer;
+  /** The tile's mapping, when the task came without it. */
+  tileMap?: TileMapping | false;
 }
 
 export interface PingTask {

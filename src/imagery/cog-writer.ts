@@ -43,10 +43,14 @@ const GHOST =
 
 const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
+/**
+ * GDAL escapes item values twice (CPLEscapeString, then the XML serialiser) and unescapes them
+ * twice on reading: a value escaped once loses everything after its first `&`.
+ */
 function gdalMetadata(items: Record<string, string>, description?: string): string {
-  const lines = Object.entries(items).map(([k, v]) => `  <Item name="${xml(k)}">${xml(v)}</Item>`);
+  const lines = Object.entries(items).map(([k, v]) => `  <Item name="${xml(k)}">${xml(xml(v))}</Item>`);
   if (description !== undefined)
-    lines.push(`  <Item name="DESCRIPTION" sample="0" role="description">${xml(description)}</Item>`);
+    lines.push(`  <Item name="DESCRIPTION" sample="0" role="description">${xml(xml(description))}</Item>`);
   return `<GDALMetadata>\n${lines.join('\n')}\n</GDALMetadata>\0`;
 }
 

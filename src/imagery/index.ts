@@ -5,4 +5,4 @@ export { captureFromStac, EARTH_SEARCH_ASSET_KEYS } from './stac.js';
 export type { ImageryCreate } from './schemas.js';
 export { CAPTURE_BANDS, type CaptureSource } from './window-reader.js';
 export { demoStacUrl } from './demo-catalogue.js';
-export { windowLonLatBounds } from './web-mercator.js';
+export { gridKey, windowLonLatBounds } from './web-mercator.js';

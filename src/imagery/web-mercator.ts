@@ -11,7 +11,7 @@
  * the source pixel its centre falls in.
  */
 import { LRUCache } from 'lru-cache';
-import type { WindowGrid } from '../compute/tasks.js';
+import type { TileMapping, WindowGrid } from '../compute/tasks.js';
 import { fromWgs84, toWgs84 } from './crs.js';
 
 export const TILE_SIZE = 256;
@@ -72,32 +72,20 @@ export function windowLonLatBounds(g: WindowGrid): [number, number, number, numb
   return [w, s, e, n];
 }
 
-/** The pixels of a tile over a window: a rectangle of the tile, and per pixel the window index or −1. */
-export interface TileMap {
-  x0: number;
-  y0: number;
-  width: number;
-  height: number;
-  idx: Int32Array;
-}
+export type TileMap = TileMapping;
 
 const bounds = new LRUCache<string, [number, number, number, number]>({ max: 1024 });
 const maps = new LRUCache<string, TileMap | false>({
   maxSize: 64 * 1_048_576,
   sizeCalculation: (m) => (m ? m.idx.byteLength + 64 : 64),
 });
-export const tileMapStats = { hits: 0, misses: 0 };
 
 /** The tile's mapping onto the window (cached); false when the tile does not touch the window. */
 export function tileMap(g: WindowGrid, z: number, x: number, y: number): TileMap | false {
   const gk = gridKey(g);
   const key = `${gk}|${z}|${x}|${y}`;
   const hit = maps.get(key);
-  if (hit !== undefined) {
-    tileMapStats.hits++;
-    return hit;
-  }
-  tileMapStats.misses++;
+  if (hit !== undefined) return hit;
   let b = bounds.get(gk);
   if (!b) {
     b = windowLonLatBounds(g);
@@ -124,7 +112,9 @@ function computeTileMap(g: WindowGrid, b: [number, number, number, number], z: n
     const [sx, sy] = fwd(pixelToLonLat(px, py, z));
     return [(sx - g.originX) / g.resX, (sy - g.originY) / g.resY];
   };
-  const idx = new Int32Array(width * height).fill(-1);
+  // Shared memory: the API thread keeps the mapping and hands it to whichever thread draws the
+  // tile next without a copy (a structured clone of shared memory shares it).
+  const idx = new Int32Array(new SharedArrayBuffer(width * height * 4)).fill(-1);
   const put = (k: number, c: number, r: number) => {
     const ci = Math.floor(c);
     const ri = Math.floor(r);

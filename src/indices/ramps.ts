@@ -69,8 +69,10 @@ export function defaultStyle(index: string, rescale?: [number, number]): RampSty
 }
 
 /**
- * RGBA pixels (as packed 32-bit words) of `values` at `idx` (−1: nothing there), into `out`
- * (zeroed: transparent). NaN (no value) stays transparent.
+ * RGBA pixels (as packed 32-bit words) of `values` into `out` (zeroed: transparent), NaN (no
+ * value) left transparent. With `idx` (−1: nothing there), pixel k of a `width`-wide rectangle at
+ * (`x0`, `y0`) of an `outWidth`-wide image takes `values[idx[k]]`; without it, pixel k takes
+ * `values[k]`.
  */
 export function colourise(
   out: Uint32Array,
@@ -78,20 +80,33 @@ export function colourise(
   table: Uint32Array,
   min: number,
   max: number,
-  idx?: Int32Array,
-  place?: (k: number) => number,
+  idx?: { idx: Int32Array; x0: number; y0: number; width: number; outWidth: number },
 ): void {
   // A flat range (a constant custom formula): every value takes the first colour.
   const scale = max > min ? 255 / (max - min) : 0;
-  const n = idx ? idx.length : values.length;
-  for (let k = 0; k < n; k++) {
-    const s = idx ? idx[k]! : k;
-    if (s < 0) continue;
-    const v = values[s]!;
-    if (Number.isNaN(v)) continue;
+  const colour = (v: number) => {
     let i = Math.round((v - min) * scale);
     if (i < 0) i = 0;
     else if (i > 255) i = 255;
-    out[place ? place(k) : k] = table[i]!;
+    return table[i]!;
+  };
+  if (!idx) {
+    for (let k = 0; k < values.length; k++) {
+      const v = values[k]!;
+      if (!Number.isNaN(v)) out[k] = colour(v);
+    }
+    return;
+  }
+  const { width, outWidth } = idx;
+  const rows = idx.idx.length / width;
+  for (let j = 0; j < rows; j++) {
+    const o = (idx.y0 + j) * outWidth + idx.x0;
+    const r = j * width;
+    for (let i = 0; i < width; i++) {
+      const s = idx.idx[r + i]!;
+      if (s < 0) continue;
+      const v = values[s]!;
+      if (!Number.isNaN(v)) out[o + i] = colour(v);
+    }
   }
 }

@@ -6,7 +6,9 @@
  * tile), known before any pixel work, so a matching If-None-Match answers 304 with no pool work.
  */
 import { createHash } from 'node:crypto';
-import type { FieldRasterResult, RasterOutput, WindowGrid } from '../compute/tasks.js';
+import { LRUCache } from 'lru-cache';
+import type { FieldRasterResult, RasterLayer, RasterOutput, TileMapping, WindowGrid } from '../compute/tasks.js';
+import { gridKey } from '../imagery/index.js';
 import { AppError } from '../platform/errors.js';
 import { findIndex } from '../compute/catalog.js';
 import { choose, type Chosen, type IndexQuery } from './service.js';
@@ -86,8 +88,26 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
   return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
 }
 
+/**
+ * What the compute threads computed for images, kept in this process and sent with the next task
+ * (in shared memory, so not copied: a 100 ha layer is 40 kB, a tile mapping up to 256 kB), so that
+ * whichever thread draws a tile already has the values and the reprojection: the layers by
+ * (capture, boundary, formula), the tile mappings by (window grid, tile), each an LRU of 64 MB.
+ */
+const layers = new LRUCache<string, RasterLayer>({
+  maxSize: 64 * 1_048_576,
+  sizeCalculation: (l) => l.values.byteLength + 256,
+});
+const tileMaps = new LRUCache<string, TileMapping | false>({
+  maxSize: 64 * 1_048_576,
+  sizeCalculation: (m) => (m ? m.idx.byteLength : 0) + 64,
+});
+
 export async function renderRaster(deps: IndexDeps, p: Prepared, output: RasterOutput): Promise<FieldRasterResult> {
   const { chosen } = p;
+  const layerData = layers.get(p.layer);
+  const tile = output.kind === 'tile' ? `|${output.z}/${output.x}/${output.y}` : undefined;
+  const tileMap = layerData && tile ? tileMaps.get(gridKey(layerData.grid) + tile) : undefined;
   const r = await deps.compute.runFieldRaster({
     layer: p.layer,
     capture: chosen.state.sources.get(chosen.capture.id)!,
@@ -95,7 +115,11 @@ export async function renderRaster(deps: IndexDeps, p: Prepared, output: RasterO
     program: chosen.program,
     roots: deps.roots,
     output,
+    ...(layerData ? { layerData } : {}),
+    ...(tileMap !== undefined ? { tileMap } : {}),
   });
+  if (r.layerData) layers.set(p.layer, r.layerData);
+  if (tile && r.tileMap !== undefined) tileMaps.set(gridKey(r.window) + tile, r.tileMap);
   if (r.refused) throw new AppError('unprocessable', r.refused);
   return r;
 }

@@ -198,6 +198,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
 
 /** The index as an image: the layer (values over the window) from this thread's cache or the kernel. */
 async function runFieldRaster(t: FieldRasterTask): Promise<FieldRasterResult> {
+  if (t.layerData) return renderRaster(t.layerData, t.output, t.tileMap);
   const layer = await layerFor(t.layer, async () => {
     const r = await runFieldIndex({
       kind: 'field-index',
@@ -210,7 +211,7 @@ async function runFieldRaster(t: FieldRasterTask): Promise<FieldRasterResult> {
     });
     return toLayer(r.window, r.values!, r.inside!);
   });
-  return renderRaster(layer, t.output);
+  return { ...renderRaster(layer, t.output, t.tileMap), layerData: layer };
 }
 
 async function runCoverage(t: CoverageTask): Promise<CoverageResult> {

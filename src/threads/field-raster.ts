@@ -1,27 +1,23 @@
 /**
  * Index images, drawn in the compute threads (never on the API thread): the COG of a field's
  * window (imagery/cog-writer.ts), a PNG of it, or a WebMercatorQuad map tile
- * (imagery/web-mercator.ts), coloured with the ramps of indices/ramps.ts and encoded by pngjs.
+ * (imagery/web-mercator.ts), coloured with the ramps of indices/ramps.ts, encoded by
+ * imagery/png-writer.ts.
  *
  * A layer — the index values over a field's window, NaN where there is no value (outside the
- * field, masked, cloud, ÷0), as the per-pixel GeoJSON has null — is kept per thread by the key the
- * API thread gives (capture, boundary, formula), so tiles of a field after the first cost a lookup,
- * the tile's cached mapping, a gather and a PNG encode.
+ * field, masked, cloud, ÷0), as the per-pixel GeoJSON has null — and a tile's mapping come with
+ * the task when the API thread holds them (it keeps what a thread computed: src/indices/rasters.ts),
+ * else from this thread's caches, else they are computed here and sent back with the result. So a
+ * warm tile on any thread is a gather and a PNG encode.
  */
 import { LRUCache } from 'lru-cache';
-import { PNG } from 'pngjs';
-import type { FieldRasterResult, RasterOutput, WindowGrid } from '../compute/tasks.js';
+import type { FieldRasterResult, RasterLayer, RasterOutput, TileMapping, WindowGrid } from '../compute/tasks.js';
 import { writeCog } from '../imagery/cog-writer.js';
+import { encodePng } from '../imagery/png-writer.js';
 import { TILE_SIZE, tileMap } from '../imagery/web-mercator.js';
 import { colourise, rampTable, type RampName } from '../indices/ramps.js';
 
-export interface Layer {
-  grid: WindowGrid;
-  values: Float32Array;
-  /** Smallest and largest value (null: none). */
-  min: number | null;
-  max: number | null;
-}
+export type Layer = RasterLayer;
 
 const layers = new LRUCache<string, Layer>({
   maxSize: 64 * 1_048_576,
@@ -37,8 +33,13 @@ export async function layerFor(key: string, make: () => Promise<Layer>): Promise
   return l;
 }
 
-/** A layer from the kernel's values: NaN outside the field and wherever the value is not finite. */
-export function toLayer(grid: WindowGrid, values: Float32Array, inside: Uint8Array): Layer {
+/**
+ * A layer from the kernel's values: NaN outside the field and wherever the value is not finite,
+ * in shared memory (the API thread keeps it and sends it to any thread without a copy).
+ */
+export function toLayer(grid: WindowGrid, kernelValues: Float32Array, inside: Uint8Array): Layer {
+  const values = new Float32Array(new SharedArrayBuffer(kernelValues.byteLength));
+  values.set(kernelValues);
   let min = Infinity;
   let max = -Infinity;
   for (let k = 0; k < values.length; k++) {
@@ -50,19 +51,6 @@ export function toLayer(grid: WindowGrid, values: Float32Array, inside: Uint8Arr
     }
   }
   return { grid, values, min: min <= max ? min : null, max: min <= max ? max : null };
-}
-
-/** PNG encoding: RGBA, 8 bits, the Sub filter on every row, DEFLATE level 6 with the RLE strategy. */
-function encodePng(width: number, height: number, rgba: Uint8Array): Uint8Array {
-  const png = PNG.sync.write(
-    { width, height, data: Buffer.from(rgba.buffer, rgba.byteOffset, rgba.byteLength) } as PNG,
-    {
-      filterType: 1,
-      deflateLevel: 6,
-      deflateStrategy: 3,
-    },
-  );
-  return ownBytes(png);
 }
 
 /** Bytes in an ArrayBuffer of their own (a small Buffer sits in Node's shared pool), to transfer. */
@@ -77,7 +65,8 @@ function rangeOf(l: Layer, range?: [number, number]): [number, number] {
   return l.min === null ? [0, 1] : [l.min, l.max!];
 }
 
-export function renderRaster(l: Layer, out: RasterOutput): FieldRasterResult {
+/** Draws `out` from the layer; a tile from `given` (its mapping, when the caller holds it) or the thread's cache. */
+export function renderRaster(l: Layer, out: RasterOutput, given?: TileMapping | false): FieldRasterResult {
   const g = l.grid;
   if (out.kind === 'grid') return { window: g };
   if (out.kind === 'tif') {
@@ -105,18 +94,15 @@ export function renderRaster(l: Layer, out: RasterOutput): FieldRasterResult {
   if (out.kind === 'png') {
     const rgba = new Uint32Array(g.width * g.height);
     colourise(rgba, l.values, table, range[0], range[1]);
-    return { bytes: encodePng(g.width, g.height, new Uint8Array(rgba.buffer)), window: g, range };
+    return { bytes: ownBytes(encodePng(g.width, g.height, new Uint8Array(rgba.buffer))), window: g, range };
   }
-  const m = tileMap(g, out.z, out.x, out.y);
+  const m = given ?? tileMap(g, out.z, out.x, out.y);
+  const mapped = given === undefined ? { tileMap: m } : {};
   if (!m) {
-    empty ??= encodePng(TILE_SIZE, TILE_SIZE, new Uint8Array(TILE_SIZE * TILE_SIZE * 4));
-    return { bytes: empty.slice(), window: g, range };
+    empty ??= ownBytes(encodePng(TILE_SIZE, TILE_SIZE, new Uint8Array(TILE_SIZE * TILE_SIZE * 4)));
+    return { bytes: empty.slice(), window: g, range, ...mapped };
   }
   const rgba = new Uint32Array(TILE_SIZE * TILE_SIZE);
-  const w = m.width;
-  colourise(rgba, l.values, table, range[0], range[1], m.idx, (k) => {
-    const j = (k / w) | 0;
-    return (m.y0 + j) * TILE_SIZE + m.x0 + (k - j * w);
-  });
-  return { bytes: encodePng(TILE_SIZE, TILE_SIZE, new Uint8Array(rgba.buffer)), window: g, range };
+  colourise(rgba, l.values, table, range[0], range[1], { ...m, outWidth: TILE_SIZE });
+  return { bytes: ownBytes(encodePng(TILE_SIZE, TILE_SIZE, new Uint8Array(rgba.buffer))), window: g, range, ...mapped };
 }

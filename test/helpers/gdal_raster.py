@@ -5,6 +5,7 @@ Commands (JSON on stdout, NaN as null):
                            with the full check of the block order: {errors, warnings, details}
   read FILE                every band's pixels: {width, height, geotransform, bands: [[...], ...]}
   read-many FILE...        a list of those
+  overviews FILE           band 1's overviews as GDAL reads them: [{width, height, values}]
   field-values TIF GEOJSON each per-pixel GeoJSON feature located in the TIF by its centre (reprojected with
                            OSR to the TIF's CRS, then the inverse geotransform): [[col, row, geojson value, tif value]]
   corners FILE             the WGS84 lon/lat of the raster's outline (16 points a side) reprojected with OSR
@@ -29,6 +30,16 @@ def read(path):
         arr = ds.GetRasterBand(b).ReadAsArray()
         bands.append([clean(float(v)) for v in arr.ravel().tolist()])
     return {"width": ds.RasterXSize, "height": ds.RasterYSize, "geotransform": list(ds.GetGeoTransform()), "bands": bands}
+
+
+def overviews(path):
+    ds = gdal.Open(path)  # kept referenced while its bands are read
+    band = ds.GetRasterBand(1)
+    out = []
+    for i in range(band.GetOverviewCount()):
+        o = band.GetOverview(i)
+        out.append({"width": o.XSize, "height": o.YSize, "values": [clean(float(v)) for v in o.ReadAsArray().ravel().tolist()]})
+    return out
 
 
 def wgs84_to(ds):
@@ -90,6 +101,8 @@ if cmd == "validate":
     print(json.dumps(validate(sys.argv[2])))
 elif cmd == "read":
     print(json.dumps(read(sys.argv[2])))
+elif cmd == "overviews":
+    print(json.dumps(overviews(sys.argv[2])))
 elif cmd == "read-many":
     print(json.dumps([read(p) for p in sys.argv[2:]]))
 elif cmd == "field-values":

@@ -338,8 +338,10 @@ describe.each(dbBackends)('index rasters on the demo season ($name)', (backend) 
         worst = Math.max(worst, diff);
       }
       expect(valued).toBeGreaterThan(100_000);
-      // Only pixels whose centre lies on a source pixel's edge (to rounding) may fall either side.
-      expect(mismatched / valued).toBeLessThan(1e-3);
+      // Only pixels whose centre lies on a source pixel's edge (to rounding) may fall either side:
+      // none of the 918,711 did when this was written.
+      expect(mismatched / valued, `${mismatched} of ${valued} pixels differ`).toBeLessThan(1e-4);
+      expect(worst).toBeLessThanOrEqual(1);
     }, 120_000);
   });
 
