@@ -241,9 +241,15 @@ export class FieldsView {
       this.series.replaceChildren(h('p', { class: 'hint' }, 'No captures over this field yet.'));
       return;
     }
-    // The latest capture with most of the field usable, else the latest.
+    // The latest capture with most of the field usable (at most 30 % cloud) in the season (planting to
+    // harvest) when the field has one, as reports choose; else the latest clear one; else the latest.
+    const inSeason = (c: Capture) =>
+      (!f.planting_date || c.capture_date >= f.planting_date) && (!f.harvest_date || c.capture_date <= f.harvest_date);
+    const latest = [...this.captures].reverse();
     const clear =
-      [...this.captures].reverse().find((c) => c.cloud_cover <= 30) ?? this.captures[this.captures.length - 1]!;
+      latest.find((c) => c.cloud_cover <= 30 && inSeason(c)) ??
+      latest.find((c) => c.cloud_cover <= 30) ??
+      this.captures[this.captures.length - 1]!;
     this.dateSelect.value = clear.id;
     await this.refresh({ series: true });
   }
