@@ -5,10 +5,11 @@
  * keyboard, switch index and capture and see overlay tiles load, a custom formula's error at its
  * character, read a value on the series and click it onto the map, request a report and download
  * it, register webhooks (a failing test delivery shown; one whose endpoint later answers 410 Gone),
- * its delivery log, re-enable it and redeliver, the alerts and subscriptions lists. At phone width
- * every screen again, without sideways scrolling. Each screen is written to docs/screenshots/ at
- * both widths. Any console error, page error, failed request or HTTP error fails the test, except
- * the exact ones it provokes (listed where it provokes them).
+ * its delivery log, re-enable it and redeliver, the alerts and subscriptions lists. At phone width:
+ * a wrong key shown as the API's problem, then every screen again, without sideways scrolling. Each
+ * screen is written to docs/screenshots/ at both widths. Any console error, page error, failed
+ * request, HTTP error or request outside the service fails the test, except the exact ones it
+ * provokes (listed where it provokes them).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -405,6 +406,14 @@ describe.skipIf(!run)('dashboard in headless Chromium', () => {
       const fits = () => page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth');
       await page.goto(`${base}/dashboard`);
       await shot(phone, 'key', 'phone');
+      // A wrong key: the API's 401 is shown as its problem (provoked on purpose), and the key is not kept.
+      // (the two first calls, the fields and the catalogue, go out together: both answer 401)
+      const refused = [`${base}/v1/fields?per_page=100&page=1`, `${base}/v1/indices/catalog`];
+      expected.push((t) => refused.includes(t.url ?? '') && (t.kind === 'http' || t.kind === 'console'));
+      await page.fill('#api-key', `fak_${'x'.repeat(43)}`);
+      await page.press('#api-key', 'Enter');
+      await expect.poll(() => page.textContent('#problem .problem-title')).toBe('Missing or invalid API key');
+      expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).toEqual([]);
       await page.fill('#api-key', key);
       await page.press('#api-key', 'Enter');
       await page.locator('.field-item').first().click();
