@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   bombs: async () => (await import('./bombs.js')).default,
   subscriptions: async () => (await import('./subscriptions.js')).default,
   rasters: async () => (await import('./rasters.js')).default,
+  dashboard: async () => (await import('./dashboard.js')).default,
 };
 
 async function main(): Promise<void> {

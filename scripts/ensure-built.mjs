@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildDashboard, DASHBOARD_OUT, DASHBOARD_SRC } from './build-dashboard.mjs';
 import { seconds, WASM_TARGETS } from './build-wasm.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -61,16 +62,41 @@ const tsStale =
     return existsSync(src) && staleOutput(src);
   });
 
-if (wasm.length || tsStale) {
-  const t0 = performance.now();
-  console.error(
-    `[build] dist/ is out of date: ${[wasm.length ? `WASM (${wasm.join(', ')})` : '', tsStale ? 'TypeScript' : ''].filter(Boolean).join(' and ')}${wasm.length && tsStale ? ', at the same time' : ''}`,
+// The dashboard (esbuild, in its own process): when web/, its build script or the lock file is newer.
+const webStale =
+  mtime(path.join(DASHBOARD_OUT, 'index.html')) <
+  Math.max(
+    ...walk(DASHBOARD_SRC, () => true).map(mtime),
+    mtime('scripts/build-dashboard.mjs'),
+    mtime('package-lock.json'),
   );
+
+if (wasm.length || tsStale || webStale) {
+  const t0 = performance.now();
+  const parts = [
+    wasm.length ? `WASM (${wasm.join(', ')})` : '',
+    tsStale ? 'TypeScript' : '',
+    webStale ? 'dashboard' : '',
+  ].filter(Boolean);
+  console.error(`[build] dist/ is out of date: ${parts.join(' and ')}${parts.length > 1 ? ', at the same time' : ''}`);
   const child = wasm.length ? spawn(process.execPath, ['scripts/build-wasm.mjs', ...wasm], { stdio: 'inherit' }) : null;
   const wasmDone = child ? new Promise((resolve) => child.once('exit', (code) => resolve(code))) : Promise.resolve(0);
+  const webDone = webStale
+    ? buildDashboard().then(
+        (files) => {
+          console.error(`[build] dashboard: ${files.length} files (esbuild)`);
+          return true;
+        },
+        (err) => {
+          console.error(`[build] dashboard: ${err.message}`);
+          return false;
+        },
+      )
+    : Promise.resolve(true);
   let ok = true;
   if (tsStale) ok = transpile();
   const code = await wasmDone;
+  if (!(await webDone)) ok = false;
   if (!ok || code !== 0) process.exit(1);
   console.error(`[build] done in ${seconds(performance.now() - t0)}`);
 }

@@ -17,6 +17,7 @@ import { reportDownloadRoutes, reportRoutes } from './reports/routes.js';
 import { subscriptionRoutes } from './subscriptions/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import type { Api } from './platform/http/context.js';
+import { dashboardRoutes } from './platform/http/dashboard.js';
 import { healthRoutes } from './platform/http/health.js';
 import { registerMetrics } from './platform/http/metrics.js';
 import { registerOpenApi } from './platform/http/openapi.js';
@@ -26,6 +27,7 @@ import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from '.
 import { registerNulGuard } from './platform/http/nul-guard.js';
 import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
 import { registerRequestLog } from './platform/http/request-log.js';
+import { dashboardDir } from './platform/paths.js';
 import type { Runtime } from './runtime.js';
 import { servicesPlugin } from './services.js';
 
@@ -87,6 +89,8 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   await registerLoadShedding(app, s.config.shed, s.compute);
   await registerOpenApi(app, s.config.publicBaseUrl);
   healthRoutes(app, s);
+  // The dashboard page (dist/dashboard, built by npm run build), which talks to /v1 like any client.
+  dashboardRoutes(app, dashboardDir);
   registerMetrics(app);
 
   await app.register(

@@ -17,3 +17,4 @@ function findRoot(): string {
 export const packageRoot = findRoot();
 export const migrationsDir = path.join(packageRoot, 'src', 'platform', 'migrations');
 export const wasmDir = path.join(packageRoot, 'dist', 'wasm');
+export const dashboardDir = path.join(packageRoot, 'dist', 'dashboard');

@@ -51,3 +51,10 @@ export function gdalRaster<T = unknown>(...args: string[]): T {
     execFileSync('/usr/bin/python3', [script, ...args], { encoding: 'utf8', maxBuffer: 256 << 20 }),
   ) as T;
 }
+
+/** Debian's chromium, which the dashboard's browser tests drive with playwright-core. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const hasChromium = (): boolean =>
+  toolAvailable('chromium (headless browser)', 'chromium', () =>
+    execFileSync(CHROMIUM, ['--version'], { stdio: 'ignore' }),
+  );
