@@ -186,6 +186,7 @@ describe('npm start on a fresh clone: scripts/ensure-built.mjs', () => {
         'src',
         'bench',
         'assembly',
+        'web',
         'scripts',
         'test/helpers',
         'package.json',
@@ -214,14 +215,20 @@ describe('npm start on a fresh clone: scripts/ensure-built.mjs', () => {
 
       const first = await build('start');
       const lines = [
-        /^\[build\] dist\/ is out of date: WASM \(decode\) and TypeScript, at the same time$/m,
+        /^\[build\] dist\/ is out of date: WASM \(decode\) and TypeScript and dashboard, at the same time$/m,
+        /^\[build\] dashboard: \d+ files \(esbuild\)$/m,
         /^\[build\] TypeScript: \d{3} files transpiled in \d+\.\d s \(type check: npm run typecheck\)$/m,
         /^\[build\] WASM TIFF decoders: \d+\.\d s$/m,
         /^\[build\] done in \d+\.\d s$/m,
       ];
       for (const re of lines) expect(first).toMatch(re);
       expect(first).not.toMatch(/kernel \(SIMD\)|kernel \(scalar/); // current: not rebuilt
-      for (const f of ['dist/src/main.js', 'dist/src/threads/compute-worker.js', 'dist/wasm/decode.wasm'])
+      for (const f of [
+        'dist/src/main.js',
+        'dist/src/threads/compute-worker.js',
+        'dist/wasm/decode.wasm',
+        'dist/dashboard/index.html',
+      ])
         expect(existsSync(path.join(clone, f)), f).toBe(true);
       expect(existsSync(path.join(clone, 'dist/bench'))).toBe(false); // not needed to start
 

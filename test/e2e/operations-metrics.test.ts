@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { packageRoot } from '../../src/platform/paths.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/backends.js';
 import {
@@ -328,9 +329,12 @@ describe.skipIf(!TEST_DATABASE_URL || !TEST_REDIS_URL)('one api and two workers 
     const dashboard = JSON.parse(
       readFileSync(path.join(packageRoot, 'docker/grafana/dashboards/field-analysis.json'), 'utf8'),
     );
+    // The SLO panels read the recording rules of docker/prometheus/ (their own expressions are checked
+    // against a real Prometheus in prometheus-queries.test.ts): those series are Prometheus's, not ours.
     const names = new Set([
       ...(await scrapeNames(`${base}/metrics`)),
       ...(await scrapeNames(`http://127.0.0.1:${m1}/metrics`)),
+      ...recordedNames(),
     ]);
     const queried = dashboardMetrics(dashboard);
     expect(queried.length).toBeGreaterThan(10);
@@ -377,4 +381,14 @@ function dashboardMetrics(dashboard: { panels: Array<{ targets?: Array<{ expr: s
     }
   }
   return [...out];
+}
+
+/** Names of the series the recording rules in docker/prometheus/ write. */
+function recordedNames(): string[] {
+  const file = parseYaml(readFileSync(path.join(packageRoot, 'docker/prometheus/slo.yml'), 'utf8')) as {
+    groups: Array<{ rules: Array<{ record?: string }> }>;
+  };
+  const names = file.groups.flatMap((g) => g.rules.flatMap((r) => (r.record ? [r.record] : [])));
+  expect(names.length).toBeGreaterThan(0);
+  return names;
 }
