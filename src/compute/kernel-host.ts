@@ -376,6 +376,44 @@ export class Kernel {
     return { p10: res[0]!, p25: res[1]!, median: res[2]!, p75: res[3]!, p90: res[4]! };
   }
 
+  /**
+   * Any percentiles (each in [0, 100]) of the last run's non-NaN values, as numpy's default
+   * (`linear`: rank = p/100 × (count − 1), interpolated as numpy's `_lerp`), by selection: the
+   * ranks needed (⌊rank⌋ and ⌊rank⌋ + 1) are placed by quickselect, the middle rank first and
+   * each half on its own side, O(count × log ranks) instead of a sort. Null when no value.
+   */
+  percentiles(ps: readonly number[]): number[] | null {
+    const x = this.x;
+    const m = x.compactValid(this.outPtr, this.n, this.scratchPtr);
+    if (m === 0) return null;
+    const wanted = new Set<number>();
+    for (const p of ps) {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      wanted.add(k);
+      if (rank > k) wanted.add(k + 1);
+    }
+    const ranks = [...wanted].sort((a, b) => a - b);
+    const at = new Map<number, number>();
+    const ptr = this.scratchPtr;
+    const place = (lo: number, hi: number, a: number, b: number): void => {
+      if (a > b) return;
+      const mid = (a + b) >> 1;
+      const r = ranks[mid]!;
+      at.set(r, x.select(ptr, lo, hi, r));
+      place(lo, r - 1, a, mid - 1);
+      place(r + 1, hi, mid + 1, b);
+    };
+    place(0, m - 1, 0, ranks.length - 1);
+    return ps.map((p) => {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      const t = rank - k;
+      const a = at.get(k)!;
+      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
+    });
+  }
+
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */
   histogram(lo: number, hi: number, bins: number): Uint32Array {
     const ptr = this.scratchPtr;
@@ -385,3 +423,9 @@ export class Kernel {
 }
 
 export type { BandId };
+
+/** numpy's `_lerp`: a + (b − a)·t, or b − (b − a)·(1 − t) from t = 0.5 on (monotone, exact at t = 1). */
+export function lerp(a: number, b: number, t: number): number {
+  const d = b - a;
+  return t >= 0.5 ? b - d * (1 - t) : a + d * t;
+}

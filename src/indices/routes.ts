@@ -36,7 +36,38 @@ const Stats = Type.Object({
   p25: Type.Union([Type.Number(), Type.Null()]),
   p75: Type.Union([Type.Number(), Type.Null()]),
   p90: Type.Union([Type.Number(), Type.Null()]),
+  percentiles: Type.Optional(
+    Type.Array(Type.Object({ percentile: Type.Number(), value: Type.Union([Type.Number(), Type.Null()]) }), {
+      description: 'The percentiles asked for, in the order asked (numpy linear interpolation)',
+    }),
+  ),
+  histogram: Type.Optional(
+    Type.Object(
+      {
+        edges: Type.Array(Type.Number()),
+        counts: Type.Array(Type.Number(), { description: 'values per bin; the last bin includes its upper edge' }),
+      },
+      { description: 'numpy.histogram of the valid values' },
+    ),
+  ),
 });
+
+/** The statistics options of the single-date endpoint (stats-options.ts checks them). */
+const StatsQuery = {
+  percentiles: Type.Optional(
+    Type.String({
+      maxLength: 2000,
+      description: 'Comma-separated percentiles in [0, 100] (at most 100), e.g. 5,50,95; numpy linear interpolation',
+    }),
+  ),
+  histogram: Type.Optional(
+    Type.String({
+      maxLength: 20_000,
+      description:
+        'A number of equal bins over [min, max] of the values (at most 1000), or at least two comma-separated increasing edges',
+    }),
+  ),
+};
 
 export const IndexResult = Type.Object({
   field_id: Type.String(),
@@ -146,6 +177,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
             zonal_stats: Type.Boolean({ default: false }),
             imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
             formula: Type.Optional(Type.String({ maxLength: 1000 })),
+            ...StatsQuery,
             geojson: Type.Boolean({
               default: true,
               description:

@@ -14,12 +14,15 @@ import { AppError, notFound, RefusedInput } from '../platform/errors.js';
 import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState } from './field-state.js';
-import { formulaHash, rememberStats, statsFor, toCached } from './stats-store.js';
+import { rememberStats, statsFor, statsHash, toCached } from './stats-store.js';
+import { DEFAULT_OPTIONS, parseStatsOptions, type RawStatsOptions, type StatsOptions } from './stats-options.js';
+import type { Histogram } from '../compute/zonal.js';
+import type { MaskReasons } from '../compute/tasks.js';
 import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
 export type { IndexDeps } from './types.js';
 
-export interface IndexQuery {
+export interface IndexQuery extends RawStatsOptions {
   index: string;
   date: string;
   formula?: string;
@@ -40,6 +43,10 @@ export interface ZonalStats {
   p25: number | null;
   p75: number | null;
   p90: number | null;
+  /** The percentiles asked for, in the order asked. */
+  percentiles?: Array<{ percentile: number; value: number | null }>;
+  histogram?: Histogram;
+  mask_reasons?: MaskReasons;
 }
 
 export function resolveProgram(
@@ -177,6 +184,7 @@ export interface Evaluated {
 }
 
 interface Chosen {
+  options: StatsOptions;
   state: FieldState;
   name: string;
   program: Program;
@@ -196,6 +204,7 @@ async function choose(
     throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, {
       errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
     });
+  const options = hasOptions(q) ? parseStatsOptions(q, (k) => `/query/${k}`) : DEFAULT_OPTIONS;
   const state = await fieldState(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
   const capture = await pickCapture(deps.db, accountId, fieldId, state.candidates, q, program);
@@ -206,8 +215,15 @@ async function choose(
     date: capture.capture_date,
     imagery_id: capture.id,
   };
-  return { state, name, program, capture, head };
+  return { options, state, name, program, capture, head };
 }
+
+const hasOptions = (q: RawStatsOptions) =>
+  q.percentiles !== undefined ||
+  q.histogram !== undefined ||
+  q.weighting !== undefined ||
+  q.scl_exclude !== undefined ||
+  q.cloud_dilation_m !== undefined;
 
 /** Computes the index afresh (no response cache): what POST custom stores. */
 export async function evaluateFieldIndex(
@@ -287,7 +303,7 @@ export async function computeFieldIndex(
   q: IndexQuery,
   opts: { gzip?: boolean } = {},
 ): Promise<IndexResponse> {
-  const { state, name, program, capture, head } = await choose(
+  const { options, state, name, program, capture, head } = await choose(
     deps,
     accountId,
     fieldId,
@@ -298,11 +314,11 @@ export async function computeFieldIndex(
   const withStats = !!q.zonal_stats;
   if (q.geojson === false) {
     if (!withStats) return { payload: JSON.stringify(head) };
-    const s = (await statsFor(deps, fieldId, state, [capture.id], program, { order: true })).get(capture.id)!;
+    const s = (await statsFor(deps, fieldId, state, [capture.id], program, { order: true, options })).get(capture.id)!;
     return { payload: JSON.stringify({ ...head, zonal_stats: zonal(s) }) };
   }
   const cache = cacheFor(deps.db);
-  const fHash = formulaHash(program);
+  const fHash = statsHash(program, options);
   const key = `${fieldId}|${capture.id}|${state.boundaryHash}|${fHash}|${withStats ? 1 : 0}|${name}|${name === 'custom' ? q.formula : ''}`;
   // The pixels are serialised and gzipped in the heavy compute threads (pixel-geojson.ts, at a low
   // priority); here only the head is written, in room left for it. The first request of a burst
@@ -320,10 +336,11 @@ export async function computeFieldIndex(
           roots: deps.roots,
           geojson: { before: HEAD_ROOM, after: 1 },
           orderStats: withStats,
+          ...(options.key ? { stats: options.stats, mask: options.mask } : {}),
         });
         let text = JSON.stringify(head);
         if (withStats) {
-          const s = toCached(r, true);
+          const s = toCached(r, true, options.stats);
           await rememberStats(deps, fieldId, state, capture.id, fHash, s);
           text = JSON.stringify({ ...head, zonal_stats: zonal(s) });
         }
@@ -364,5 +381,7 @@ export function zonal(s: CachedStats): ZonalStats {
     p25: o?.p25 ?? null,
     p75: o?.p75 ?? null,
     p90: o?.p90 ?? null,
+    ...(s.percentiles ? { percentiles: s.percentiles } : {}),
+    ...(s.histogram ? { histogram: s.histogram } : {}),
   };
 }

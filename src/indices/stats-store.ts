@@ -5,8 +5,9 @@
  * an entry carries once some call computed them (`order`).
  */
 import type { Program } from '../compute/formula.js';
-import type { FieldIndexResult } from '../compute/tasks.js';
+import type { FieldIndexResult, StatsRequest } from '../compute/tasks.js';
 import { cacheFor, hash } from './cache.js';
+import { DEFAULT_OPTIONS, type StatsOptions } from './stats-options.js';
 import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
 export type { CachedStats, OrderStatsValues } from './types.js';
@@ -25,10 +26,16 @@ export function formulaHash(p: Program): string {
 
 const val = (count: number, x: number | undefined) => (count && x !== undefined && Number.isFinite(x) ? x : null);
 
+/** The statistics' key: the formula's hash, with the options' when they are not the defaults. */
+export function statsHash(p: Program, o: StatsOptions = DEFAULT_OPTIONS): string {
+  return o.key ? hash(`${formulaHash(p)}|${o.key}`) : formulaHash(p);
+}
+
 /** The cache entry for a pool result (its order statistics when it computed them). */
 export function toCached(
-  r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order'>,
+  r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order' | 'percentiles' | 'bins' | 'reasons' | 'fieldWeight'>,
   withOrder: boolean,
+  req: StatsRequest = {},
 ): CachedStats {
   const n = r.stats.count;
   const s: CachedStats = {
@@ -49,6 +56,14 @@ export function toCached(
           p90: val(n, r.order.p90),
         }
       : null;
+  if (req.percentiles)
+    s.percentiles = req.percentiles.map((p, i) => ({
+      percentile: p,
+      value: r.percentiles ? val(n, r.percentiles[i]) : null,
+    }));
+  if (req.histogram && r.bins) s.histogram = r.bins;
+  if (r.reasons) s.reasons = r.reasons;
+  if (r.fieldWeight !== undefined) s.field_weight = r.fieldWeight;
   return s;
 }
 
@@ -108,10 +123,11 @@ export async function statsFor(
   state: FieldState,
   ids: string[],
   program: Program,
-  opts: { order: boolean },
+  opts: { order: boolean; options?: StatsOptions },
 ): Promise<Map<string, CachedStats>> {
   const cache = cacheFor(deps.db);
-  const fHash = formulaHash(program);
+  const options = opts.options ?? DEFAULT_OPTIONS;
+  const fHash = statsHash(program, options);
   const known = group(deps, state, fHash, false);
   const out = new Map<string, CachedStats>();
   let missing: string[] = [];
@@ -140,8 +156,9 @@ export async function statsFor(
           program,
           roots: deps.roots,
           orderStats: opts.order,
+          ...(options.key ? { stats: options.stats, mask: options.mask } : {}),
         });
-        const computed = toCached(r, opts.order);
+        const computed = toCached(r, opts.order, options.stats);
         await rememberStats(deps, fieldId, state, id, fHash, computed);
         return computed;
       });

@@ -13,6 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
 import { Kernel } from '../compute/kernel-host.js';
+import { histogramOf } from '../compute/zonal.js';
 import type {
   CoverageBatchResult,
   CoverageBatchTask as AnyCoverageBatchTask,
@@ -181,6 +182,13 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     validPixels: win.validPixels,
   };
   if (t.orderStats) result.order = kernel.orderStats();
+  const req = t.stats;
+  if (req?.histogram) {
+    // before the percentiles: those reorder the compacted copy, not the values, but read them first anyway
+    const range = stats.count ? { min: stats.min, max: stats.max } : null;
+    result.bins = histogramOf(kernel.values(), req.histogram, range);
+  }
+  if (req?.percentiles?.length) result.percentiles = kernel.percentiles(req.percentiles);
   if (t.geojson)
     result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
   else if (t.values) {
