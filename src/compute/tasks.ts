@@ -157,6 +157,7 @@ export interface CoverageTask<Capture = unknown, Geometry = unknown> {
   boundary: Geometry;
   bands: string[];
   roots: string[];
+  mask?: MaskRequest;
 }
 
 export interface CoverageResult {
@@ -176,6 +177,7 @@ export interface CoverageBatchTask<Capture = unknown, Geometry = unknown> {
   boundaries: Geometry[];
   bands: string[];
   roots: string[];
+  mask?: MaskRequest;
 }
 
 export interface CoverageBatchResult {

@@ -14,6 +14,7 @@ import { AppError, notFound, RefusedInput } from '../platform/errors.js';
 import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState } from './field-state.js';
+import { underMask } from './masked-coverage.js';
 import { rememberStats, statsFor, statsHash, toCached } from './stats-store.js';
 import { DEFAULT_OPTIONS, parseStatsOptions, type RawStatsOptions, type StatsOptions } from './stats-options.js';
 import type { Histogram } from '../compute/zonal.js';
@@ -46,6 +47,8 @@ export interface ZonalStats {
   /** The percentiles asked for, in the order asked. */
   percentiles?: Array<{ percentile: number; value: number | null }>;
   histogram?: Histogram;
+  /** The field's pixels: centres inside (weighting=coverage: pixels touched). */
+  pixels?: number;
   mask_reasons?: MaskReasons;
 }
 
@@ -159,14 +162,34 @@ function missingBands(fieldId: string, captures: Candidate[], needed: string[]):
   );
 }
 
+/** The captures over a field with their field cloud cover under a mask (the registered counts for the default one). */
+export async function capturesUnderMask(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  options: StatsOptions,
+): Promise<Candidate[]> {
+  if (!options.maskKey) return fieldCaptures(deps.db, accountId, fieldId);
+  const state = await fieldState(deps.db, accountId, fieldId);
+  return underMask(deps, state, state.candidates, options.mask, options.maskKey);
+}
+
 export async function chooseCapture(
   db: Database,
   accountId: string,
   fieldId: string,
   q: { date: string; imagery_id?: string },
   program: Program,
+  candidates?: Candidate[],
 ): Promise<CaptureRow> {
-  const c = await pickCapture(db, accountId, fieldId, await fieldCaptures(db, accountId, fieldId), q, program);
+  const c = await pickCapture(
+    db,
+    accountId,
+    fieldId,
+    candidates ?? (await fieldCaptures(db, accountId, fieldId)),
+    q,
+    program,
+  );
   return { ...c, capture: (await loadCaptures(db, [c.id])).get(c.id)! };
 }
 
@@ -207,7 +230,20 @@ async function choose(
   const options = hasOptions(q) ? parseStatsOptions(q, (k) => `/query/${k}`) : DEFAULT_OPTIONS;
   const state = await fieldState(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
-  const capture = await pickCapture(deps.db, accountId, fieldId, state.candidates, q, program);
+  // The capture choice follows the mask: each candidate's cloud cover under it (masked-coverage.ts)
+  let candidates = state.candidates;
+  if (options.maskKey) {
+    const masked = await underMask(
+      deps,
+      state,
+      candidates.filter((c) => hasBands(c, program.bands)),
+      options.mask,
+      options.maskKey,
+    );
+    const byId = new Map(masked.map((c) => [c.id, c]));
+    candidates = candidates.map((c) => byId.get(c.id) ?? c);
+  }
+  const capture = await pickCapture(deps.db, accountId, fieldId, candidates, q, program);
   const head = {
     field_id: fieldId,
     index: name,
@@ -314,7 +350,9 @@ export async function computeFieldIndex(
   const withStats = !!q.zonal_stats;
   if (q.geojson === false) {
     if (!withStats) return { payload: JSON.stringify(head) };
-    const s = (await statsFor(deps, fieldId, state, [capture.id], program, { order: true, options })).get(capture.id)!;
+    const s = (
+      await statsFor(deps, fieldId, state, [capture.id], program, { order: true, reasons: true, options })
+    ).get(capture.id)!;
     return { payload: JSON.stringify({ ...head, zonal_stats: zonal(s) }) };
   }
   const cache = cacheFor(deps.db);
@@ -367,6 +405,12 @@ export async function computeFieldIndex(
   return { payload: body.raw };
 }
 
+/** Valid pixels / field pixels; weighting=coverage: valid weight / field weight. */
+export function validFraction(s: CachedStats): number {
+  const of = s.field_weight ?? s.field_pixels;
+  return of ? Math.round((s.count / of) * 1e6) / 1e6 : 0;
+}
+
 export function zonal(s: CachedStats): ZonalStats {
   const o = s.order;
   return {
@@ -375,7 +419,7 @@ export function zonal(s: CachedStats): ZonalStats {
     mean: s.mean,
     std: s.std,
     count: s.count,
-    valid_fraction: s.field_pixels ? Math.round((s.count / s.field_pixels) * 1e6) / 1e6 : 0,
+    valid_fraction: validFraction(s),
     median: o?.median ?? null,
     p10: o?.p10 ?? null,
     p25: o?.p25 ?? null,
@@ -383,5 +427,6 @@ export function zonal(s: CachedStats): ZonalStats {
     p90: o?.p90 ?? null,
     ...(s.percentiles ? { percentiles: s.percentiles } : {}),
     ...(s.histogram ? { histogram: s.histogram } : {}),
+    ...(s.reasons ? { pixels: s.field_pixels, mask_reasons: s.reasons } : {}),
   };
 }

@@ -95,8 +95,8 @@ function keep(deps: IndexDeps, state: FieldState, fHash: string, imageryId: stri
   lru.set(key, g);
 }
 
-const enough = (s: CachedStats | undefined, order: boolean): s is CachedStats =>
-  !!s && (!order || s.order !== undefined);
+const enough = (s: CachedStats | undefined, order: boolean, reasons = false): s is CachedStats =>
+  !!s && (!order || s.order !== undefined) && (!reasons || s.reasons !== undefined);
 
 /** Stores a freshly computed entry in process and in index_stats (order statistics win). */
 export async function rememberStats(
@@ -123,7 +123,7 @@ export async function statsFor(
   state: FieldState,
   ids: string[],
   program: Program,
-  opts: { order: boolean; options?: StatsOptions },
+  opts: { order: boolean; reasons?: boolean; options?: StatsOptions },
 ): Promise<Map<string, CachedStats>> {
   const cache = cacheFor(deps.db);
   const options = opts.options ?? DEFAULT_OPTIONS;
@@ -133,7 +133,7 @@ export async function statsFor(
   let missing: string[] = [];
   for (const id of ids) {
     const s = known?.get(id);
-    if (enough(s, opts.order)) out.set(id, s);
+    if (enough(s, opts.order, opts.reasons)) out.set(id, s);
     else missing.push(id);
   }
   if (!missing.length) return out;
@@ -142,7 +142,7 @@ export async function statsFor(
     [fieldId, state.boundaryHash, fHash, missing],
   );
   for (const r of rows) {
-    if (!enough(r.stats, opts.order)) continue;
+    if (!enough(r.stats, opts.order, opts.reasons)) continue;
     keep(deps, state, fHash, r.imagery_id, r.stats);
     out.set(r.imagery_id, r.stats);
   }

@@ -5,6 +5,7 @@
  */
 import { findIndex } from '../compute/catalog.js';
 import { isCalendarDate } from '../platform/dates.js';
+import { parseStatsOptions } from '../indices/index.js';
 import { AppError, type FieldIssue } from '../platform/errors.js';
 import type { PrescriptionInput, ReportOptions, ReportType } from './schemas.js';
 
@@ -37,6 +38,9 @@ const APPLIES: Record<keyof ReportOptions, ReportType[]> = {
   rate_direction: ['prescription'],
   rate_spread: ['prescription'],
   min_zone_ha: ['prescription'],
+  scl_exclude: ['scouting', 'seasonal', 'health_summary', 'prescription'],
+  cloud_dilation_m: ['scouting', 'seasonal', 'health_summary', 'prescription'],
+  weighting: ['scouting', 'seasonal', 'health_summary', 'prescription'],
 };
 
 export interface ResolvedOptions {
@@ -46,6 +50,10 @@ export interface ResolvedOptions {
   date?: string;
   imagery_id?: string;
   period?: 'weekly' | 'monthly';
+  /** The cloud mask and weighting (indices' stats-options.ts), canonical; absent: the defaults. */
+  scl_exclude?: number[];
+  cloud_dilation_m?: number;
+  weighting?: 'coverage';
   prescription?: {
     input: PrescriptionInput;
     product: string;
@@ -123,9 +131,22 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}): Resolve
       min_zone_ha: o.min_zone_ha ?? 0.5,
     };
   }
+  let stats: ReturnType<typeof parseStatsOptions> | undefined;
+  try {
+    stats = parseStatsOptions(
+      { scl_exclude: o.scl_exclude, cloud_dilation_m: o.cloud_dilation_m, weighting: o.weighting },
+      at,
+    );
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    issues.push(...(err.errors ?? []));
+  }
   if (issues.length)
     throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
   return {
+    ...(stats?.mask.scl_exclude ? { scl_exclude: stats.mask.scl_exclude } : {}),
+    ...(stats?.mask.cloud_dilation_m ? { cloud_dilation_m: stats.mask.cloud_dilation_m } : {}),
+    ...(stats?.stats.weighting === 'coverage' ? { weighting: 'coverage' as const } : {}),
     index,
     ...(o.start_date ? { start_date: o.start_date } : {}),
     ...(o.end_date ? { end_date: o.end_date } : {}),
