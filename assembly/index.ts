@@ -747,3 +747,42 @@ export function histogram(src: usize, n: i32, lo: f32, hi: f32, nBins: i32, dst:
     store<u32>(q, load<u32>(q) + 1);
   }
 }
+
+// ---------- percentiles by buckets ----------
+
+/**
+ * Counts the values of src per bucket b = ⌊(x − lo) × scale⌋ (clamped to [0, nb − 1]; a monotone
+ * map, so buckets are in value order) into hist[0..nb − 1]; NaN into hist[nb].
+ */
+export function bucketCount(src: usize, n: i32, lo: f32, scale: f32, nb: i32, hist: usize): void {
+  memory.fill(hist, 0, <usize>(nb + 1) << 2);
+  for (let i = 0; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    let b = nb;
+    if (x == x) {
+      const f = (x - lo) * scale;
+      b = f < 1 ? 0 : f >= <f32>nb ? nb - 1 : <i32>f;
+    }
+    const q = hist + (<usize>b << 2);
+    store<u32>(q, load<u32>(q) + 1);
+  }
+}
+
+/**
+ * Copies the values whose bucket has a slot (slot[b] ≥ 0) to dst at off[slot], off advancing: the
+ * values of the buckets that hold the ranks asked for, each bucket contiguous.
+ */
+export function bucketGather(src: usize, n: i32, lo: f32, scale: f32, nb: i32, slot: usize, off: usize, dst: usize): void {
+  for (let i = 0; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    if (x != x) continue;
+    const f = (x - lo) * scale;
+    const b = f < 1 ? 0 : f >= <f32>nb ? nb - 1 : <i32>f;
+    const s = load<i32>(slot + (<usize>b << 2));
+    if (s < 0) continue;
+    const q = off + (<usize>s << 2);
+    const o = load<i32>(q);
+    store<f32>(dst + (<usize>o << 2), x);
+    store<i32>(q, o + 1);
+  }
+}

@@ -213,7 +213,11 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
       const range = stats.count ? { min: stats.min, max: stats.max } : null;
       result.bins = histogramOf(kernel.values(), req.histogram, range);
     }
-    if (req?.percentiles?.length) result.percentiles = kernel.percentiles(req.percentiles);
+    if (req?.percentiles?.length)
+      result.percentiles = kernel.percentiles(
+        req.percentiles,
+        stats.count ? { min: stats.min, max: stats.max } : undefined,
+      );
   }
   if (t.geojson)
     result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);

@@ -96,8 +96,13 @@ describe('percentiles by selection and numpy histograms', () => {
     const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
     expect(stats.count).toBe(sorted.length);
     const ps = [0, 0.1, 1, 2.5, 5, 10, 25, 33.3, 50, 66.7, 75, 90, 95, 97.5, 99, 99.9, 100, 50, 37.123456];
+    // quickselect over every value, and selection in the buckets of [min, max] that hold the ranks
     const got = kernel.percentiles(ps)!;
-    for (const [i, p] of ps.entries()) expect(got[i], `p${p}`).toBe(npPercentile(sorted, p));
+    const byBuckets = kernel.percentiles(ps, stats)!;
+    for (const [i, p] of ps.entries()) {
+      expect(got[i], `p${p}`).toBe(npPercentile(sorted, p));
+      expect(byBuckets[i], `p${p} by buckets`).toBe(npPercentile(sorted, p));
+    }
 
     for (const spec of [
       { bins: 1 },
@@ -120,6 +125,12 @@ describe('percentiles by selection and numpy histograms', () => {
       const sorted = Float64Array.from(Float32Array.from(c).filter((v) => !Number.isNaN(v))).sort();
       const ps = [100, 0, 50, 12.5, 99, 1];
       expect(kernel.percentiles(ps)).toEqual(ps.map((p) => npPercentile(sorted, p)));
+      // buckets (from 4,096 values): the same set repeated, shuffled, with the run's min and max
+      const big = Float32Array.from({ length: 5000 }, (_, i) => c[(i * 7919) % c.length]!);
+      const st = load(kernel, big);
+      const bigSorted = Float64Array.from(big.filter((v) => !Number.isNaN(v))).sort();
+      expect(kernel.percentiles(ps, st)).toEqual(ps.map((p) => npPercentile(bigSorted, p)));
+      load(kernel, Float32Array.from(c));
       const spec = { bins: 4 };
       expect(histogramOf(kernel.values(), spec, null)).toEqual(npHistogram(sorted, spec));
     }
