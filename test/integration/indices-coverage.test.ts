@@ -187,6 +187,14 @@ describe.runIf(ready)('weighting=coverage on real LPIS parcels against rasterio'
       );
       expect(cov.mean).not.toBe(centre.mean);
       expect(cov.mask_reasons).toMatchObject({ no_data: 0, dilation: 0, non_finite: 0 });
+      // the time series takes the weighting too (its statistics entry is the weighted one)
+      const series = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${f.json().id}/indices/timeseries?index=NDVI&start_date=2019-04-11&end_date=2019-04-11&interval=daily&max_cloud_cover=100&weighting=coverage`,
+        headers: t.auth(),
+      });
+      expect(series.statusCode, series.body).toBe(200);
+      expect(series.json()[0]).toMatchObject({ mean: cov.mean, std: cov.std, valid_fraction: 1 });
     }
   });
 });
