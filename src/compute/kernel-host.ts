@@ -439,8 +439,8 @@ export class Kernel {
     let nb = 16;
     while (nb < 65536 && nb * 32 < n) nb *= 2;
     const histPtr = align(this.accPtr + 64);
-    const slotPtr = align(histPtr + (nb + 1) * 4);
-    const offPtr = align(slotPtr + nb * 4);
+    const slotPtr = align(histPtr + 4 * (nb + 1) * 4); // four count tables (bucketCount)
+    const offPtr = align(slotPtr + (nb + 1) * 4); // slot[nb]: NaN's, never gathered
     this.ensure(offPtr + nb * 4 + 64);
     const fLo = Math.fround(lo);
     const scale = hi > lo ? Math.fround(nb / (hi - lo)) : 0;
@@ -458,7 +458,7 @@ export class Kernel {
       if (rank > k) wanted.add(k + 1);
     }
     const ranks = [...wanted].sort((a, b) => a - b);
-    const slot = new Int32Array(buf, slotPtr, nb).fill(-1);
+    const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
     const off = new Int32Array(buf, offPtr, nb);
     const where: Array<{ r: number; s: number; at: number }> = [];
     const starts: number[] = [];
