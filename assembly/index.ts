@@ -747,3 +747,99 @@ export function histogram(src: usize, n: i32, lo: f32, hi: f32, nBins: i32, dst:
     store<u32>(q, load<u32>(q) + 1);
   }
 }
+
+// ---------- percentiles by buckets ----------
+
+/**
+ * Counts the values of src per bucket b = ⌊(x − lo) × scale⌋ (clamped to [0, nb − 1]; a monotone
+ * map, so buckets are in value order) into hist[0..nb − 1]; NaN into hist[nb]. hist has room for
+ * four tables of nb + 1 counts: the SIMD loop counts lane l into table l (no increment waits on the
+ * previous one's store), then the tables are summed into the first.
+ */
+export function bucketCount(src: usize, n: i32, lo: f32, scale: f32, nb: i32, hist: usize): void {
+  const stride = <usize>(nb + 1) << 2;
+  memory.fill(hist, 0, stride << 2);
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const vlo = f32x4.splat(lo);
+    const vs = f32x4.splat(scale);
+    const vmax = i32x4.splat(nb - 1);
+    const vnan = i32x4.splat(nb);
+    const zero = i32x4.splat(0);
+    const h1 = hist + stride;
+    const h2 = h1 + stride;
+    const h3 = h2 + stride;
+    for (; i + 4 <= n; i += 4) {
+      const x = v128.load(src + (<usize>i << 2));
+      let b = i32x4.trunc_sat_f32x4_s(f32x4.mul(f32x4.sub(x, vlo), vs));
+      b = i32x4.min_s(i32x4.max_s(b, zero), vmax);
+      b = v128.bitselect(b, vnan, f32x4.eq(x, x));
+      const q0 = hist + (<usize>i32x4.extract_lane(b, 0) << 2);
+      store<u32>(q0, load<u32>(q0) + 1);
+      const q1 = h1 + (<usize>i32x4.extract_lane(b, 1) << 2);
+      store<u32>(q1, load<u32>(q1) + 1);
+      const q2 = h2 + (<usize>i32x4.extract_lane(b, 2) << 2);
+      store<u32>(q2, load<u32>(q2) + 1);
+      const q3 = h3 + (<usize>i32x4.extract_lane(b, 3) << 2);
+      store<u32>(q3, load<u32>(q3) + 1);
+    }
+  }
+  for (; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    let b = nb;
+    if (x == x) {
+      const f = (x - lo) * scale;
+      b = f < 1 ? 0 : f >= <f32>nb ? nb - 1 : <i32>f;
+    }
+    const q = hist + (<usize>b << 2);
+    store<u32>(q, load<u32>(q) + 1);
+  }
+  if (ASC_FEATURE_SIMD) {
+    for (let k = 0; k <= nb; k++) {
+      const q = hist + (<usize>k << 2);
+      store<u32>(q, load<u32>(q) + load<u32>(q + stride) + load<u32>(q + 2 * stride) + load<u32>(q + 3 * stride));
+    }
+  }
+}
+
+/**
+ * Copies the values whose bucket has a slot (slot[b] ≥ 0; slot[nb], NaN's, is −1) to dst at
+ * off[slot], off advancing: the values of the buckets that hold the ranks asked for, each bucket
+ * contiguous.
+ */
+export function bucketGather(src: usize, n: i32, lo: f32, scale: f32, nb: i32, slot: usize, off: usize, dst: usize): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const vlo = f32x4.splat(lo);
+    const vs = f32x4.splat(scale);
+    const vmax = i32x4.splat(nb - 1);
+    const vnan = i32x4.splat(nb);
+    const zero = i32x4.splat(0);
+    for (; i + 4 <= n; i += 4) {
+      const x = v128.load(src + (<usize>i << 2));
+      let b = i32x4.trunc_sat_f32x4_s(f32x4.mul(f32x4.sub(x, vlo), vs));
+      b = i32x4.min_s(i32x4.max_s(b, zero), vmax);
+      b = v128.bitselect(b, vnan, f32x4.eq(x, x));
+      gatherLane(load<i32>(slot + (<usize>i32x4.extract_lane(b, 0) << 2)), f32x4.extract_lane(x, 0), off, dst);
+      gatherLane(load<i32>(slot + (<usize>i32x4.extract_lane(b, 1) << 2)), f32x4.extract_lane(x, 1), off, dst);
+      gatherLane(load<i32>(slot + (<usize>i32x4.extract_lane(b, 2) << 2)), f32x4.extract_lane(x, 2), off, dst);
+      gatherLane(load<i32>(slot + (<usize>i32x4.extract_lane(b, 3) << 2)), f32x4.extract_lane(x, 3), off, dst);
+    }
+  }
+  for (; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    if (x != x) continue;
+    const f = (x - lo) * scale;
+    const b = f < 1 ? 0 : f >= <f32>nb ? nb - 1 : <i32>f;
+    gatherLane(load<i32>(slot + (<usize>b << 2)), x, off, dst);
+  }
+}
+
+// @ts-ignore: decorator
+@inline function gatherLane(s: i32, x: f32, off: usize, dst: usize): void {
+  if (s < 0) return;
+  const q = off + (<usize>s << 2);
+  const o = load<i32>(q);
+  store<f32>(dst + (<usize>o << 2), x);
+  store<i32>(q, o + 1);
+}

@@ -18,6 +18,8 @@ import path from 'node:path';
 import { Bench } from 'tinybench';
 import { compileFormula } from '../src/compute/formula.js';
 import { Kernel } from '../src/compute/kernel-host.js';
+import { weightedStats } from '../src/compute/zonal.js';
+import { coverageFractions, type Ring } from '../src/imagery/coverage-fraction.js';
 import { packageRoot } from '../src/platform/paths.js';
 
 const FORMULAS = {
@@ -157,7 +159,97 @@ async function measure(
 const f0 = (x: number | undefined) => (x === undefined ? '' : x.toFixed(0));
 const f2 = (x: number) => x.toFixed(2);
 
+/**
+ * Issue 23: NDVI over a round field (a 64-gon filling the window, which has n pixels) with the
+ * service's default path (pixel centres: values+stats, the mask the centres inside) against the
+ * same with coverage weights (every touched pixel in the kernel's pass, then the edge pixels
+ * reweighted: compute/zonal.ts weightedStats; the weights and the edge list come with the window,
+ * as the window cache keeps them) and with percentiles 5, 50, 95 by selection
+ * (Kernel.percentiles: a count per bucket of [min, max], then selection among the values of the ranks' buckets). Goals: weighted ≥ 0.7× and percentiles ≥ 0.5× the unweighted fused path.
+ */
+async function statisticsRows(): Promise<void> {
+  const program = compileFormula(FORMULAS.NDVI);
+  const rows: Array<Record<string, string>> = [];
+  for (const n of [10_000, 10_000_000]) {
+    const side = Math.round(Math.sqrt(n));
+    const m = side * side;
+    const c = side / 2;
+    const ring: Ring = [];
+    for (let a = 0; a <= 64; a++) {
+      const t = (2 * Math.PI * (a % 64)) / 64;
+      ring.push([c + 0.47 * side * Math.cos(t), c + 0.47 * side * Math.sin(t)]);
+    }
+    const weights = coverageFractions([[ring]], side, side);
+    const touched = new Uint8Array(m);
+    const centre = new Uint8Array(m);
+    const edge: number[] = [];
+    for (let i = 0; i < m; i++) {
+      touched[i] = weights[i]! > 0 ? 1 : 0;
+      if (weights[i]! > 0 && weights[i]! < 1) edge.push(i);
+    }
+    // pixel centres inside the 64-gon (even-odd ray cast, once)
+    for (let j = 0; j < side; j++)
+      for (let i = 0; i < side; i++) {
+        const x = i + 0.5;
+        const y = j + 0.5;
+        let inside = false;
+        for (let e = 0; e + 1 < ring.length; e++) {
+          const [x1, y1] = ring[e]!;
+          const [x2, y2] = ring[e + 1]!;
+          if (y1 > y !== y2 > y && x < x1 + ((y - y1) * (x2 - x1)) / (y2 - y1)) inside = !inside;
+        }
+        centre[j * side + i] = inside ? 1 : 0;
+      }
+    const partial = Int32Array.from(edge);
+    const inputs = program.bands.map((b) => synthetic(m, b));
+    // one kernel holds the centres' mask, one the touched pixels' (the inputs are loaded outside the timing)
+    const kc = new Kernel({ simd: true, jit: true });
+    const kt = new Kernel({ simd: true, jit: true });
+    for (const [kk, mask] of [
+      [kc, centre],
+      [kt, touched],
+    ] as const) {
+      const prep = kk.prepare(
+        m,
+        program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: 0 })),
+        { mask: true },
+      );
+      for (const [j, b] of inputs.entries()) prep.bands[j]!.set(b);
+      prep.mask!.set(mask);
+    }
+    const r = await measure(m, {
+      fused: () => kc.run(program),
+      weighted: () => {
+        const s = kt.run(program);
+        weightedStats(s, kt.values(), weights, partial);
+      },
+      percentiles: () => {
+        const st = kc.run(program);
+        kc.percentiles([5, 50, 95], st);
+      },
+    });
+    const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
+    rows.push({
+      pixels: m.toLocaleString('en'),
+      'edge pixels': edge.length.toLocaleString('en'),
+      'fused values+stats (centres)': f0(r.fused),
+      'coverage-weighted': f0(r.weighted),
+      'percentiles 5,50,95': f0(r.percentiles),
+      'weighted ÷ fused': mark(r.weighted! / r.fused!, 0.7),
+      'percentiles ÷ fused': mark(r.percentiles! / r.fused!, 0.5),
+    });
+  }
+  console.log(
+    'Issue 23: NDVI over a round field filling the window, Mpx/s of window pixels; the service path (pixel centres,',
+  );
+  console.log(
+    'values+stats) against coverage weights and against percentiles 5, 50, 95 (selection in buckets of [min, max]):',
+  );
+  console.table(rows);
+}
+
 export default async function kernelBench(): Promise<void> {
+  if (process.env.BENCH_KERNEL_ONLY === 'statistics') return statisticsRows();
   const simd = new Kernel({ simd: true, jit: true });
   const interp = new Kernel({ simd: true, jit: false });
   const scalar = new Kernel({ simd: false });
@@ -324,4 +416,5 @@ export default async function kernelBench(): Promise<void> {
     'the ratios to the hand-vectorised C fused loops have no goal: they show how close the JIT is to the same algorithm in C):',
   );
   console.table(targets);
+  await statisticsRows();
 }

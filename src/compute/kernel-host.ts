@@ -69,6 +69,17 @@ interface Exports {
   minOf(p: number, lo: number, hi: number): number;
   histogram(src: number, n: number, lo: number, hi: number, bins: number, dst: number): void;
   chooseK(p: number, len: number): number;
+  bucketCount(src: number, n: number, lo: number, scale: number, nb: number, hist: number): void;
+  bucketGather(
+    src: number,
+    n: number,
+    lo: number,
+    scale: number,
+    nb: number,
+    slot: number,
+    off: number,
+    dst: number,
+  ): void;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -376,6 +387,111 @@ export class Kernel {
     return { p10: res[0]!, p25: res[1]!, median: res[2]!, p75: res[3]!, p90: res[4]! };
   }
 
+  /**
+   * Any percentiles (each in [0, 100]) of the last run's non-NaN values, as numpy's default
+   * (`linear`: rank = p/100 × (count − 1), interpolated as numpy's `_lerp`), by selection: the
+   * ranks needed (⌊rank⌋ and ⌊rank⌋ + 1) are placed by quickselect, the middle rank first and
+   * each half on its own side, O(count × log ranks) instead of a sort. Null when no value.
+   */
+  percentiles(ps: readonly number[], range?: { min: number; max: number }): number[] | null {
+    if (range && Number.isFinite(range.min) && Number.isFinite(range.max) && this.n >= 4096)
+      return this.percentilesByBuckets(ps, range.min, range.max);
+    const x = this.x;
+    const m = x.compactValid(this.outPtr, this.n, this.scratchPtr);
+    if (m === 0) return null;
+    const wanted = new Set<number>();
+    for (const p of ps) {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      wanted.add(k);
+      if (rank > k) wanted.add(k + 1);
+    }
+    const ranks = [...wanted].sort((a, b) => a - b);
+    const at = new Map<number, number>();
+    const ptr = this.scratchPtr;
+    const place = (lo: number, hi: number, a: number, b: number): void => {
+      if (a > b) return;
+      const mid = (a + b) >> 1;
+      const r = ranks[mid]!;
+      at.set(r, x.select(ptr, lo, hi, r));
+      place(lo, r - 1, a, mid - 1);
+      place(r + 1, hi, mid + 1, b);
+    };
+    place(0, m - 1, 0, ranks.length - 1);
+    return ps.map((p) => {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      const t = rank - k;
+      const a = at.get(k)!;
+      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
+    });
+  }
+
+  /**
+   * The same percentiles when the values' min and max are known (the run's statistics): a count
+   * per bucket of [min, max] (about 32 values a bucket, at most 65,536 buckets), the buckets that
+   * hold the ranks needed found from the counts, their values gathered, and each rank selected
+   * among the few of its bucket: two linear passes instead of several quickselect partitions.
+   */
+  private percentilesByBuckets(ps: readonly number[], lo: number, hi: number): number[] | null {
+    const x = this.x;
+    const n = this.n;
+    let nb = 16;
+    while (nb < 65536 && nb * 32 < n) nb *= 2;
+    const histPtr = align(this.accPtr + 64);
+    const slotPtr = align(histPtr + 4 * (nb + 1) * 4); // four count tables (bucketCount)
+    const offPtr = align(slotPtr + (nb + 1) * 4); // slot[nb]: NaN's, never gathered
+    this.ensure(offPtr + nb * 4 + 64);
+    const fLo = Math.fround(lo);
+    const scale = hi > lo ? Math.fround(nb / (hi - lo)) : 0;
+    x.bucketCount(this.outPtr, n, fLo, scale, nb, histPtr);
+    const buf = x.memory.buffer;
+    const hist = new Uint32Array(buf, histPtr, nb + 1);
+    const m = n - hist[nb]!;
+    if (m === 0) return null;
+    // the ranks needed, in order, and the bucket (and place in it) of each
+    const wanted = new Set<number>();
+    for (const p of ps) {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      wanted.add(k);
+      if (rank > k) wanted.add(k + 1);
+    }
+    const ranks = [...wanted].sort((a, b) => a - b);
+    const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
+    const off = new Int32Array(buf, offPtr, nb);
+    const where: Array<{ r: number; s: number; at: number }> = [];
+    const starts: number[] = [];
+    const sizes: number[] = [];
+    let b = 0;
+    let before = 0; // values in buckets before b
+    let gathered = 0;
+    for (const r of ranks) {
+      while (before + hist[b]! <= r) before += hist[b++]!;
+      if (slot[b]! < 0) {
+        slot[b] = starts.length;
+        off[starts.length] = gathered;
+        starts.push(gathered);
+        sizes.push(hist[b]!);
+        gathered += hist[b]!;
+      }
+      where.push({ r, s: slot[b]!, at: r - before });
+    }
+    x.bucketGather(this.outPtr, n, fLo, scale, nb, slotPtr, offPtr, this.scratchPtr);
+    const at = new Map<number, number>();
+    for (const w of where) {
+      const start = starts[w.s]!;
+      at.set(w.r, x.select(this.scratchPtr, start, start + sizes[w.s]! - 1, start + w.at));
+    }
+    return ps.map((p) => {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      const t = rank - k;
+      const a = at.get(k)!;
+      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
+    });
+  }
+
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */
   histogram(lo: number, hi: number, bins: number): Uint32Array {
     const ptr = this.scratchPtr;
@@ -385,3 +501,9 @@ export class Kernel {
 }
 
 export type { BandId };
+
+/** numpy's `_lerp`: a + (b − a)·t, or b − (b − a)·(1 − t) from t = 0.5 on (monotone, exact at t = 1). */
+export function lerp(a: number, b: number, t: number): number {
+  const d = b - a;
+  return t >= 0.5 ? b - d * (1 - t) : a + d * t;
+}

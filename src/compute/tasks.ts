@@ -4,6 +4,40 @@
  */
 import type { BandSpec, OrderStats, Stats } from './kernel-host.js';
 import type { Program } from './formula.js';
+import type { Histogram, HistogramSpec } from './zonal.js';
+
+/**
+ * What a field's statistics include beyond count, min, max, mean and std (every field is
+ * optional; absent is the spec's default: pixel-centre rule, no percentile, no histogram).
+ */
+export interface StatsRequest {
+  /** Percentiles in [0, 100], numpy's linear interpolation (weighted: exactextract's). */
+  percentiles?: number[];
+  histogram?: HistogramSpec;
+  /** centre: pixels whose centre is inside, weight 1; coverage: every touched pixel, weight = its area share inside. */
+  weighting?: 'centre' | 'coverage';
+}
+
+/** The cloud mask of a read: excluded SCL classes (default SCL_MASKED) and a dilation around clouds and shadows. */
+export interface MaskRequest {
+  scl_exclude?: number[];
+  /** Metres on the capture's grid around excluded cloud and shadow pixels (classes 3, 8, 9, 10). */
+  cloud_dilation_m?: number;
+}
+
+/**
+ * Why the field's pixels are not in the statistics, each pixel counted once, in this order: a
+ * band's no-data (DN 0, the declared no-data, NaN, outside the raster), its SCL class (excluded
+ * classes only), the dilation around clouds and shadows, and the formula giving ÷0 or a
+ * non-finite value. valid + the reasons = the field's pixels (touched ones with weighting=coverage).
+ */
+export interface MaskReasons {
+  no_data: number;
+  /** Per excluded SCL class (its number as the key), every excluded class listed. */
+  scl: Record<string, number>;
+  dilation: number;
+  non_finite: number;
+}
 
 /** Bytes left free before and after the per-pixel GeoJSON, for the caller to write what surrounds it. */
 export interface Room {
@@ -65,6 +99,8 @@ export interface FieldIndexTask<Capture = unknown, Geometry = unknown> {
   roots: string[];
   values?: boolean;
   orderStats?: boolean;
+  stats?: StatsRequest;
+  mask?: MaskRequest;
   /**
    * Return the per-pixel GeoJSON (written in the worker, pixel-geojson.ts) instead of the values,
    * with this many free bytes before and after it.
@@ -76,6 +112,12 @@ export interface FieldIndexResult extends IndexResult {
   window: WindowGrid;
   fieldPixels: number;
   validPixels: number;
+  /** The percentiles asked for, in their order (null: no valid pixel). */
+  percentiles?: number[] | null;
+  bins?: Histogram;
+  reasons?: MaskReasons;
+  /** weighting=coverage: the sum of the touched pixels' weights (the field's area in pixels). */
+  fieldWeight?: number;
   /** Per pixel: 1 inside the field (the GeoJSON has one feature per such pixel). */
   inside?: Uint8Array;
   /** The FeatureCollection as JSON bytes within the room asked for (transferred back). */
@@ -115,6 +157,7 @@ export interface CoverageTask<Capture = unknown, Geometry = unknown> {
   boundary: Geometry;
   bands: string[];
   roots: string[];
+  mask?: MaskRequest;
 }
 
 export interface CoverageResult {
@@ -134,6 +177,7 @@ export interface CoverageBatchTask<Capture = unknown, Geometry = unknown> {
   boundaries: Geometry[];
   bands: string[];
   roots: string[];
+  mask?: MaskRequest;
 }
 
 export interface CoverageBatchResult {

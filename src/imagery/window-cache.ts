@@ -11,14 +11,15 @@ const entries = new Map<string, { win: FieldWindow; bytes: number }>();
 let total = 0;
 export const windowCacheStats = { hits: 0, misses: 0 };
 
-export function windowKey(capture: unknown, boundary: unknown, bands: string[]): string {
-  return createHash('sha256')
-    .update(JSON.stringify([capture, boundary, [...bands].sort()]))
-    .digest('base64url');
+/** The mask and weighting options of the read belong in the key when given (the defaults keep the old key). */
+export function windowKey(capture: unknown, boundary: unknown, bands: string[], read?: object): string {
+  const parts: unknown[] = [capture, boundary, [...bands].sort()];
+  if (read && Object.keys(read).length) parts.push(read);
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url');
 }
 
 function sizeOf(w: FieldWindow): number {
-  let b = w.inside.byteLength + w.valid.byteLength;
+  let b = w.inside.byteLength + w.valid.byteLength + (w.weights?.byteLength ?? 0) + (w.partial?.byteLength ?? 0);
   for (const band of Object.values(w.bands)) b += band!.data.byteLength;
   return b;
 }

@@ -8,10 +8,12 @@
  */
 import type { GeoTIFFImage } from 'geotiff';
 import type { Dtype } from '../compute/kernel-host.js';
+import type { MaskReasons, MaskRequest } from '../compute/tasks.js';
 import type { Boundary } from '../fields/index.js';
 import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
 import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
+import { coverageFractions } from './coverage-fraction.js';
 import { readWindow } from './raw-window.js';
 import { resolveLocal } from './local-path.js';
 import { cachedUploadPath, isUploadHref } from './upload-ref.js';
@@ -37,6 +39,8 @@ export type CaptureBand = (typeof CAPTURE_BANDS)[number];
 
 /** Sentinel-2 scene classification classes that are not usable ground: no data, saturated, cloud shadow, clouds, cirrus, snow. */
 export const SCL_MASKED = new Set([0, 1, 3, 8, 9, 10, 11]);
+/** The classes a dilation grows from (those of them the mask excludes): cloud shadow, cloud medium and high probability, cirrus. */
+export const SCL_CLOUDS = new Set([3, 8, 9, 10]);
 
 export interface BandSource {
   href: string;
@@ -102,12 +106,23 @@ export interface FieldWindow {
   validPixels: number;
   /** Share of field pixels that are not usable, 0..1. */
   invalidShare: number;
+  /** Why field pixels are not usable (all but the formula's ÷0 / non-finite, which the kernel finds). */
+  reasons: Omit<MaskReasons, 'non_finite'>;
+  /** weighting=coverage: per pixel, the share of its area inside the field (0 outside), and their sum. */
+  weights?: Float64Array;
+  fieldWeight?: number;
+  /** The pixels with 0 < weight < 1 (the field's edge): those the weighting changes. */
+  partial?: Int32Array;
 }
 
 export interface ReadOptions {
   /** Directories local hrefs must lie in (after resolving symlinks). */
   roots: string[];
   signal?: AbortSignal;
+  /** The cloud mask (default: SCL_MASKED excluded, no dilation). */
+  mask?: MaskRequest;
+  /** coverage: `inside` is every pixel the field touches and `weights` its share of each (default: pixel centres). */
+  weighting?: 'centre' | 'coverage';
 }
 
 interface Grid {
@@ -313,15 +328,19 @@ interface Rect {
   h: number;
 }
 
-/** A field's window and its pixels inside the field (pixel centres). */
+/** A field's window and its pixels inside the field (pixel centres; with weights, every pixel touched). */
 interface FieldFrame extends Rect {
   inside: Uint8Array;
+  weights?: Float64Array;
+  partial?: Int32Array;
 }
 
 /** Pixels of a window, every band (and the mask, when the capture has one) on the fine grid. */
 interface WindowPixels {
   bands: Partial<Record<CaptureBand, WindowBand>>;
   mask?: ArrayLike<number> & { length: number };
+  /** With a dilation: 1 within the distance of an excluded cloud or shadow pixel (those included). */
+  dilated?: Uint8Array;
 }
 
 async function openBands(capture: CaptureSource, needed: CaptureBand[], opts: ReadOptions): Promise<OpenedBands> {
@@ -344,7 +363,7 @@ async function openBands(capture: CaptureSource, needed: CaptureBand[], opts: Re
 }
 
 /** The field's window on the fine grid (one pixel of margin) and its pixels inside the field. */
-function frameOf(opened: OpenedBands, boundary: Boundary): FieldFrame {
+function frameOf(opened: OpenedBands, boundary: Boundary, weighting?: 'centre' | 'coverage'): FieldFrame {
   const { g, fineBand } = opened;
   const project = fromWgs84(g.epsg);
   const rings: Ring[] = ringsOf(boundary).map((ring) => ring.map((p) => project(p)));
@@ -377,10 +396,24 @@ function frameOf(opened: OpenedBands, boundary: Boundary): FieldFrame {
     throw new ImageryError(fineBand, 'the field lies outside the raster');
   }
   if (w * h > 25_000_000) throw new ImageryError(fineBand, 'the field window is larger than 25 million pixels');
-  const pixelRings = rings.map((ring) =>
-    ring.map(([x, y]) => [(x - g.ox) / g.rx - x0, (y - g.oy) / g.ry - y0] as [number, number]),
-  );
-  return { x0, y0, w, h, inside: rasterizeRings(pixelRings, w, h) };
+  const toPixels = (ring: Ring) =>
+    ring.map(([x, y]) => [(x - g.ox) / g.rx - x0, (y - g.oy) / g.ry - y0] as [number, number]);
+  if (weighting === 'coverage') {
+    // exact area shares on the capture's grid, the boundary reprojected first (coverage-fraction.ts)
+    const polygons = (boundary.type === 'Polygon' ? [boundary.coordinates] : boundary.coordinates).map((rs) =>
+      rs.map((ring) => toPixels(ring.map((p) => project(p)))),
+    );
+    const weights = coverageFractions(polygons, w, h);
+    const inside = new Uint8Array(w * h);
+    const edge: number[] = [];
+    for (let k = 0; k < inside.length; k++) {
+      const v = weights[k]!;
+      inside[k] = v > 0 ? 1 : 0;
+      if (v > 0 && v < 1) edge.push(k);
+    }
+    return { x0, y0, w, h, inside, weights, partial: Int32Array.from(edge) };
+  }
+  return { x0, y0, w, h, inside: rasterizeRings(rings.map(toPixels), w, h) };
 }
 
 /** Every band's pixels (and the mask's) over `rect`, sampled onto the fine grid. */
@@ -411,43 +444,148 @@ async function readPixels(
   const mg = await gridOf('mask', capture.mask.href, opts);
   if (mg.epsg !== g.epsg)
     throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
-  const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
-  return { bands, mask: data };
+  const d = opts.mask?.cloud_dilation_m ?? 0;
+  if (!(d > 0)) {
+    const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', fine, opts.signal);
+    return { bands, mask: data };
+  }
+  // With a dilation the classes are read over the window grown by the distance, so that a cloud
+  // just outside the window still masks the field pixels near it.
+  const rx = Math.floor(d / Math.abs(g.rx));
+  const ry = Math.floor(d / Math.abs(g.ry));
+  const big = { ...fine, x0: rect.x0 - rx, y0: rect.y0 - ry, w: rect.w + 2 * rx, h: rect.h + 2 * ry };
+  const { data } = await sampleOnto(mg, capture.mask.index ?? 1, 'mask', big, opts.signal);
+  const clouds = classTable(opts.mask, true);
+  const mask = new (data.constructor as new (n: number) => typeof data)(rect.w * rect.h);
+  for (let j = 0; j < rect.h; j++)
+    mask.set(data.subarray((j + ry) * big.w + rx, (j + ry) * big.w + rx + rect.w) as never, j * rect.w);
+  const dilated = dilate(
+    data,
+    big.w,
+    big.h,
+    clouds,
+    { rx, ry, px: Math.abs(g.rx), py: Math.abs(g.ry), d },
+    rect.w,
+    rect.h,
+  );
+  return { bands, mask, dilated };
 }
 
-/** Classes of SCL_MASKED by value (an index that is not one of them, or not an integer, reads undefined). */
-const MASKED_CLASS = (() => {
+/** 1 per excluded class value (of 256); `clouds`: only those a dilation grows from. */
+function classTable(mask: MaskRequest | undefined, clouds = false): Uint8Array {
   const t = new Uint8Array(256);
-  for (const c of SCL_MASKED) t[c] = 1;
+  for (const c of mask?.scl_exclude ?? SCL_MASKED) if (!clouds || SCL_CLOUDS.has(c)) t[c] = 1;
   return t;
-})();
+}
 
 /**
- * 1 where a pixel of `px` is usable: its mask class is not masked and no band's DN is 0 (integer
- * bands), the declared nodata value or NaN.
+ * The pixels of the inner w × h window (centred in the big one, rx and ry pixels in) whose centre
+ * lies within d metres of the centre of a pixel of a `clouds` class, on the capture's grid (px, py
+ * metres a pixel). Per row of the big window, the distance in columns to the nearest cloud; a pixel
+ * is dilated when, for some row offset dj, that distance is at most ⌊√(d² − (dj·py)²) / px⌋.
  */
-function usablePixels(opened: OpenedBands, px: WindowPixels, n: number): Uint8Array {
-  const ok = new Uint8Array(n).fill(1);
-  const mask = px.mask;
-  if (mask) for (let k = 0; k < n; k++) if (MASKED_CLASS[mask[k]!] === 1) ok[k] = 0;
+function dilate(
+  cls: ArrayLike<number>,
+  bw: number,
+  bh: number,
+  clouds: Uint8Array,
+  g: { rx: number; ry: number; px: number; py: number; d: number },
+  w: number,
+  h: number,
+): Uint8Array {
+  const FAR = 1 << 30;
+  const near = new Int32Array(bw * bh);
+  const rows = new Uint8Array(bh); // rows with any cloud
+  for (let j = 0; j < bh; j++) {
+    let last = -FAR;
+    const o = j * bw;
+    for (let i = 0; i < bw; i++) {
+      const c = cls[o + i]!;
+      if (clouds[c] === 1) {
+        last = i;
+        rows[j] = 1;
+      }
+      near[o + i] = i - last;
+    }
+    last = FAR * 2;
+    for (let i = bw - 1; i >= 0; i--) {
+      if (clouds[cls[o + i]!] === 1) last = i;
+      if (last - i < near[o + i]!) near[o + i] = last - i;
+    }
+  }
+  const reach = new Int32Array(2 * g.ry + 1);
+  for (let dj = -g.ry; dj <= g.ry; dj++) {
+    const rest = g.d * g.d - dj * g.py * (dj * g.py);
+    reach[dj + g.ry] = rest < 0 ? -1 : Math.floor(Math.sqrt(rest) / g.px + 1e-9);
+  }
+  const out = new Uint8Array(w * h);
+  for (let j = 0; j < h; j++) {
+    for (let dj = -g.ry; dj <= g.ry; dj++) {
+      const bj = j + g.ry + dj;
+      const r = reach[dj + g.ry]!;
+      if (r < 0 || !rows[bj]) continue;
+      const o = bj * bw + g.rx;
+      const oo = j * w;
+      for (let i = 0; i < w; i++) if (near[o + i]! <= r) out[oo + i] = 1;
+    }
+  }
+  return out;
+}
+
+/** Why a pixel is not usable (0: usable; an excluded SCL class c is SCL_REASON + c). */
+const NO_DATA = 1;
+const DILATED = 2;
+const SCL_REASON = 16;
+
+/**
+ * Per pixel of `px`, why it is not usable, first reason only: a band's DN 0 (integer bands), the
+ * declared nodata value or NaN; else its mask class is excluded; else it is within the dilation of
+ * a cloud or shadow; 0 when usable.
+ */
+function whyUnusable(opened: OpenedBands, px: WindowPixels, n: number, mask?: MaskRequest): Uint8Array {
+  const why = new Uint8Array(n);
   for (const b of opened.bands) {
     const { data, dtype, nodata } = px.bands[b]!;
     const zero = dtype !== 'f32';
     for (let k = 0; k < n; k++) {
       const v = data[k]!;
-      if ((zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) ok[k] = 0;
+      if ((zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) why[k] = NO_DATA;
     }
   }
-  return ok;
+  const cls = px.mask;
+  if (cls) {
+    // an index that is not a class (not an integer, or past 255) reads undefined: not excluded
+    const excluded = classTable(mask);
+    for (let k = 0; k < n; k++) if (why[k] === 0 && excluded[cls[k]!] === 1) why[k] = SCL_REASON + cls[k]!;
+  }
+  const dil = px.dilated;
+  if (dil) for (let k = 0; k < n; k++) if (why[k] === 0 && dil[k] === 1) why[k] = DILATED;
+  return why;
+}
+
+/** 1 where a pixel of `px` is usable (see whyUnusable). */
+function usablePixels(opened: OpenedBands, px: WindowPixels, n: number, mask?: MaskRequest): Uint8Array {
+  const why = whyUnusable(opened, px, n, mask);
+  for (let k = 0; k < n; k++) why[k] = why[k] === 0 ? 1 : 0;
+  return why;
+}
+
+/** The reasons of the pixels `inside` marks, every excluded class listed (zero or not). */
+function reasonsOf(why: Uint8Array, inside: Uint8Array, mask?: MaskRequest): FieldWindow['reasons'] {
+  const per = new Float64Array(256);
+  for (let k = 0; k < why.length; k++) if (inside[k]) per[why[k]!]++;
+  const scl: Record<string, number> = {};
+  for (const c of [...(mask?.scl_exclude ?? SCL_MASKED)].sort((a, b) => a - b)) scl[String(c)] = per[SCL_REASON + c]!;
+  return { no_data: per[NO_DATA]!, scl, dilation: per[DILATED]! };
 }
 
 /** The field window from its frame and pixels: the validity mask and the counts. */
-function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels): FieldWindow {
+function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels, mask?: MaskRequest): FieldWindow {
   const { g } = opened;
   const { inside, w, h } = frame;
-  const ok = usablePixels(opened, px, inside.length);
+  const why = whyUnusable(opened, px, inside.length, mask);
   const valid = new Uint8Array(inside.length);
-  for (let k = 0; k < valid.length; k++) valid[k] = inside[k]! & ok[k]!;
+  for (let k = 0; k < valid.length; k++) valid[k] = inside[k]! & (why[k] === 0 ? 1 : 0);
   let fieldPixels = 0;
   let validPixels = 0;
   for (let k = 0; k < inside.length; k++) {
@@ -468,6 +606,10 @@ function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels): 
     fieldPixels,
     validPixels,
     invalidShare: fieldPixels ? 1 - validPixels / fieldPixels : 1,
+    reasons: reasonsOf(why, inside, mask),
+    ...(frame.weights
+      ? { weights: frame.weights, partial: frame.partial!, fieldWeight: frame.weights.reduce((a, b) => a + b, 0) }
+      : {}),
   };
 }
 
@@ -478,8 +620,8 @@ async function readFieldWindowIn(
   opts: ReadOptions,
 ): Promise<FieldWindow> {
   const opened = await openBands(capture, needed, opts);
-  const frame = frameOf(opened, boundary);
-  return fieldWindow(opened, frame, await readPixels(capture, opened, frame, opts));
+  const frame = frameOf(opened, boundary, opts.weighting);
+  return fieldWindow(opened, frame, await readPixels(capture, opened, frame, opts), opts.mask);
 }
 
 /** A field's usable pixels: those `ok` (a mask over `from`) marks among its inside pixels. */
@@ -685,7 +827,8 @@ async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rec
     const mg = await gridOf('mask', capture.mask.href, opts);
     if (mg.epsg !== g.epsg)
       throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
-    await clearUnusable(mg, g, capture.mask.index ?? 1, 'mask', rect, ok, (v) => MASKED_CLASS[v] === 1, opts.signal);
+    const excluded = classTable(opts.mask);
+    await clearUnusable(mg, g, capture.mask.index ?? 1, 'mask', rect, ok, (v) => excluded[v] === 1, opts.signal);
   }
   return ok;
 }
@@ -731,8 +874,14 @@ export async function readFieldCoverages(
       y1 = Math.max(y1, f.y0 + f.h);
     }
     from = { x0, y0, w: x1 - x0, h: y1 - y0 };
-    // Usable pixels of the union once (each block decoded once); any failure: field by field below
-    ok = await withDecodeBudget(() => usableOver(capture, opened, from!, opts)).catch(() => null);
+    // Usable pixels of the union once (each block decoded once); any failure: field by field below.
+    // A dilation needs the classes around the window, which only readPixels reads.
+    const rect = from;
+    ok = await withDecodeBudget(() =>
+      (opts.mask?.cloud_dilation_m ?? 0) > 0
+        ? readPixels(capture, opened, rect, opts).then((px) => usablePixels(opened, px, rect.w * rect.h, opts.mask))
+        : usableOver(capture, opened, rect, opts),
+    ).catch(() => null);
   }
   const out: FieldCoverage[] = [];
   for (const [k, f] of frames.entries()) {

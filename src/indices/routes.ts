@@ -30,14 +30,88 @@ const Stats = Type.Object({
   max: Type.Union([Type.Number(), Type.Null()]),
   mean: Type.Union([Type.Number(), Type.Null()]),
   std: Type.Union([Type.Number(), Type.Null()], { description: 'population standard deviation' }),
-  count: Type.Integer({ description: 'valid pixels' }),
-  valid_fraction: Type.Number({ description: 'valid pixels / field pixels' }),
+  count: Type.Number({
+    description: 'valid pixels (an integer); weighting=coverage: the sum of their weights (area inside, in pixels)',
+  }),
+  valid_fraction: Type.Number({ description: 'valid pixels / field pixels (coverage: valid weight / field weight)' }),
   median: Type.Union([Type.Number(), Type.Null()]),
   p10: Type.Union([Type.Number(), Type.Null()]),
   p25: Type.Union([Type.Number(), Type.Null()]),
   p75: Type.Union([Type.Number(), Type.Null()]),
   p90: Type.Union([Type.Number(), Type.Null()]),
+  pixels: Type.Optional(
+    Type.Integer({ description: "the field's pixels: centres inside (weighting=coverage: every pixel touched)" }),
+  ),
+  mask_reasons: Type.Optional(
+    Type.Object(
+      {
+        no_data: Type.Number({ description: "a band's no-data (DN 0, declared no-data, outside the raster)" }),
+        scl: Type.Record(Type.String(), Type.Number(), { description: 'per excluded SCL class' }),
+        dilation: Type.Number({ description: 'within cloud_dilation_m of a cloud or shadow' }),
+        non_finite: Type.Number({ description: 'the formula gave ÷0 or a non-finite value' }),
+      },
+      {
+        description:
+          'Field pixels left out, each counted once under its first reason in this order; count (pixel-centre rule) + these = the field pixels',
+      },
+    ),
+  ),
+  percentiles: Type.Optional(
+    Type.Array(Type.Object({ percentile: Type.Number(), value: Type.Union([Type.Number(), Type.Null()]) }), {
+      description: 'The percentiles asked for, in the order asked (numpy linear interpolation)',
+    }),
+  ),
+  histogram: Type.Optional(
+    Type.Object(
+      {
+        edges: Type.Array(Type.Number()),
+        counts: Type.Array(Type.Number(), { description: 'values per bin; the last bin includes its upper edge' }),
+      },
+      { description: 'numpy.histogram of the valid values' },
+    ),
+  ),
 });
+
+/** The cloud mask and weighting options (stats-options.ts checks them). */
+const MaskQuery = {
+  weighting: Type.Optional(
+    Type.Union([Type.Literal('centre'), Type.Literal('coverage')], {
+      description:
+        "centre (default, the spec's rule): pixels whose centre is inside, each counted once. coverage: every pixel the field touches, weighted by the exact share of its area inside (exactextract's semantics: mean, std and percentiles weighted, min/max over any coverage, count = sum of weights, pixels = touched)",
+    }),
+  ),
+  scl_exclude: Type.Optional(
+    Type.String({
+      maxLength: 100,
+      description:
+        'Comma-separated Sentinel-2 SCL classes (0-11) excluded from the statistics and the cloud cover; default 0,1,3,8,9,10,11 (no data, saturated, cloud shadow, cloud medium and high probability, cirrus, snow); empty: none',
+    }),
+  ),
+  cloud_dilation_m: Type.Optional(
+    Type.Number({
+      description:
+        "Also exclude pixels whose centre lies within this many metres of an excluded cloud or shadow pixel (classes 3, 8, 9, 10), on the capture's grid; at most 1000",
+    }),
+  ),
+};
+
+/** The statistics options of the single-date endpoint (stats-options.ts checks them). */
+const StatsQuery = {
+  ...MaskQuery,
+  percentiles: Type.Optional(
+    Type.String({
+      maxLength: 2000,
+      description: 'Comma-separated percentiles in [0, 100] (at most 100), e.g. 5,50,95; numpy linear interpolation',
+    }),
+  ),
+  histogram: Type.Optional(
+    Type.String({
+      maxLength: 20_000,
+      description:
+        'A number of equal bins over [min, max] of the values (at most 1000), or at least two comma-separated increasing edges',
+    }),
+  ),
+};
 
 export const IndexResult = Type.Object({
   field_id: Type.String(),
@@ -148,6 +222,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
             zonal_stats: Type.Boolean({ default: false }),
             imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
             formula: Type.Optional(Type.String({ maxLength: 1000 })),
+            ...StatsQuery,
             geojson: Type.Boolean({
               default: true,
               description:
@@ -195,6 +270,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
             }),
             max_cloud_cover: Type.Number({ minimum: 0, maximum: 100, default: 20 }),
             formula: Type.Optional(Type.String({ maxLength: 1000 })),
+            ...MaskQuery,
           },
           { additionalProperties: false },
         ),

@@ -14,12 +14,16 @@ import { AppError, notFound, RefusedInput } from '../platform/errors.js';
 import { hasBands, selectBestCapture, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState } from './field-state.js';
-import { formulaHash, rememberStats, statsFor, toCached } from './stats-store.js';
+import { underMask } from './masked-coverage.js';
+import { rememberStats, statsFor, statsHash, toCached } from './stats-store.js';
+import { DEFAULT_OPTIONS, parseStatsOptions, type RawStatsOptions, type StatsOptions } from './stats-options.js';
+import type { Histogram } from '../compute/zonal.js';
+import type { MaskReasons } from '../compute/tasks.js';
 import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
 export type { IndexDeps } from './types.js';
 
-export interface IndexQuery {
+export interface IndexQuery extends RawStatsOptions {
   index: string;
   date: string;
   formula?: string;
@@ -40,6 +44,12 @@ export interface ZonalStats {
   p25: number | null;
   p75: number | null;
   p90: number | null;
+  /** The percentiles asked for, in the order asked. */
+  percentiles?: Array<{ percentile: number; value: number | null }>;
+  histogram?: Histogram;
+  /** The field's pixels: centres inside (weighting=coverage: pixels touched). */
+  pixels?: number;
+  mask_reasons?: MaskReasons;
 }
 
 export function resolveProgram(
@@ -152,14 +162,34 @@ function missingBands(fieldId: string, captures: Candidate[], needed: string[]):
   );
 }
 
+/** The captures over a field with their field cloud cover under a mask (the registered counts for the default one). */
+export async function capturesUnderMask(
+  deps: IndexDeps,
+  accountId: string,
+  fieldId: string,
+  options: StatsOptions,
+): Promise<Candidate[]> {
+  if (!options.maskKey) return fieldCaptures(deps.db, accountId, fieldId);
+  const state = await fieldState(deps.db, accountId, fieldId);
+  return underMask(deps, state, state.candidates, options.mask, options.maskKey);
+}
+
 export async function chooseCapture(
   db: Database,
   accountId: string,
   fieldId: string,
   q: { date: string; imagery_id?: string },
   program: Program,
+  candidates?: Candidate[],
 ): Promise<CaptureRow> {
-  const c = await pickCapture(db, accountId, fieldId, await fieldCaptures(db, accountId, fieldId), q, program);
+  const c = await pickCapture(
+    db,
+    accountId,
+    fieldId,
+    candidates ?? (await fieldCaptures(db, accountId, fieldId)),
+    q,
+    program,
+  );
   return { ...c, capture: (await loadCaptures(db, [c.id])).get(c.id)! };
 }
 
@@ -177,6 +207,7 @@ export interface Evaluated {
 }
 
 export interface Chosen {
+  options: StatsOptions;
   state: FieldState;
   name: string;
   program: Program;
@@ -196,9 +227,23 @@ export async function choose(
     throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, {
       errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
     });
+  const options = hasOptions(q) ? parseStatsOptions(q, (k) => `/query/${k}`) : DEFAULT_OPTIONS;
   const state = await fieldState(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
-  const capture = await pickCapture(deps.db, accountId, fieldId, state.candidates, q, program);
+  // The capture choice follows the mask: each candidate's cloud cover under it (masked-coverage.ts)
+  let candidates = state.candidates;
+  if (options.maskKey) {
+    const masked = await underMask(
+      deps,
+      state,
+      candidates.filter((c) => hasBands(c, program.bands)),
+      options.mask,
+      options.maskKey,
+    );
+    const byId = new Map(masked.map((c) => [c.id, c]));
+    candidates = candidates.map((c) => byId.get(c.id) ?? c);
+  }
+  const capture = await pickCapture(deps.db, accountId, fieldId, candidates, q, program);
   const head = {
     field_id: fieldId,
     index: name,
@@ -206,8 +251,15 @@ export async function choose(
     date: capture.capture_date,
     imagery_id: capture.id,
   };
-  return { state, name, program, capture, head };
+  return { options, state, name, program, capture, head };
 }
+
+const hasOptions = (q: RawStatsOptions) =>
+  q.percentiles !== undefined ||
+  q.histogram !== undefined ||
+  q.weighting !== undefined ||
+  q.scl_exclude !== undefined ||
+  q.cloud_dilation_m !== undefined;
 
 /** Computes the index afresh (no response cache): what POST custom stores. */
 export async function evaluateFieldIndex(
@@ -287,7 +339,7 @@ export async function computeFieldIndex(
   q: IndexQuery,
   opts: { gzip?: boolean } = {},
 ): Promise<IndexResponse> {
-  const { state, name, program, capture, head } = await choose(
+  const { options, state, name, program, capture, head } = await choose(
     deps,
     accountId,
     fieldId,
@@ -298,11 +350,13 @@ export async function computeFieldIndex(
   const withStats = !!q.zonal_stats;
   if (q.geojson === false) {
     if (!withStats) return { payload: JSON.stringify(head) };
-    const s = (await statsFor(deps, fieldId, state, [capture.id], program, { order: true })).get(capture.id)!;
+    const s = (
+      await statsFor(deps, fieldId, state, [capture.id], program, { order: true, reasons: true, options })
+    ).get(capture.id)!;
     return { payload: JSON.stringify({ ...head, zonal_stats: zonal(s) }) };
   }
   const cache = cacheFor(deps.db);
-  const fHash = formulaHash(program);
+  const fHash = statsHash(program, options);
   const key = `${fieldId}|${capture.id}|${state.boundaryHash}|${fHash}|${withStats ? 1 : 0}|${name}|${name === 'custom' ? q.formula : ''}`;
   // The pixels are serialised and gzipped in the heavy compute threads (pixel-geojson.ts, at a low
   // priority); here only the head is written, in room left for it. The first request of a burst
@@ -320,10 +374,11 @@ export async function computeFieldIndex(
           roots: deps.roots,
           geojson: { before: HEAD_ROOM, after: 1 },
           orderStats: withStats,
+          ...(options.key ? { stats: options.stats, mask: options.mask } : {}),
         });
         let text = JSON.stringify(head);
         if (withStats) {
-          const s = toCached(r, true);
+          const s = toCached(r, true, options.stats);
           await rememberStats(deps, fieldId, state, capture.id, fHash, s);
           text = JSON.stringify({ ...head, zonal_stats: zonal(s) });
         }
@@ -350,6 +405,12 @@ export async function computeFieldIndex(
   return { payload: body.raw };
 }
 
+/** Valid pixels / field pixels; weighting=coverage: valid weight / field weight. */
+export function validFraction(s: CachedStats): number {
+  const of = s.field_weight ?? s.field_pixels;
+  return of ? Math.round((s.count / of) * 1e6) / 1e6 : 0;
+}
+
 export function zonal(s: CachedStats): ZonalStats {
   const o = s.order;
   return {
@@ -358,11 +419,14 @@ export function zonal(s: CachedStats): ZonalStats {
     mean: s.mean,
     std: s.std,
     count: s.count,
-    valid_fraction: s.field_pixels ? Math.round((s.count / s.field_pixels) * 1e6) / 1e6 : 0,
+    valid_fraction: validFraction(s),
     median: o?.median ?? null,
     p10: o?.p10 ?? null,
     p25: o?.p25 ?? null,
     p75: o?.p75 ?? null,
     p90: o?.p90 ?? null,
+    ...(s.percentiles ? { percentiles: s.percentiles } : {}),
+    ...(s.histogram ? { histogram: s.histogram } : {}),
+    ...(s.reasons ? { pixels: s.field_pixels, mask_reasons: s.reasons } : {}),
   };
 }

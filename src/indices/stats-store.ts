@@ -5,8 +5,9 @@
  * an entry carries once some call computed them (`order`).
  */
 import type { Program } from '../compute/formula.js';
-import type { FieldIndexResult } from '../compute/tasks.js';
+import type { FieldIndexResult, StatsRequest } from '../compute/tasks.js';
 import { cacheFor, hash } from './cache.js';
+import { DEFAULT_OPTIONS, type StatsOptions } from './stats-options.js';
 import type { CachedStats, FieldState, IndexDeps } from './types.js';
 
 export type { CachedStats, OrderStatsValues } from './types.js';
@@ -25,10 +26,16 @@ export function formulaHash(p: Program): string {
 
 const val = (count: number, x: number | undefined) => (count && x !== undefined && Number.isFinite(x) ? x : null);
 
+/** The statistics' key: the formula's hash, with the options' when they are not the defaults. */
+export function statsHash(p: Program, o: StatsOptions = DEFAULT_OPTIONS): string {
+  return o.key ? hash(`${formulaHash(p)}|${o.key}`) : formulaHash(p);
+}
+
 /** The cache entry for a pool result (its order statistics when it computed them). */
 export function toCached(
-  r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order'>,
+  r: Pick<FieldIndexResult, 'stats' | 'fieldPixels' | 'order' | 'percentiles' | 'bins' | 'reasons' | 'fieldWeight'>,
   withOrder: boolean,
+  req: StatsRequest = {},
 ): CachedStats {
   const n = r.stats.count;
   const s: CachedStats = {
@@ -49,6 +56,14 @@ export function toCached(
           p90: val(n, r.order.p90),
         }
       : null;
+  if (req.percentiles)
+    s.percentiles = req.percentiles.map((p, i) => ({
+      percentile: p,
+      value: r.percentiles ? val(n, r.percentiles[i]) : null,
+    }));
+  if (req.histogram && r.bins) s.histogram = r.bins;
+  if (r.reasons) s.reasons = r.reasons;
+  if (r.fieldWeight !== undefined) s.field_weight = r.fieldWeight;
   return s;
 }
 
@@ -80,8 +95,8 @@ function keep(deps: IndexDeps, state: FieldState, fHash: string, imageryId: stri
   lru.set(key, g);
 }
 
-const enough = (s: CachedStats | undefined, order: boolean): s is CachedStats =>
-  !!s && (!order || s.order !== undefined);
+const enough = (s: CachedStats | undefined, order: boolean, reasons = false): s is CachedStats =>
+  !!s && (!order || s.order !== undefined) && (!reasons || s.reasons !== undefined);
 
 /** Stores a freshly computed entry in process and in index_stats (order statistics win). */
 export async function rememberStats(
@@ -108,16 +123,17 @@ export async function statsFor(
   state: FieldState,
   ids: string[],
   program: Program,
-  opts: { order: boolean },
+  opts: { order: boolean; reasons?: boolean; options?: StatsOptions },
 ): Promise<Map<string, CachedStats>> {
   const cache = cacheFor(deps.db);
-  const fHash = formulaHash(program);
+  const options = opts.options ?? DEFAULT_OPTIONS;
+  const fHash = statsHash(program, options);
   const known = group(deps, state, fHash, false);
   const out = new Map<string, CachedStats>();
   let missing: string[] = [];
   for (const id of ids) {
     const s = known?.get(id);
-    if (enough(s, opts.order)) out.set(id, s);
+    if (enough(s, opts.order, opts.reasons)) out.set(id, s);
     else missing.push(id);
   }
   if (!missing.length) return out;
@@ -126,7 +142,7 @@ export async function statsFor(
     [fieldId, state.boundaryHash, fHash, missing],
   );
   for (const r of rows) {
-    if (!enough(r.stats, opts.order)) continue;
+    if (!enough(r.stats, opts.order, opts.reasons)) continue;
     keep(deps, state, fHash, r.imagery_id, r.stats);
     out.set(r.imagery_id, r.stats);
   }
@@ -140,8 +156,9 @@ export async function statsFor(
           program,
           roots: deps.roots,
           orderStats: opts.order,
+          ...(options.key ? { stats: options.stats, mask: options.mask } : {}),
         });
-        const computed = toCached(r, opts.order);
+        const computed = toCached(r, opts.order, options.stats);
         await rememberStats(deps, fieldId, state, id, fHash, computed);
         return computed;
       });

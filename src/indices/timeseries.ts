@@ -9,8 +9,10 @@
 import { AppError } from '../platform/errors.js';
 import { fieldState, type FieldState } from './field-state.js';
 import { betterCapture, fieldCloudShare, hasBands, hasUsablePixels, type Candidate } from './selection.js';
-import { resolveProgram, type IndexDeps } from './service.js';
+import { resolveProgram, validFraction, type IndexDeps } from './service.js';
 import { statsFor } from './stats-store.js';
+import { underMask } from './masked-coverage.js';
+import { DEFAULT_OPTIONS, parseStatsOptions, type StatsOptions } from './stats-options.js';
 
 export const INTERVAL_DAYS = { daily: 1, weekly: 7, biweekly: 14 } as const;
 export const MAX_INTERVALS = 3660;
@@ -22,6 +24,10 @@ export interface SeriesQuery {
   end_date: string;
   interval?: keyof typeof INTERVAL_DAYS;
   max_cloud_cover?: number;
+  /** The statistics' weighting and the cloud mask (stats-options.ts); the cloud cover follows the mask. */
+  weighting?: 'centre' | 'coverage';
+  scl_exclude?: string | number[];
+  cloud_dilation_m?: number;
 }
 
 export interface SeriesElement {
@@ -69,8 +75,8 @@ export async function indexTimeSeries(
   fieldId: string,
   q: SeriesQuery,
 ): Promise<SeriesElement[]> {
-  const { state, t0, t1, n, step } = await prepare(deps, accountId, fieldId, q);
-  return build(deps, fieldId, state, q, t0, t1, n, step);
+  const { state, t0, t1, n, step, options } = await prepare(deps, accountId, fieldId, q);
+  return build(deps, fieldId, state, q, t0, t1, n, step, options);
 }
 
 // Serialised series per field state: a series is a function of the state (captures, boundary)
@@ -85,12 +91,12 @@ export async function indexTimeSeriesJson(
   fieldId: string,
   q: SeriesQuery,
 ): Promise<string> {
-  const { state, t0, t1, n, step } = await prepare(deps, accountId, fieldId, q);
-  const key = `${q.index}|${q.formula ?? ''}|${q.start_date}|${q.end_date}|${q.interval ?? 'weekly'}|${q.max_cloud_cover ?? 20}`;
+  const { state, t0, t1, n, step, options } = await prepare(deps, accountId, fieldId, q);
+  const key = `${q.index}|${q.formula ?? ''}|${q.start_date}|${q.end_date}|${q.interval ?? 'weekly'}|${q.max_cloud_cover ?? 20}|${options.key}`;
   let known = bodies.get(state);
   const hit = known?.get(key);
   if (hit !== undefined) return hit;
-  const text = JSON.stringify(await build(deps, fieldId, state, q, t0, t1, n, step));
+  const text = JSON.stringify(await build(deps, fieldId, state, q, t0, t1, n, step, options));
   if (!known) {
     known = new Map();
     bodies.set(state, known);
@@ -114,8 +120,15 @@ async function prepare(deps: IndexDeps, accountId: string, fieldId: string, q: S
       errors: [{ path: '/query/end_date', code: 'range_too_long', message: `at most ${MAX_INTERVALS} intervals` }],
     });
   }
+  const options =
+    q.weighting !== undefined || q.scl_exclude !== undefined || q.cloud_dilation_m !== undefined
+      ? parseStatsOptions(
+          { weighting: q.weighting, scl_exclude: q.scl_exclude, cloud_dilation_m: q.cloud_dilation_m },
+          (k) => `/query/${k}`,
+        )
+      : DEFAULT_OPTIONS;
   const state = await fieldState(deps.db, accountId, fieldId);
-  return { state, t0, t1, n, step };
+  return { state, t0, t1, n, step, options };
 }
 
 async function build(
@@ -127,10 +140,22 @@ async function build(
   t1: number,
   n: number,
   step: number,
+  options: StatsOptions,
 ): Promise<SeriesElement[]> {
   const { program } = resolveProgram(q.index, q.formula);
   const maxCloud = q.max_cloud_cover ?? 20;
-  const captures = state.byDate.filter(({ c, t }) => t >= t0 && t <= t1 && hasBands(c, program.bands));
+  let captures = state.byDate.filter(({ c, t }) => t >= t0 && t <= t1 && hasBands(c, program.bands));
+  if (options.maskKey) {
+    // the cloud cover of each capture under the request's mask
+    const masked = await underMask(
+      deps,
+      state,
+      captures.map(({ c }) => c),
+      options.mask,
+      options.maskKey,
+    );
+    captures = captures.map(({ t }, i) => ({ c: masked[i]!, t }));
+  }
 
   // One pass over the captures in date order: each interval takes the one with the lowest field
   // cloud cover among those in it, then the earliest.
@@ -151,7 +176,7 @@ async function build(
   // not a gap: a capture with a usable field pixel and at most max_cloud_cover percent unusable
   const used = (c: Candidate | null): c is Candidate => !!c && hasUsablePixels(c) && cloudOf(c) <= maxCloud;
   const needed = [...new Set(intervals.filter((i) => used(i.best)).map((i) => i.best!.id))];
-  const stats = await statsFor(deps, fieldId, state, needed, program, { order: false });
+  const stats = await statsFor(deps, fieldId, state, needed, program, { order: false, options });
 
   return intervals.map(({ start, end, best }) => {
     const base = { interval_start: iso(start), interval_end: iso(end) };
@@ -177,7 +202,7 @@ async function build(
       std: s.std,
       imagery_id: best.id,
       ...base,
-      valid_fraction: s.field_pixels ? Math.round((s.count / s.field_pixels) * 1e6) / 1e6 : 0,
+      valid_fraction: validFraction(s),
       cloud_cover: Math.round(cloudOf(best) * 100) / 100,
     };
   });

@@ -4,6 +4,8 @@
  * service import them instead of each other (no import cycle).
  */
 import type { ComputePool } from '../compute/pool.js';
+import type { MaskReasons } from '../compute/tasks.js';
+import type { Histogram } from '../compute/zonal.js';
 import type { Boundary } from '../fields/index.js';
 import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
@@ -48,4 +50,11 @@ export interface CachedStats {
   field_pixels: number;
   /** Present once computed; null when there was no valid pixel. */
   order?: OrderStatsValues | null;
+  /** The percentiles asked for (options key), in the order asked. */
+  percentiles?: Array<{ percentile: number; value: number | null }>;
+  histogram?: Histogram;
+  /** Why field pixels are left out (see MaskReasons). */
+  reasons?: MaskReasons;
+  /** weighting=coverage: the touched pixels' weight sum (count is the valid ones' weight sum). */
+  field_weight?: number;
 }

@@ -10,7 +10,8 @@ import { indexProgram } from '../compute/catalog.js';
 import type { Boundary } from '../fields/index.js';
 import { getField } from '../fields/index.js';
 import { MIN_VALID_FRACTION } from '../alerts/index.js';
-import { chooseCapture, fieldCaptures, loadCaptures } from '../indices/index.js';
+import { capturesUnderMask, chooseCapture, fieldCaptures, loadCaptures, parseStatsOptions } from '../indices/index.js';
+import type { StatsOptions } from '../indices/index.js';
 import { indexTimeSeries } from '../indices/index.js';
 import { AppError } from '../platform/errors.js';
 import type { ResolvedOptions } from './options.js';
@@ -68,6 +69,23 @@ const day = (d: string) => Date.parse(`${d}T00:00:00Z`);
 
 type Field = Awaited<ReturnType<typeof getField>>;
 
+/** The report's cloud mask and weighting (resolved options; none: the defaults). */
+const statsOptionsOf = (o: ResolvedOptions): StatsOptions =>
+  parseStatsOptions(
+    { scl_exclude: o.scl_exclude, cloud_dilation_m: o.cloud_dilation_m, weighting: o.weighting },
+    (k) => `/options/${k}`,
+  );
+
+/** The captures of the report's field, their cloud cover under the report's mask. */
+const capturesOf = (deps: ReportDeps, row: ReportRow, o: ResolvedOptions) =>
+  capturesUnderMask(deps, row.account_id, row.field_id, statsOptionsOf(o));
+
+/** What a pool read of the report takes: the mask and the weighting, when not the defaults. */
+function readOptions(o: ResolvedOptions) {
+  const so = statsOptionsOf(o);
+  return so.key ? { stats: so.stats, mask: so.mask } : {};
+}
+
 async function loadField(deps: ReportDeps, row: ReportRow): Promise<Field> {
   try {
     return await getField(deps.db, row.account_id, row.field_id);
@@ -113,12 +131,11 @@ async function pickCapture(
       row.field_id,
       { date: o.date ?? '', imagery_id: o.imagery_id },
       program,
+      await capturesOf(deps, row, o),
     );
     return { id: c.id, date: c.capture_date, usable: c.field_pixels ? c.valid_pixels / c.field_pixels : 0 };
   }
-  const all = (await fieldCaptures(deps.db, row.account_id, row.field_id)).filter((c) =>
-    program.bands.every((b) => c.bands.includes(b)),
-  );
+  const all = (await capturesOf(deps, row, o)).filter((c) => program.bands.every((b) => c.bands.includes(b)));
   if (!all.length)
     throw new ReportFailure(
       `no imagery of field ${row.field_id} has the bands ${o.index} needs (${program.bands.join(', ')})`,
@@ -144,6 +161,7 @@ async function readRaster(
   field: Field,
   imageryId: string,
   index: string,
+  o: ResolvedOptions,
 ): Promise<{ raster: IndexRaster; capture: Capture; mean: number | null }> {
   const sources = await loadCaptures(deps.db, [imageryId]);
   const [info] = await deps.db.query<{ source: string; capture_date: string }>(
@@ -156,6 +174,7 @@ async function readRaster(
     program: indexProgram(index),
     roots: deps.roots,
     values: true,
+    ...readOptions(o),
   });
   if (!r.stats.count)
     throw new ReportFailure(`the capture of ${info!.capture_date} has no usable pixel over the field`);
@@ -175,12 +194,15 @@ async function readRaster(
 async function seriesOf(
   deps: ReportDeps,
   row: ReportRow,
-  index: string,
+  o: ResolvedOptions,
   start: string,
   end: string,
 ): Promise<{ points: Point[]; skipped: number }> {
   const els = await indexTimeSeries(deps, row.account_id, row.field_id, {
-    index,
+    index: o.index,
+    ...(o.scl_exclude ? { scl_exclude: o.scl_exclude } : {}),
+    ...(o.cloud_dilation_m ? { cloud_dilation_m: o.cloud_dilation_m } : {}),
+    ...(o.weighting ? { weighting: o.weighting } : {}),
     start_date: start,
     end_date: end,
     interval: 'daily',
@@ -229,9 +251,9 @@ export async function buildContent(
   switch (row.type) {
     case 'scouting': {
       const pick = await pickCapture(deps, row, field, o);
-      const { raster, capture } = await readRaster(deps, field, pick.id, o.index);
+      const { raster, capture } = await readRaster(deps, field, pick.id, o.index, o);
       let previous: { imagery_id: string; date: string; mean: number } | null = null;
-      const earlier = (await fieldCaptures(deps.db, row.account_id, row.field_id))
+      const earlier = (await capturesOf(deps, row, o))
         .filter(
           (c) =>
             c.capture_date < capture.date &&
@@ -247,6 +269,7 @@ export async function buildContent(
           boundary: field.boundary as unknown as Boundary,
           program: indexProgram(o.index),
           roots: deps.roots,
+          ...readOptions(o),
         });
         if (r.stats.count) previous = { imagery_id: earlier.id, date: earlier.capture_date, mean: r.stats.mean };
       }
@@ -284,7 +307,7 @@ export async function buildContent(
           else end = last >= start ? last : start;
         }
       }
-      const { points, skipped } = await seriesOf(deps, row, o.index, start, end);
+      const { points, skipped } = await seriesOf(deps, row, o, start, end);
       try {
         return { content: buildSeasonal(meta, { start, end, basis }, points, skipped) };
       } catch (err) {
@@ -306,7 +329,7 @@ export async function buildContent(
         (granularity === 'weekly'
           ? iso(day(end) - ((e.getUTCDay() + 6) % 7) * DAY - 11 * 7 * DAY)
           : iso(Date.UTC(e.getUTCFullYear(), e.getUTCMonth() - 5, 1)));
-      const { points } = await seriesOf(deps, row, o.index, start, end);
+      const { points } = await seriesOf(deps, row, o, start, end);
       if (!points.length)
         throw new ReportFailure(
           `no clear capture of the field between ${start} and ${end} (captures with more than 30 % of the field under cloud are not used)`,
@@ -339,7 +362,7 @@ export async function buildContent(
     }
     case 'prescription': {
       const pick = await pickCapture(deps, row, field, o);
-      const { raster, capture } = await readRaster(deps, field, pick.id, o.index);
+      const { raster, capture } = await readRaster(deps, field, pick.id, o.index, o);
       const { content, labels } = buildPrescription(
         meta,
         capture,

@@ -5,6 +5,7 @@
  */
 import { findIndex } from '../compute/catalog.js';
 import { isCalendarDate } from '../platform/dates.js';
+import { parseStatsOptions } from '../indices/index.js';
 import { AppError, type FieldIssue } from '../platform/errors.js';
 import { MAX_PROCESS_VALUE, RATE_DDI, rawPerUnit } from './rate-ddi.js';
 import {
@@ -47,6 +48,9 @@ const APPLIES: Record<keyof ReportOptions, ReportType[]> = {
   min_zone_ha: ['prescription'],
   default_rate: ['prescription'],
   isoxml_form: ['prescription'],
+  scl_exclude: ['scouting', 'seasonal', 'health_summary', 'prescription'],
+  cloud_dilation_m: ['scouting', 'seasonal', 'health_summary', 'prescription'],
+  weighting: ['scouting', 'seasonal', 'health_summary', 'prescription'],
 };
 /** Options that only one format uses (checked after the type). */
 const FORMAT_ONLY: Partial<Record<keyof ReportOptions, ReportFormat>> = {
@@ -61,6 +65,10 @@ export interface ResolvedOptions {
   date?: string;
   imagery_id?: string;
   period?: 'weekly' | 'monthly';
+  /** The cloud mask and weighting (indices' stats-options.ts), canonical; absent: the defaults. */
+  scl_exclude?: number[];
+  cloud_dilation_m?: number;
+  weighting?: 'coverage';
   prescription?: {
     input: PrescriptionInput;
     product: string;
@@ -173,9 +181,22 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}, format?:
         : {}),
     };
   }
+  let stats: ReturnType<typeof parseStatsOptions> | undefined;
+  try {
+    stats = parseStatsOptions(
+      { scl_exclude: o.scl_exclude, cloud_dilation_m: o.cloud_dilation_m, weighting: o.weighting },
+      at,
+    );
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    issues.push(...(err.errors ?? []));
+  }
   if (issues.length)
     throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
   return {
+    ...(stats?.mask.scl_exclude ? { scl_exclude: stats.mask.scl_exclude } : {}),
+    ...(stats?.mask.cloud_dilation_m ? { cloud_dilation_m: stats.mask.cloud_dilation_m } : {}),
+    ...(stats?.stats.weighting === 'coverage' ? { weighting: 'coverage' as const } : {}),
     index,
     ...(o.start_date ? { start_date: o.start_date } : {}),
     ...(o.end_date ? { end_date: o.end_date } : {}),

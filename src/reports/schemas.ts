@@ -103,6 +103,25 @@ export const ReportOptions = Type.Object(
         'prescription as isoxml: grid = a binary grid of rates (ISOXML grid type 2, 10 m cells; what most ISOBUS terminals read, the default); zones = treatment zones with polygons.',
       ),
     ),
+    scl_exclude: Type.Optional(
+      Type.Array(Type.Integer(), {
+        maxItems: 12,
+        description:
+          'Every type: Sentinel-2 SCL classes (0-11) left out of the statistics and the cloud cover, as in GET indices. Default [0, 1, 3, 8, 9, 10, 11].',
+      }),
+    ),
+    cloud_dilation_m: Type.Optional(
+      Type.Number({
+        description:
+          'Every type: also leave out pixels within this many metres of an excluded cloud or shadow pixel (0-1000). Default 0.',
+      }),
+    ),
+    weighting: Type.Optional(
+      lit(
+        ['centre', 'coverage'] as const,
+        "Every type: centre (the spec's pixel-centre rule, default) or coverage (each touched pixel weighted by its area inside the field).",
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -13,6 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
 import { Kernel } from '../compute/kernel-host.js';
+import { histogramOf, weightedPercentiles, weightedStats } from '../compute/zonal.js';
 import type {
   CoverageBatchResult,
   CoverageBatchTask as AnyCoverageBatchTask,
@@ -26,6 +27,7 @@ import type {
   IndexResult,
   IndexTask,
   InspectTask as AnyInspectTask,
+  MaskRequest,
   PingTask,
 } from '../compute/tasks.js';
 import type { Boundary } from '../fields/boundary.js';
@@ -82,11 +84,14 @@ async function windowFor(
   boundary: FieldIndexTask['boundary'],
   bands: CaptureBand[],
   roots: string[],
+  mask?: MaskRequest,
+  weighting?: 'centre' | 'coverage',
 ): Promise<FieldWindow> {
-  const key = windowKey(capture, boundary, bands);
+  const read = { ...(mask ? { mask } : {}), ...(weighting === 'coverage' ? { weighting } : {}) };
+  const key = windowKey(capture, boundary, bands, read);
   const hit = getWindow(key);
   if (hit) return hit;
-  const win = await readFieldWindow(capture, boundary, bands, { roots });
+  const win = await readFieldWindow(capture, boundary, bands, { roots, ...read });
   putWindow(key, win);
   return win;
 }
@@ -157,7 +162,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   // A formula that reads no band (a constant) still has a value on the capture's usable field
   // pixels only: the window and validity mask of the coverage bands.
   const read = t.program.bands.length ? (t.program.bands as CaptureBand[]) : coverageBands(t.capture);
-  const win = await windowFor(t.capture, t.boundary, read, t.roots);
+  const win = await windowFor(t.capture, t.boundary, read, t.roots, t.mask, t.stats?.weighting);
   const n = win.width * win.height;
   const prep = kernel.prepare(
     n,
@@ -169,7 +174,11 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   );
   for (const [j, b] of t.program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
-  const stats = kernel.run(t.program);
+  const unweighted = kernel.run(t.program);
+  const weights = win.weights;
+  // weighting=coverage: the kernel's pass counted every touched pixel once; the partial ones are reweighted
+  // (masked pixels are NaN in the values, and skipped)
+  const stats = weights ? weightedStats(unweighted, kernel.values(), weights, win.partial!) : unweighted;
   const result: FieldIndexResult = {
     stats,
     kernelMs: 0,
@@ -184,8 +193,37 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     },
     fieldPixels: win.fieldPixels,
     validPixels: win.validPixels,
+    // the usable pixels whose value the formula left NaN: ÷0, or non-finite
+    reasons: { ...win.reasons, non_finite: win.validPixels - unweighted.count },
+    ...(win.fieldWeight !== undefined ? { fieldWeight: win.fieldWeight } : {}),
   };
-  if (t.orderStats) result.order = kernel.orderStats();
+  const req = t.stats;
+  if (weights) {
+    const values = kernel.values();
+    if (t.orderStats) {
+      const o = weightedPercentiles(values, weights, [10, 25, 50, 75, 90]);
+      result.order = o ? { p10: o[0]!, p25: o[1]!, median: o[2]!, p75: o[3]!, p90: o[4]! } : null;
+    }
+    if (req?.histogram)
+      result.bins = histogramOf(
+        values,
+        req.histogram,
+        stats.count ? { min: stats.min, max: stats.max } : null,
+        weights,
+      );
+    if (req?.percentiles?.length) result.percentiles = weightedPercentiles(values, weights, req.percentiles);
+  } else {
+    if (t.orderStats) result.order = kernel.orderStats();
+    if (req?.histogram) {
+      const range = stats.count ? { min: stats.min, max: stats.max } : null;
+      result.bins = histogramOf(kernel.values(), req.histogram, range);
+    }
+    if (req?.percentiles?.length)
+      result.percentiles = kernel.percentiles(
+        req.percentiles,
+        stats.count ? { min: stats.min, max: stats.max } : undefined,
+      );
+  }
   if (t.geojson)
     result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
   else if (t.values) {
@@ -215,12 +253,20 @@ async function runFieldRaster(t: FieldRasterTask): Promise<FieldRasterResult> {
 }
 
 async function runCoverage(t: CoverageTask): Promise<CoverageResult> {
-  const win = await readFieldWindow(t.capture, t.boundary, t.bands as CaptureBand[], { roots: t.roots });
+  const win = await readFieldWindow(t.capture, t.boundary, t.bands as CaptureBand[], {
+    roots: t.roots,
+    ...(t.mask ? { mask: t.mask } : {}),
+  });
   return { fieldPixels: win.fieldPixels, validPixels: win.validPixels };
 }
 
 async function runCoverageBatch(t: CoverageBatchTask): Promise<CoverageBatchResult> {
-  return { fields: await readFieldCoverages(t.capture, t.boundaries, t.bands as CaptureBand[], { roots: t.roots }) };
+  return {
+    fields: await readFieldCoverages(t.capture, t.boundaries, t.bands as CaptureBand[], {
+      roots: t.roots,
+      ...(t.mask ? { mask: t.mask } : {}),
+    }),
+  };
 }
 
 /** A result whose typed arrays are transferred back, not copied. */

@@ -53,6 +53,29 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('options scl_exclude, cloud_dilation_m and weighting: the series follows the mask (issue 23)', async () => {
+    const series = async (options: object) =>
+      (await download((await ready({ type: 'seasonal', format: 'json', options })).download_url)).json()
+        .series as Array<{
+        imagery_id: string;
+        mean: number;
+        valid_fraction: number;
+      }>;
+    const plain = await series({});
+    const wide = await series({ cloud_dilation_m: 60 });
+    const cov = await series({ weighting: 'coverage', scl_exclude: [0, 1, 3, 8, 9, 10, 11] });
+    // a dilation of 60 m takes the partly cloudy captures past the report's 30 % cloud cover: fewer points
+    const byId = new Map(plain.map((p) => [p.imagery_id, p]));
+    for (const p of wide) expect(p.valid_fraction).toBeLessThanOrEqual(byId.get(p.imagery_id)!.valid_fraction);
+    expect(wide.length).toBeGreaterThan(0);
+    expect(wide.length).toBeLessThan(plain.length);
+    // the synthetic field's edges lie on pixel edges: coverage weights are 0 or 1, the centre rule's numbers
+    expect(cov).toEqual(plain);
+    const bad = await post(seeded.fieldId, { type: 'seasonal', format: 'json', options: { scl_exclude: [13] } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().errors[0].code).toBe('unknown_scl_class');
+  });
+
   describe.each(TYPES)('%s', (type) => {
     const contents: Record<string, any> = {};
     it.each(FORMATS)(

@@ -348,3 +348,35 @@ describe('download signatures', () => {
     expect(checkDownload(key, 'rpt_a', exp, sig, exp * 1000)).toBe('expired');
   });
 });
+
+describe('report options: the cloud mask and the weighting (issue 23)', () => {
+  const codes = (o: object) => {
+    try {
+      resolveOptions('seasonal', o);
+      return [];
+    } catch (e) {
+      expect(e).toBeInstanceOf(AppError);
+      return (e as AppError).errors!.map((i) => `${i.path} ${i.code}`);
+    }
+  };
+  it('accepted on every type, canonical; the defaults leave no trace; bad values are issues', () => {
+    expect(
+      resolveOptions('scouting', { scl_exclude: [9, 3, 9], cloud_dilation_m: 20, weighting: 'coverage' }),
+    ).toMatchObject({
+      scl_exclude: [3, 9],
+      cloud_dilation_m: 20,
+      weighting: 'coverage',
+    });
+    const plain = resolveOptions('seasonal', {
+      scl_exclude: [11, 10, 9, 8, 3, 1, 0],
+      cloud_dilation_m: 0,
+      weighting: 'centre',
+    });
+    expect(plain).toEqual(resolveOptions('seasonal', {}));
+    expect(codes({ scl_exclude: [3, 12] })).toEqual(['/body/options/scl_exclude unknown_scl_class']);
+    expect(codes({ cloud_dilation_m: -1, start_date: '2025-02-30' })).toEqual([
+      '/body/options/start_date invalid_date',
+      '/body/options/cloud_dilation_m negative_dilation',
+    ]);
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * Percentiles (by selection in the kernel) and histograms (compute/zonal.ts) against float64
+ * references written here: a full sort and numpy's linear interpolation (`_lerp`), and numpy's
+ * histogram (linspace edges, searchsorted, last bin closed), on 10 M random values and on
+ * awkward small sets (ties, one value, NaNs).
+ */
+import { describe, expect, it } from 'vitest';
+import { compileFormula } from '../../../src/compute/formula.js';
+import { Kernel } from '../../../src/compute/kernel-host.js';
+import { histogramOf } from '../../../src/compute/zonal.js';
+
+/** numpy.percentile(values, p) (method 'linear') over a sorted float64 array. */
+function npPercentile(sorted: Float64Array, p: number): number {
+  const n = sorted.length;
+  const rank = (n - 1) * (p / 100);
+  const lo = Math.floor(rank);
+  const t = rank - lo;
+  const a = sorted[lo]!;
+  const b = sorted[Math.min(lo + 1, n - 1)]!;
+  const d = b - a;
+  return t >= 0.5 ? b - d * (1 - t) : a + d * t;
+}
+
+/** numpy.histogram(values, bins | edges) in float64. */
+function npHistogram(
+  values: Float64Array,
+  spec: { bins: number } | { edges: number[] },
+): { edges: number[]; counts: number[] } {
+  let edges: number[];
+  if ('edges' in spec) edges = spec.edges;
+  else {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of values) {
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }
+    if (lo === hi) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
+    const step = (hi - lo) / spec.bins;
+    edges = Array.from({ length: spec.bins + 1 }, (_, i) => i * step + lo);
+    edges[spec.bins] = hi;
+  }
+  const counts = new Array(edges.length - 1).fill(0);
+  const last = edges.length - 1;
+  for (const v of values) {
+    if (v < edges[0]! || v > edges[last]!) continue;
+    // searchsorted(edges, v, 'right') − 1, the last edge into the last bin
+    let lo = 0;
+    let hi = edges.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (edges[mid]! <= v) lo = mid + 1;
+      else hi = mid;
+    }
+    counts[Math.min(lo - 1, last - 1)]++;
+  }
+  return { edges, counts };
+}
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const identity = compileFormula('B04');
+
+/** Runs the identity formula over f32 values: the kernel's output is the values, NaN kept. */
+function load(kernel: Kernel, values: Float32Array) {
+  const prep = kernel.prepare(values.length, [{ dtype: 'f32' }]);
+  prep.bands[0]!.set(values);
+  return kernel.run(identity);
+}
+
+describe('percentiles by selection and numpy histograms', () => {
+  const kernel = new Kernel();
+
+  it('10 M random values (some NaN, many ties): every percentile equals the sorted float64 reference exactly', () => {
+    const n = 10_000_000;
+    const r = rng(23);
+    const values = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      const u = r();
+      // a skewed mixture with ties (rounded values) and 1 % NaN
+      values[i] = u < 0.01 ? NaN : u < 0.2 ? Math.round(r() * 50) / 100 : r() * r() * 2 - 0.4;
+    }
+    const stats = load(kernel, values);
+    const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+    expect(stats.count).toBe(sorted.length);
+    const ps = [0, 0.1, 1, 2.5, 5, 10, 25, 33.3, 50, 66.7, 75, 90, 95, 97.5, 99, 99.9, 100, 50, 37.123456];
+    // quickselect over every value, and selection in the buckets of [min, max] that hold the ranks
+    const got = kernel.percentiles(ps)!;
+    const byBuckets = kernel.percentiles(ps, stats)!;
+    for (const [i, p] of ps.entries()) {
+      expect(got[i], `p${p}`).toBe(npPercentile(sorted, p));
+      expect(byBuckets[i], `p${p} by buckets`).toBe(npPercentile(sorted, p));
+    }
+
+    for (const spec of [
+      { bins: 1 },
+      { bins: 37 },
+      { bins: 1000 },
+      { edges: [-1, -0.2, 0, 0.1, 0.25, 0.5, 2] },
+      { edges: [0.1, 0.3] },
+    ]) {
+      const h = histogramOf(kernel.values(), spec, { min: stats.min, max: stats.max });
+      const ref = npHistogram(sorted, spec);
+      expect(h.edges).toEqual(ref.edges);
+      expect(h.counts).toEqual(ref.counts);
+    }
+  }, 120_000);
+
+  it('small sets: one value, two values, all equal, all NaN; order of the list kept', () => {
+    const cases: number[][] = [[0.25], [1, 2], [3, 3, 3, 3], [5, NaN, 1, NaN, 3, 2, 4], [-1, 1e-8, 7, 7, 7, 0.5]];
+    for (const c of cases) {
+      load(kernel, Float32Array.from(c));
+      const sorted = Float64Array.from(Float32Array.from(c).filter((v) => !Number.isNaN(v))).sort();
+      const ps = [100, 0, 50, 12.5, 99, 1];
+      expect(kernel.percentiles(ps)).toEqual(ps.map((p) => npPercentile(sorted, p)));
+      // buckets (from 4,096 values): the same set repeated, shuffled, with the run's min and max
+      const big = Float32Array.from({ length: 5000 }, (_, i) => c[(i * 7919) % c.length]!);
+      const st = load(kernel, big);
+      const bigSorted = Float64Array.from(big.filter((v) => !Number.isNaN(v))).sort();
+      expect(kernel.percentiles(ps, st)).toEqual(ps.map((p) => npPercentile(bigSorted, p)));
+      load(kernel, Float32Array.from(c));
+      const spec = { bins: 4 };
+      expect(histogramOf(kernel.values(), spec, null)).toEqual(npHistogram(sorted, spec));
+    }
+    load(kernel, Float32Array.from([NaN, NaN]));
+    expect(kernel.percentiles([50])).toBeNull();
+    expect(histogramOf(kernel.values(), { bins: 2 }, null).counts).toEqual([0, 0]);
+  });
+});
