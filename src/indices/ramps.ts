@@ -7,25 +7,9 @@
  */
 import { findIndex } from '../compute/catalog.js';
 
-export type RampName = 'rdylgn' | 'viridis';
+import { RAMP_STOPS, type RampName } from './ramp-stops.js';
 
-/** ColorBrewer RdYlGn (11 classes, diverging) and matplotlib's viridis (9 of its stops, sequential). */
-export const RAMP_STOPS: Record<RampName, string[]> = {
-  rdylgn: [
-    '#a50026',
-    '#d73027',
-    '#f46d43',
-    '#fdae61',
-    '#fee08b',
-    '#ffffbf',
-    '#d9ef8b',
-    '#a6d96a',
-    '#66bd63',
-    '#1a9850',
-    '#006837',
-  ],
-  viridis: ['#440154', '#472d7b', '#3b528b', '#2c728e', '#21918c', '#28ae80', '#5ec962', '#addc30', '#fde725'],
-};
+export { RAMP_STOPS, type RampName };
 
 export const RAMP_NAMES = Object.keys(RAMP_STOPS) as RampName[];
 
