@@ -847,17 +847,20 @@ export function bucketGather(src: usize, n: i32, lo: f32, scale: f32, nb: i32, s
 // ---------- percentiles by sampled brackets ----------
 
 /**
- * Up to `s` values of src at pseudo-random indices (xorshift32 from `seed`, with replacement),
- * the non-NaN ones copied to dst; returns how many were copied.
+ * `s` values of src, one at a pseudo-random place (xorshift32 from `seed`) in each of s equal
+ * strata (in index order, so the reads go forward), the non-NaN ones copied to dst; returns how
+ * many were copied.
  */
 export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): i32 {
   let r = seed | 1;
   let k = 0;
+  const step = <f64>n / <f64>s;
   for (let j = 0; j < s; j++) {
     r ^= r << 13;
     r ^= r >> 17;
     r ^= r << 5;
-    const x = load<f32>(src + (<usize>(((<u64>r) * (<u64>n)) >> 32) << 2));
+    const i = min(n - 1, <i32>((<f64>j + <f64>r * 2.3283064365386963e-10) * step));
+    const x = load<f32>(src + (<usize>i << 2));
     if (x == x) {
       store<f32>(dst + (<usize>k << 2), x);
       k++;
@@ -871,7 +874,7 @@ export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): 
  * bracket is NaN, NaN). br holds f32 lo[4], f32 hi[4], i32 off[4] (where bracket j's values go in
  * dst: advanced for each value in the bracket, written only while below end[j]), i32 end[4], and
  * receives i32 below[4] (values < lo_j; from byte 64) and the count of non-NaN values (byte 80);
- * bytes 96..127 are scratch. The common case, no lane
+ * bytes 96..159 are scratch. The common case, no lane
  * in any bracket, costs a few vector compares; the lanes of a group with one are placed one by one.
  * k: the brackets in use (the loop is specialised for each count).
  */
@@ -943,12 +946,34 @@ export function bracketPass(src: usize, n: i32, br: usize, dst: usize, k: i32): 
         wy = v128.or(wy, v128.andnot(f32x4.le(y, H3), m));
       }
       if (v128.any_true(v128.or(wx, wy))) {
-        // only the lanes in a bracket, through a spill of the eight values after br
+        // only the lanes in a bracket, through a spill of the eight values and their brackets
+        // after br: a lane in bracket j is below the K − 1 − j lower ends above it (−1 each)
+        let sx = f32x4.lt(x, L0);
+        let sy = f32x4.lt(y, L0);
+        if (K > 1) {
+          sx = i32x4.add(sx, f32x4.lt(x, L1));
+          sy = i32x4.add(sy, f32x4.lt(y, L1));
+        }
+        if (K > 2) {
+          sx = i32x4.add(sx, f32x4.lt(x, L2));
+          sy = i32x4.add(sy, f32x4.lt(y, L2));
+        }
+        if (K > 3) {
+          sx = i32x4.add(sx, f32x4.lt(x, L3));
+          sy = i32x4.add(sy, f32x4.lt(y, L3));
+        }
+        const kk = i32x4.splat(K - 1);
         v128.store(br, x, 96);
         v128.store(br, y, 112);
+        v128.store(br, i32x4.add(kk, sx), 128);
+        v128.store(br, i32x4.add(kk, sy), 144);
         let bits = i32x4.bitmask(wx) | (i32x4.bitmask(wy) << 4);
         while (bits) {
-          bracketPlace(load<f32>(br + 96 + (<usize>ctz(bits) << 2)), br, dst);
+          const lane = <usize>ctz(bits) << 2;
+          const q = br + (<usize>load<i32>(br + 128 + lane) << 2);
+          const o = load<i32>(q, 32);
+          if (o < load<i32>(q, 48)) store<f32>(dst + (<usize>o << 2), load<f32>(br + 96 + lane));
+          store<i32>(q, o + 1, 32);
           bits &= bits - 1;
         }
       }

@@ -439,7 +439,7 @@ export class Kernel {
 
   /**
    * The same percentiles when the count of values is known (the run's statistics), in one pass
-   * (Floyd–Rivest's idea): a random sample of the values places around each rank needed a bracket
+   * (Floyd–Rivest's idea): a random sample of the values (one in each of n^⅔ strata) places around each rank needed a bracket
    * of values [lo, hi] wide enough to hold it but for a chance of about 1 in 1,000; one vector
    * pass counts the values below each bracket and copies those inside, and each rank is selected
    * among the few of its bracket. Undefined when a rank is not in its bracket (or more than four
@@ -453,7 +453,7 @@ export class Kernel {
     const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3))));
     const smpPtr = align(this.accPtr + 64);
     const brPtr = align(smpPtr + s0 * 4);
-    this.ensure(brPtr + 128); // bracketPass's block: 128 bytes
+    this.ensure(brPtr + 192); // bracketPass's block: 160 bytes
     const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
     if (s < 64) return undefined;
     const ranksOf = (m: number): number[] => {
