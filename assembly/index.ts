@@ -723,6 +723,48 @@ export function select(p: usize, lo: i32, hi: i32, k: i32): f32 {
   return at(p, k);
 }
 
+/**
+ * The same as select, by Floyd and Rivest's algorithm (CACM 18(3), 1975, "Algorithm 489"): for a
+ * range over 600 values, a sample around k is selected first (recursively) and its two ends
+ * partition the range, so most values are compared with a pivot only once or twice.
+ */
+export function selectFR(p: usize, lo: i32, hi: i32, k: i32): f32 {
+  let left = lo;
+  let right = hi;
+  while (right > left) {
+    if (right - left > 600) {
+      const n = <f64>(right - left + 1);
+      const i = <f64>(k - left + 1);
+      const z = Math.log(n);
+      const s = 0.5 * Math.exp((2 * z) / 3);
+      const sd = 0.5 * Math.sqrt((z * s * (n - s)) / n) * (i - n / 2 < 0 ? -1 : 1);
+      const nl = max(left, <i32>Math.floor(<f64>k - (i * s) / n + sd));
+      const nr = min(right, <i32>Math.floor(<f64>k + ((n - i) * s) / n + sd));
+      selectFR(p, nl, nr, k);
+    }
+    const t = at(p, k);
+    let i = left;
+    let j = right;
+    swap(p, left, k);
+    if (at(p, right) > t) swap(p, right, left);
+    while (i < j) {
+      swap(p, i, j);
+      i++;
+      j--;
+      while (at(p, i) < t) i++;
+      while (at(p, j) > t) j--;
+    }
+    if (at(p, left) == t) swap(p, left, j);
+    else {
+      j++;
+      swap(p, j, right);
+    }
+    if (j <= k) left = j + 1;
+    if (k <= j) right = j - 1;
+  }
+  return at(p, k);
+}
+
 /** Smallest value of p[lo..hi]. */
 export function minOf(p: usize, lo: i32, hi: i32): f32 {
   let m: f32 = Infinity;

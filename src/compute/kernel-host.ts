@@ -66,6 +66,7 @@ interface Exports {
   statsOf(ptr: number, n: number): void;
   compactValid(src: number, n: number, dst: number): number;
   select(p: number, lo: number, hi: number, k: number): number;
+  selectFR(p: number, lo: number, hi: number, k: number): number;
   minOf(p: number, lo: number, hi: number): number;
   histogram(src: number, n: number, lo: number, hi: number, bins: number, dst: number): void;
   chooseK(p: number, len: number): number;
@@ -485,7 +486,7 @@ export class Kernel {
     const valueAt = (k: number): number => {
       if (k < 0) return -Infinity;
       if (k >= s) return Infinity;
-      const v = x.select(smpPtr, from, s - 1, k);
+      const v = x.selectFR(smpPtr, from, s - 1, k);
       from = k;
       return v;
     };
@@ -525,7 +526,7 @@ export class Kernel {
       const k = j * cap + (r - below);
       const end = j * cap + got - 1;
       // the next place after one selected: the smallest value right of it
-      at.set(r, k === prev + 1 ? x.minOf(this.scratchPtr, k, end) : x.select(this.scratchPtr, lo, end, k));
+      at.set(r, k === prev + 1 ? x.minOf(this.scratchPtr, k, end) : x.selectFR(this.scratchPtr, lo, end, k));
       lo = k;
       prev = k;
     }
