@@ -723,6 +723,48 @@ export function select(p: usize, lo: i32, hi: i32, k: i32): f32 {
   return at(p, k);
 }
 
+/**
+ * The same as select, by Floyd and Rivest's algorithm (CACM 18(3), 1975, "Algorithm 489"): for a
+ * range over 600 values, a sample around k is selected first (recursively) and its two ends
+ * partition the range, so most values are compared with a pivot only once or twice.
+ */
+export function selectFR(p: usize, lo: i32, hi: i32, k: i32): f32 {
+  let left = lo;
+  let right = hi;
+  while (right > left) {
+    if (right - left > 600) {
+      const n = <f64>(right - left + 1);
+      const i = <f64>(k - left + 1);
+      const z = Math.log(n);
+      const s = 0.5 * Math.exp((2 * z) / 3);
+      const sd = 0.5 * Math.sqrt((z * s * (n - s)) / n) * (i - n / 2 < 0 ? -1 : 1);
+      const nl = max(left, <i32>Math.floor(<f64>k - (i * s) / n + sd));
+      const nr = min(right, <i32>Math.floor(<f64>k + ((n - i) * s) / n + sd));
+      selectFR(p, nl, nr, k);
+    }
+    const t = at(p, k);
+    let i = left;
+    let j = right;
+    swap(p, left, k);
+    if (at(p, right) > t) swap(p, right, left);
+    while (i < j) {
+      swap(p, i, j);
+      i++;
+      j--;
+      while (at(p, i) < t) i++;
+      while (at(p, j) > t) j--;
+    }
+    if (at(p, left) == t) swap(p, left, j);
+    else {
+      j++;
+      swap(p, j, right);
+    }
+    if (j <= k) left = j + 1;
+    if (k <= j) right = j - 1;
+  }
+  return at(p, k);
+}
+
 /** Smallest value of p[lo..hi]. */
 export function minOf(p: usize, lo: i32, hi: i32): f32 {
   let m: f32 = Infinity;
@@ -842,4 +884,178 @@ export function bucketGather(src: usize, n: i32, lo: f32, scale: f32, nb: i32, s
   const o = load<i32>(q);
   store<f32>(dst + (<usize>o << 2), x);
   store<i32>(q, o + 1);
+}
+
+// ---------- percentiles by sampled brackets ----------
+
+/**
+ * `s` values of src, one at a pseudo-random place (xorshift32 from `seed`) in each of s equal
+ * strata (in index order, so the reads go forward), the non-NaN ones copied to dst; returns how
+ * many were copied.
+ */
+export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): i32 {
+  let r = seed | 1;
+  let k = 0;
+  const step = <f64>n / <f64>s;
+  for (let j = 0; j < s; j++) {
+    r ^= r << 13;
+    r ^= r >> 17;
+    r ^= r << 5;
+    const i = min(n - 1, <i32>((<f64>j + <f64>r * 2.3283064365386963e-10) * step));
+    const x = load<f32>(src + (<usize>i << 2));
+    if (x == x) {
+      store<f32>(dst + (<usize>k << 2), x);
+      k++;
+    }
+  }
+  return k;
+}
+
+/**
+ * One pass over src for at most four brackets [lo_j, hi_j] of disjoint value ranges (an unused
+ * bracket is NaN, NaN). br holds f32 lo[4], f32 hi[4], i32 off[4] (where bracket j's values go in
+ * dst: advanced for each value in the bracket, written only while below end[j]), i32 end[4], and
+ * receives i32 below[4] (values < lo_j; from byte 64) and the count of non-NaN values (byte 80);
+ * bytes 96..159 are scratch. The common case, no lane
+ * in any bracket, costs a few vector compares; the lanes of a group with one are placed one by one.
+ * k: the brackets in use (the loop is specialised for each count).
+ */
+export function bracketPass(src: usize, n: i32, br: usize, dst: usize, k: i32): void {
+  if (k == 1) bracketPassK(src, n, br, dst, 1);
+  else if (k == 2) bracketPassK(src, n, br, dst, 2);
+  else if (k == 3) bracketPassK(src, n, br, dst, 3);
+  else bracketPassK(src, n, br, dst, 4);
+}
+
+// @ts-ignore: decorator
+@inline function bracketPassK(src: usize, n: i32, br: usize, dst: usize, K: i32): void {
+  const lo0 = load<f32>(br);
+  const lo1 = load<f32>(br, 4);
+  const lo2 = load<f32>(br, 8);
+  const lo3 = load<f32>(br, 12);
+  const hi0 = load<f32>(br, 16);
+  const hi1 = load<f32>(br, 20);
+  const hi2 = load<f32>(br, 24);
+  const hi3 = load<f32>(br, 28);
+  let c0 = 0;
+  let c1 = 0;
+  let c2 = 0;
+  let c3 = 0;
+  let valid = 0;
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const L0 = f32x4.splat(lo0);
+    const L1 = f32x4.splat(lo1);
+    const L2 = f32x4.splat(lo2);
+    const L3 = f32x4.splat(lo3);
+    const H0 = f32x4.splat(hi0);
+    const H1 = f32x4.splat(hi1);
+    const H2 = f32x4.splat(hi2);
+    const H3 = f32x4.splat(hi3);
+    let b0 = i32x4.splat(0);
+    let b1 = i32x4.splat(0);
+    let b2 = i32x4.splat(0);
+    let b3 = i32x4.splat(0);
+    let vv = i32x4.splat(0);
+    for (; i + 8 <= n; i += 8) {
+      const x = v128.load(src + (<usize>i << 2));
+      const y = v128.load(src + (<usize>i << 2), 16);
+      vv = i32x4.sub(i32x4.sub(vv, f32x4.eq(x, x)), f32x4.eq(y, y));
+      let l = f32x4.lt(x, L0);
+      let m = f32x4.lt(y, L0);
+      b0 = i32x4.sub(i32x4.sub(b0, l), m);
+      let wx = v128.andnot(f32x4.le(x, H0), l);
+      let wy = v128.andnot(f32x4.le(y, H0), m);
+      if (K > 1) {
+        l = f32x4.lt(x, L1);
+        m = f32x4.lt(y, L1);
+        b1 = i32x4.sub(i32x4.sub(b1, l), m);
+        wx = v128.or(wx, v128.andnot(f32x4.le(x, H1), l));
+        wy = v128.or(wy, v128.andnot(f32x4.le(y, H1), m));
+      }
+      if (K > 2) {
+        l = f32x4.lt(x, L2);
+        m = f32x4.lt(y, L2);
+        b2 = i32x4.sub(i32x4.sub(b2, l), m);
+        wx = v128.or(wx, v128.andnot(f32x4.le(x, H2), l));
+        wy = v128.or(wy, v128.andnot(f32x4.le(y, H2), m));
+      }
+      if (K > 3) {
+        l = f32x4.lt(x, L3);
+        m = f32x4.lt(y, L3);
+        b3 = i32x4.sub(i32x4.sub(b3, l), m);
+        wx = v128.or(wx, v128.andnot(f32x4.le(x, H3), l));
+        wy = v128.or(wy, v128.andnot(f32x4.le(y, H3), m));
+      }
+      if (v128.any_true(v128.or(wx, wy))) {
+        // only the lanes in a bracket, through a spill of the eight values and their brackets
+        // after br: a lane in bracket j is below the K − 1 − j lower ends above it (−1 each)
+        let sx = f32x4.lt(x, L0);
+        let sy = f32x4.lt(y, L0);
+        if (K > 1) {
+          sx = i32x4.add(sx, f32x4.lt(x, L1));
+          sy = i32x4.add(sy, f32x4.lt(y, L1));
+        }
+        if (K > 2) {
+          sx = i32x4.add(sx, f32x4.lt(x, L2));
+          sy = i32x4.add(sy, f32x4.lt(y, L2));
+        }
+        if (K > 3) {
+          sx = i32x4.add(sx, f32x4.lt(x, L3));
+          sy = i32x4.add(sy, f32x4.lt(y, L3));
+        }
+        const kk = i32x4.splat(K - 1);
+        v128.store(br, x, 96);
+        v128.store(br, y, 112);
+        v128.store(br, i32x4.add(kk, sx), 128);
+        v128.store(br, i32x4.add(kk, sy), 144);
+        let bits = i32x4.bitmask(wx) | (i32x4.bitmask(wy) << 4);
+        while (bits) {
+          const lane = <usize>ctz(bits) << 2;
+          const q = br + (<usize>load<i32>(br + 128 + lane) << 2);
+          const o = load<i32>(q, 32);
+          if (o < load<i32>(q, 48)) store<f32>(dst + (<usize>o << 2), load<f32>(br + 96 + lane));
+          store<i32>(q, o + 1, 32);
+          bits &= bits - 1;
+        }
+      }
+    }
+    c0 = laneSum(b0);
+    c1 = laneSum(b1);
+    c2 = laneSum(b2);
+    c3 = laneSum(b3);
+    valid = laneSum(vv);
+  }
+  for (; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    if (x != x) continue;
+    valid++;
+    if (x < lo0) c0++;
+    if (x < lo1) c1++;
+    if (x < lo2) c2++;
+    if (x < lo3) c3++;
+    bracketPlace(x, br, dst);
+  }
+  store<i32>(br, c0, 64);
+  store<i32>(br, c1, 68);
+  store<i32>(br, c2, 72);
+  store<i32>(br, c3, 76);
+  store<i32>(br, valid, 80);
+}
+
+// @ts-ignore: decorator
+@inline function laneSum(v: v128): i32 {
+  return i32x4.extract_lane(v, 0) + i32x4.extract_lane(v, 1) + i32x4.extract_lane(v, 2) + i32x4.extract_lane(v, 3);
+}
+
+/** Puts x in the first bracket that holds it (see bracketPass), if any. */
+function bracketPlace(x: f32, br: usize, dst: usize): void {
+  for (let j: usize = 0; j < 16; j += 4) {
+    if (x >= load<f32>(br + j) && x <= load<f32>(br + j, 16)) {
+      const o = load<i32>(br + j, 32);
+      if (o < load<i32>(br + j, 48)) store<f32>(dst + (<usize>o << 2), x);
+      store<i32>(br + j, o + 1, 32);
+      return;
+    }
+  }
 }

@@ -165,7 +165,9 @@ const f2 = (x: number) => x.toFixed(2);
  * same with coverage weights (every touched pixel in the kernel's pass, then the edge pixels
  * reweighted: compute/zonal.ts weightedStats; the weights and the edge list come with the window,
  * as the window cache keeps them) and with percentiles 5, 50, 95 by selection
- * (Kernel.percentiles: a count per bucket of [min, max], then selection among the values of the ranks' buckets). Goals: weighted ≥ 0.7× and percentiles ≥ 0.5× the unweighted fused path.
+ * (Kernel.percentiles: one pass over brackets of values placed by a sample, then selection among
+ * the values of the ranks' brackets). Goals: weighted ≥ 0.7× and percentiles ≥ 0.5× the unweighted
+ * fused path.
  */
 async function statisticsRows(): Promise<void> {
   const program = compileFormula(FORMULAS.NDVI);
@@ -243,7 +245,7 @@ async function statisticsRows(): Promise<void> {
     'Issue 23: NDVI over a round field filling the window, Mpx/s of window pixels; the service path (pixel centres,',
   );
   console.log(
-    'values+stats) against coverage weights and against percentiles 5, 50, 95 (selection in buckets of [min, max]):',
+    'values+stats) against coverage weights and against percentiles 5, 50, 95 (one pass over sampled brackets):',
   );
   console.table(rows);
 }

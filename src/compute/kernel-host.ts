@@ -66,6 +66,7 @@ interface Exports {
   statsOf(ptr: number, n: number): void;
   compactValid(src: number, n: number, dst: number): number;
   select(p: number, lo: number, hi: number, k: number): number;
+  selectFR(p: number, lo: number, hi: number, k: number): number;
   minOf(p: number, lo: number, hi: number): number;
   histogram(src: number, n: number, lo: number, hi: number, bins: number, dst: number): void;
   chooseK(p: number, len: number): number;
@@ -80,6 +81,8 @@ interface Exports {
     off: number,
     dst: number,
   ): void;
+  sampleValid(src: number, n: number, s: number, seed: number, dst: number): number;
+  bracketPass(src: number, n: number, br: number, dst: number, k: number): void;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -392,10 +395,18 @@ export class Kernel {
    * (`linear`: rank = p/100 × (count − 1), interpolated as numpy's `_lerp`), by selection: the
    * ranks needed (⌊rank⌋ and ⌊rank⌋ + 1) are placed by quickselect, the middle rank first and
    * each half on its own side, O(count × log ranks) instead of a sort. Null when no value.
+   * With `range` (the run's statistics; 4,096 values or more): with its count, one pass over
+   * brackets placed by a sample (percentilesBySample), else, or when a rank falls outside its
+   * bracket, the buckets of [min, max] (percentilesByBuckets). Every path gives the same values.
    */
-  percentiles(ps: readonly number[], range?: { min: number; max: number }): number[] | null {
-    if (range && Number.isFinite(range.min) && Number.isFinite(range.max) && this.n >= 4096)
+  percentiles(ps: readonly number[], range?: { min: number; max: number; count?: number }): number[] | null {
+    if (range && Number.isFinite(range.min) && Number.isFinite(range.max) && this.n >= 4096) {
+      if (range.count) {
+        const bySample = this.percentilesBySample(ps, range.count);
+        if (bySample) return bySample;
+      }
       return this.percentilesByBuckets(ps, range.min, range.max);
+    }
     const x = this.x;
     const m = x.compactValid(this.outPtr, this.n, this.scratchPtr);
     if (m === 0) return null;
@@ -418,6 +429,107 @@ export class Kernel {
       place(r + 1, hi, mid + 1, b);
     };
     place(0, m - 1, 0, ranks.length - 1);
+    return ps.map((p) => {
+      const rank = (m - 1) * (p / 100);
+      const k = Math.floor(rank);
+      const t = rank - k;
+      const a = at.get(k)!;
+      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
+    });
+  }
+
+  /**
+   * The same percentiles when the count of values is known (the run's statistics), in one pass
+   * (Floyd–Rivest's idea): a random sample of the values (one in each of n^⅔ strata) places around each rank needed a bracket
+   * of values [lo, hi] wide enough to hold it but for a chance of about 1 in 1,000; one vector
+   * pass counts the values below each bracket and copies those inside, and each rank is selected
+   * among the few of its bracket. Undefined when a rank is not in its bracket (or more than four
+   * brackets are needed): the caller falls back to the buckets, so the result never depends on
+   * the sample.
+   */
+  /** @internal (tests call it to know which path answered) */
+  percentilesBySample(ps: readonly number[], count: number): number[] | undefined {
+    const x = this.x;
+    const n = this.n;
+    const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3))));
+    const smpPtr = align(this.accPtr + 64);
+    const brPtr = align(smpPtr + s0 * 4);
+    this.ensure(brPtr + 192); // bracketPass's block: 160 bytes
+    const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
+    if (s < 64) return undefined;
+    const ranksOf = (m: number): number[] => {
+      const wanted = new Set<number>();
+      for (const p of ps) {
+        const rank = (m - 1) * (p / 100);
+        const k = Math.floor(rank);
+        wanted.add(k);
+        if (rank > k) wanted.add(k + 1);
+      }
+      return [...wanted].sort((a, b) => a - b);
+    };
+    // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged
+    const brackets: Array<[number, number]> = [];
+    for (const r of ranksOf(count)) {
+      const q = count > 1 ? r / (count - 1) : 0;
+      const t = q * (s - 1);
+      const d = 3.3 * Math.sqrt(s * q * (1 - q)) + 2;
+      const a = Math.floor(t - d);
+      const b = Math.ceil(t + d);
+      const last = brackets[brackets.length - 1];
+      if (last && a <= last[1] + 1) last[1] = Math.max(last[1], b);
+      else brackets.push([a, b]);
+    }
+    // their values (by selection in the sample, left to right), merged where they meet
+    const f32 = new Float32Array(x.memory.buffer, brPtr, 16);
+    const lims: Array<[number, number]> = [];
+    let from = 0;
+    const valueAt = (k: number): number => {
+      if (k < 0) return -Infinity;
+      if (k >= s) return Infinity;
+      const v = x.selectFR(smpPtr, from, s - 1, k);
+      from = k;
+      return v;
+    };
+    for (const [a, b] of brackets) {
+      const lo = valueAt(a);
+      const hi = valueAt(b);
+      const last = lims[lims.length - 1];
+      if (last && lo <= last[1]) last[1] = hi;
+      else lims.push([lo, hi]);
+    }
+    if (lims.length > 4) return undefined;
+    const i32 = new Int32Array(x.memory.buffer, brPtr, 21);
+    const cap = Math.floor(n / lims.length);
+    for (let j = 0; j < 4; j++) {
+      f32[j] = j < lims.length ? lims[j]![0] : NaN;
+      f32[4 + j] = j < lims.length ? lims[j]![1] : NaN;
+      i32[8 + j] = j * cap;
+      i32[12 + j] = (j + 1) * cap;
+    }
+    x.bracketPass(this.outPtr, n, brPtr, this.scratchPtr, lims.length);
+    const m = i32[20]!;
+    if (m === 0) return undefined;
+    // each rank in its bracket, selected there (ranks in increasing order narrow the range)
+    const at = new Map<number, number>();
+    let j = 0;
+    let lo = 0;
+    let prev = -1; // the last place selected in bracket j
+    for (const r of ranksOf(m)) {
+      while (j < lims.length && r >= i32[16 + j]! + (i32[8 + j]! - j * cap)) {
+        j++;
+        lo = j * cap;
+        prev = -1;
+      }
+      const got = j < lims.length ? i32[8 + j]! - j * cap : 0;
+      const below = i32[16 + j]!;
+      if (j >= lims.length || r < below || got > cap) return undefined;
+      const k = j * cap + (r - below);
+      const end = j * cap + got - 1;
+      // the next place after one selected: the smallest value right of it
+      at.set(r, k === prev + 1 ? x.minOf(this.scratchPtr, k, end) : x.selectFR(this.scratchPtr, lo, end, k));
+      lo = k;
+      prev = k;
+    }
     return ps.map((p) => {
       const rank = (m - 1) * (p / 100);
       const k = Math.floor(rank);

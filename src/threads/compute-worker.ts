@@ -221,7 +221,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     if (req?.percentiles?.length)
       result.percentiles = kernel.percentiles(
         req.percentiles,
-        stats.count ? { min: stats.min, max: stats.max } : undefined,
+        stats.count ? { min: stats.min, max: stats.max, count: stats.count } : undefined,
       );
   }
   if (t.geojson)

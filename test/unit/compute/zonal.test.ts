@@ -103,6 +103,22 @@ describe('percentiles by selection and numpy histograms', () => {
       expect(got[i], `p${p}`).toBe(npPercentile(sorted, p));
       expect(byBuckets[i], `p${p} by buckets`).toBe(npPercentile(sorted, p));
     }
+    // one pass over brackets placed by a sample (up to four brackets: a few percentiles at a time)
+    for (const few of [[5, 50, 95], [0, 100], [25, 75], [50], [0.1, 33.3, 66.7, 99.9], [37.123456, 37.2]]) {
+      const bySample = kernel.percentilesBySample(few, stats.count);
+      expect(bySample, `${few} by sample`).toBeDefined();
+      expect(bySample).toEqual(few.map((p) => npPercentile(sorted, p)));
+      expect(kernel.percentiles(few, stats)).toEqual(bySample);
+    }
+    // the ranks come from the pass's own count; a wrong count only misplaces the brackets: with
+    // count 1 they sit at the minimum, p50 and p95 fall outside, and the buckets answer instead
+    expect(kernel.percentilesBySample([5, 50, 95], 1)).toBeUndefined();
+    for (const count of [1, 1000, stats.count - 400_000, stats.count + 400_000]) {
+      const ref = [5, 50, 95].map((p) => npPercentile(sorted, p));
+      const bySample = kernel.percentilesBySample([5, 50, 95], count);
+      if (bySample) expect(bySample).toEqual(ref);
+      expect(kernel.percentiles([5, 50, 95], { ...stats, count })).toEqual(ref);
+    }
 
     for (const spec of [
       { bins: 1 },
@@ -130,6 +146,15 @@ describe('percentiles by selection and numpy histograms', () => {
       const st = load(kernel, big);
       const bigSorted = Float64Array.from(big.filter((v) => !Number.isNaN(v))).sort();
       expect(kernel.percentiles(ps, st)).toEqual(ps.map((p) => npPercentile(bigSorted, p)));
+      // by sample where it answers (every value in one bracket, ties, NaN), and by buckets
+      for (const few of [[50], [0, 100], [1, 12.5, 99]]) {
+        const bySample = kernel.percentilesBySample(few, st.count);
+        if (bySample) expect(bySample).toEqual(few.map((p) => npPercentile(bigSorted, p)));
+        expect(kernel.percentiles(few, st)).toEqual(few.map((p) => npPercentile(bigSorted, p)));
+        expect(kernel.percentiles(few, { min: st.min, max: st.max })).toEqual(
+          few.map((p) => npPercentile(bigSorted, p)),
+        );
+      }
       load(kernel, Float32Array.from(c));
       const spec = { bins: 4 };
       expect(histogramOf(kernel.values(), spec, null)).toEqual(npHistogram(sorted, spec));
