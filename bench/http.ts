@@ -13,7 +13,7 @@
  *   does not delay this thread's clock), in alternating rounds, and the ratio against the goal
  *   (mixed ≤ 2× alone).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -22,46 +22,8 @@ import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { packageRoot } from '../src/platform/paths.js';
+import { type Service, startService, stopService } from './service.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
-
-interface Service {
-  child: ChildProcess;
-  base: string;
-  output: () => string;
-}
-
-async function startService(dataDir: string, port: number): Promise<Service> {
-  const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      REDIS_URL: '',
-      DEMO: 'false',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return { child, base, output: () => out };
-    } catch {
-      /* starting */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`service did not start:\n${out}`);
-}
-
-async function stop(s: Service): Promise<void> {
-  s.child.kill('SIGTERM');
-  await new Promise((r) => s.child.once('exit', r));
-}
 
 async function cannon(url: string, key: string, seconds: number, connections = 4) {
   const r = await autocannon({ url, connections, duration: seconds, headers: { authorization: `Bearer ${key}` } });
@@ -280,7 +242,7 @@ export default async function httpBench(): Promise<void> {
       });
       ids.push(((await r.json()) as { id: string }).id);
     }
-    await stop(svc);
+    await stopService(svc);
 
     // The peer before and after our runs (the machine is shared): the faster of the two counts.
     const job = { B04: caps[26]!.files.B04, B08: caps[26]!.files.B08, SCL: caps[26]!.scl, field, runs: 60 };
@@ -358,7 +320,7 @@ export default async function httpBench(): Promise<void> {
       cpu: null,
     };
     const starvationCpuS = c0 === null ? null : ((cpuMs(svc.child.pid!) ?? c0) - c0) / 1000;
-    await stop(svc);
+    await stopService(svc);
     peers.push(runPeer(job));
     const peer = peers.filter((p): p is Peer => !!p).sort((a, b) => b.runs_per_s - a.runs_per_s)[0] ?? null;
 

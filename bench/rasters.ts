@@ -15,12 +15,12 @@
  * - PASS/MISS against the goals: warm tile p99 < 10 ms at 4 connections, a cold tile ≥ 5× faster
  *   than GDAL's pipeline, the COG of a 100 ha field in < 20 ms.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { packageRoot } from '../src/platform/paths.js';
+import { type Service, startService, stopService } from './service.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
 import { writeCog } from '../src/imagery/cog-writer.js';
 import { colourise, rampTable } from '../src/indices/ramps.js';
@@ -29,46 +29,6 @@ import { lonLatToPixel } from '../src/imagery/web-mercator.js';
 
 const GOAL = { warmP99: 10, coldVsGdal: 5, cogMs: 20 };
 const Z = 18;
-
-interface Service {
-  child: ChildProcess;
-  base: string;
-  output: () => string;
-}
-
-async function startService(dataDir: string, port: number): Promise<Service> {
-  const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      REDIS_URL: '',
-      DEMO: 'false',
-      LOG_LEVEL: 'warn',
-      COMPUTE_THREADS: '2',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return { child, base, output: () => out };
-    } catch {
-      /* starting */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`service did not start:\n${out}`);
-}
-
-async function stop(s: Service): Promise<void> {
-  s.child.kill('SIGTERM');
-  await new Promise((r) => s.child.once('exit', r));
-}
 
 /** CPU time (user + system, all threads) of a process in ms, from /proc; null elsewhere. */
 const ticks = (() => {
@@ -188,7 +148,7 @@ export default async function rastersBench(): Promise<void> {
     const dates = datesEvery('2025-03-26', '2025-09-10', 12);
     const caps = writeSyntheticSeason(imgDir, spec, dates, '2025-04-01', '2025-09-30');
     const field = sceneField(spec, 100 / 256);
-    svc = await startService(dataDir, port);
+    svc = await startService(dataDir, port, { COMPUTE_THREADS: '2' });
     const key = /\b(fak_[A-Za-z0-9_-]{43})\b/.exec(svc.output())![1]!;
     const auth = { authorization: `Bearer ${key}` };
     const json = { ...auth, 'content-type': 'application/json' };
@@ -214,10 +174,10 @@ export default async function rastersBench(): Promise<void> {
       });
       if (!r.ok) throw new Error(`registration: ${r.status} ${await r.text()}`);
     }
-    await stop(svc);
+    await stopService(svc);
 
     // ---- A fresh process: cold tiles, then warm.
-    svc = await startService(dataDir, port);
+    svc = await startService(dataDir, port, { COMPUTE_THREADS: '2' });
     const q = `index=NDVI&date=${dates[8]}`;
     const ring = field.coordinates[0]!;
     const lons = ring.map((p) => p[0]);
@@ -270,7 +230,7 @@ export default async function rastersBench(): Promise<void> {
       cogHttp.push((await timed(cogUrl, auth)).ms);
       pngHttp.push((await timed(`${cogUrl}&format=png`, auth)).ms);
     }
-    await stop(svc);
+    await stopService(svc);
     svc = undefined;
 
     // ---- GDAL's pipeline for the same tiles, from the same COG.
@@ -338,7 +298,7 @@ export default async function rastersBench(): Promise<void> {
       `goal: COG of a 100 ha field < ${GOAL.cogMs} ms: GET raster p50 ${pct(cogHttp, 50).toFixed(1)} ms (encode alone ${pct(cogRuns, 50).toFixed(2)} ms) → ${verdict(pct(cogHttp, 50) < GOAL.cogMs)}`,
     );
   } finally {
-    if (svc) await stop(svc);
+    if (svc) await stopService(svc);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
