@@ -410,14 +410,7 @@ export class Kernel {
     const x = this.x;
     const m = x.compactValid(this.outPtr, this.n, this.scratchPtr);
     if (m === 0) return null;
-    const wanted = new Set<number>();
-    for (const p of ps) {
-      const rank = (m - 1) * (p / 100);
-      const k = Math.floor(rank);
-      wanted.add(k);
-      if (rank > k) wanted.add(k + 1);
-    }
-    const ranks = [...wanted].sort((a, b) => a - b);
+    const ranks = neededRanks(ps, m);
     const at = new Map<number, number>();
     const ptr = this.scratchPtr;
     const place = (lo: number, hi: number, a: number, b: number): void => {
@@ -429,13 +422,7 @@ export class Kernel {
       place(r + 1, hi, mid + 1, b);
     };
     place(0, m - 1, 0, ranks.length - 1);
-    return ps.map((p) => {
-      const rank = (m - 1) * (p / 100);
-      const k = Math.floor(rank);
-      const t = rank - k;
-      const a = at.get(k)!;
-      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
-    });
+    return interpolated(ps, m, at);
   }
 
   /**
@@ -457,19 +444,9 @@ export class Kernel {
     this.ensure(brPtr + 192); // bracketPass's block: 160 bytes
     const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
     if (s < 64) return undefined;
-    const ranksOf = (m: number): number[] => {
-      const wanted = new Set<number>();
-      for (const p of ps) {
-        const rank = (m - 1) * (p / 100);
-        const k = Math.floor(rank);
-        wanted.add(k);
-        if (rank > k) wanted.add(k + 1);
-      }
-      return [...wanted].sort((a, b) => a - b);
-    };
     // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged
     const brackets: Array<[number, number]> = [];
-    for (const r of ranksOf(count)) {
+    for (const r of neededRanks(ps, count)) {
       const q = count > 1 ? r / (count - 1) : 0;
       const t = q * (s - 1);
       const d = 3.3 * Math.sqrt(s * q * (1 - q)) + 2;
@@ -514,7 +491,7 @@ export class Kernel {
     let j = 0;
     let lo = 0;
     let prev = -1; // the last place selected in bracket j
-    for (const r of ranksOf(m)) {
+    for (const r of neededRanks(ps, m)) {
       while (j < lims.length && r >= i32[16 + j]! + (i32[8 + j]! - j * cap)) {
         j++;
         lo = j * cap;
@@ -530,13 +507,7 @@ export class Kernel {
       lo = k;
       prev = k;
     }
-    return ps.map((p) => {
-      const rank = (m - 1) * (p / 100);
-      const k = Math.floor(rank);
-      const t = rank - k;
-      const a = at.get(k)!;
-      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
-    });
+    return interpolated(ps, m, at);
   }
 
   /**
@@ -562,14 +533,7 @@ export class Kernel {
     const m = n - hist[nb]!;
     if (m === 0) return null;
     // the ranks needed, in order, and the bucket (and place in it) of each
-    const wanted = new Set<number>();
-    for (const p of ps) {
-      const rank = (m - 1) * (p / 100);
-      const k = Math.floor(rank);
-      wanted.add(k);
-      if (rank > k) wanted.add(k + 1);
-    }
-    const ranks = [...wanted].sort((a, b) => a - b);
+    const ranks = neededRanks(ps, m);
     const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
     const off = new Int32Array(buf, offPtr, nb);
     const where: Array<{ r: number; s: number; at: number }> = [];
@@ -595,13 +559,7 @@ export class Kernel {
       const start = starts[w.s]!;
       at.set(w.r, x.select(this.scratchPtr, start, start + sizes[w.s]! - 1, start + w.at));
     }
-    return ps.map((p) => {
-      const rank = (m - 1) * (p / 100);
-      const k = Math.floor(rank);
-      const t = rank - k;
-      const a = at.get(k)!;
-      return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
-    });
+    return interpolated(ps, m, at);
   }
 
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */
@@ -618,4 +576,27 @@ export type { BandId };
 export function lerp(a: number, b: number, t: number): number {
   const d = b - a;
   return t >= 0.5 ? b - d * (1 - t) : a + d * t;
+}
+
+/** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */
+function neededRanks(ps: readonly number[], m: number): number[] {
+  const wanted = new Set<number>();
+  for (const p of ps) {
+    const rank = (m - 1) * (p / 100);
+    const k = Math.floor(rank);
+    wanted.add(k);
+    if (rank > k) wanted.add(k + 1);
+  }
+  return [...wanted].sort((a, b) => a - b);
+}
+
+/** The percentiles from the values `at` those ranks, interpolated as numpy's `_lerp`. */
+function interpolated(ps: readonly number[], m: number, at: Map<number, number>): number[] {
+  return ps.map((p) => {
+    const rank = (m - 1) * (p / 100);
+    const k = Math.floor(rank);
+    const t = rank - k;
+    const a = at.get(k)!;
+    return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
+  });
 }
