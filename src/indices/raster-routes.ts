@@ -11,7 +11,9 @@ import { windowLonLatBounds } from '../imagery/index.js';
 import {
   cogMetadata,
   crsName,
+  drawImage,
   etagOf,
+  ImageCache,
   MAX_ZOOM,
   notModified,
   prepareRaster,
@@ -75,8 +77,12 @@ function conditional(req: FastifyRequest, reply: FastifyReply, p: Prepared, etag
 
 const fmt = (n: number) => Number(n.toPrecision(12)).toString();
 
-export function registerRasterRoutes(app: Api, deps: IndexDeps & { publicBaseUrl: string }): void {
+export function registerRasterRoutes(
+  app: Api,
+  deps: IndexDeps & { publicBaseUrl: string; imageCacheMb: number },
+): void {
   const tags = ['indices'];
+  const images = new ImageCache(deps.imageCacheMb * 1_048_576);
   app.get(
     '/fields/:id/indices/raster',
     {
@@ -106,14 +112,12 @@ export function registerRasterRoutes(app: Api, deps: IndexDeps & { publicBaseUrl
     async (req, reply) => {
       const p = await prepareRaster(deps, req.account.id, req.params.id, req.query);
       const format = req.query.format ?? 'tif';
-      if (conditional(req, reply, p, etagOf(p, format))) return reply;
+      const etag = etagOf(p, format);
+      if (conditional(req, reply, p, etag)) return reply;
       const base = `${req.params.id}_${p.chosen.name}_${p.chosen.head.date}`;
       if (format === 'tif') {
-        const r = await renderRaster(deps, p, cogMetadata(p));
-        return reply
-          .type(COG_TYPE)
-          .header('content-disposition', `attachment; filename="${base}.tif"`)
-          .send(Buffer.from(r.bytes!.buffer, r.bytes!.byteOffset, r.bytes!.byteLength));
+        const r = await images.get(etag, () => drawImage(deps, p, cogMetadata(p)));
+        return reply.type(COG_TYPE).header('content-disposition', `attachment; filename="${base}.tif"`).send(r.bytes);
       }
       if (format === 'pgw') {
         const r = await renderRaster(deps, p, { kind: 'grid' });
@@ -123,7 +127,7 @@ export function registerRasterRoutes(app: Api, deps: IndexDeps & { publicBaseUrl
           .header('content-disposition', `attachment; filename="${base}.pgw"`)
           .send(`${worldFile(r.window).map(fmt).join('\n')}\n`);
       }
-      const r = await renderRaster(deps, p, { kind: 'png', ramp: p.style.ramp, ...rangeOf(p) });
+      const r = await images.get(etag, () => drawImage(deps, p, { kind: 'png', ramp: p.style.ramp, ...rangeOf(p) }));
       return reply
         .type('image/png')
         .header('x-bounds-wgs84', windowLonLatBounds(r.window).map(fmt).join(','))
@@ -131,7 +135,7 @@ export function registerRasterRoutes(app: Api, deps: IndexDeps & { publicBaseUrl
         .header('x-crs', crsName(r.window))
         .header('x-rescale', r.range!.map(fmt).join(','))
         .header('content-disposition', `inline; filename="${base}.png"`)
-        .send(Buffer.from(r.bytes!.buffer, r.bytes!.byteOffset, r.bytes!.byteLength));
+        .send(r.bytes);
     },
   );
 
@@ -167,12 +171,12 @@ export function registerRasterRoutes(app: Api, deps: IndexDeps & { publicBaseUrl
             errors: [{ path: `/path/${name}`, code: 'tile_out_of_range', message: `must be below 2^${z} = ${limit}` }],
           });
       const p = await prepareRaster(deps, req.account.id, req.params.id, req.query);
-      if (conditional(req, reply, p, etagOf(p, `tile/${z}/${x}/${y}`))) return reply;
-      const r = await renderRaster(deps, p, { kind: 'tile', ramp: p.style.ramp, ...rangeOf(p), z, x, y });
-      return reply
-        .type('image/png')
-        .header('x-rescale', r.range!.map(fmt).join(','))
-        .send(Buffer.from(r.bytes!.buffer, r.bytes!.byteOffset, r.bytes!.byteLength));
+      const etag = etagOf(p, `tile/${z}/${x}/${y}`);
+      if (conditional(req, reply, p, etag)) return reply;
+      const r = await images.get(etag, () =>
+        drawImage(deps, p, { kind: 'tile', ramp: p.style.ramp, ...rangeOf(p), z, x, y }),
+      );
+      return reply.type('image/png').header('x-rescale', r.range!.map(fmt).join(',')).send(r.bytes);
     },
   );
 

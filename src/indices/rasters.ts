@@ -3,7 +3,8 @@
  * of the field's window, WebMercatorQuad map tiles and their TileJSON. The capture is chosen as
  * for GET indices (service.ts); every image is drawn in the compute pool (threads/field-raster.ts).
  * Each image's ETag is a hash of everything it is made of (capture, boundary, formula, style,
- * tile), known before any pixel work, so a matching If-None-Match answers 304 with no pool work.
+ * tile), known before any pixel work, so a matching If-None-Match answers 304 with no pool work,
+ * and the encoded images are kept by it (ImageCache), so a repeated image is a lookup.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -106,6 +107,8 @@ const tileMaps = new LRUCache<string, TileMapping | false>({
 export async function renderRaster(deps: IndexDeps, p: Prepared, output: RasterOutput): Promise<FieldRasterResult> {
   const { chosen } = p;
   const layerData = layers.get(p.layer);
+  // The window of a layer held here needs no thread (the world file, TileJSON).
+  if (output.kind === 'grid' && layerData) return { window: layerData.grid };
   const tile = output.kind === 'tile' ? `|${output.z}/${output.x}/${output.y}` : undefined;
   const tileMap = layerData && tile ? tileMaps.get(gridKey(layerData.grid) + tile) : undefined;
   const r = await deps.compute.runFieldRaster({
@@ -122,6 +125,74 @@ export async function renderRaster(deps: IndexDeps, p: Prepared, output: RasterO
   if (tile && r.tileMap !== undefined) tileMaps.set(gridKey(r.window) + tile, r.tileMap);
   if (r.refused) throw new AppError('unprocessable', r.refused);
   return r;
+}
+
+/** An encoded image as sent: its bytes and what its headers tell. */
+export interface Image {
+  bytes: Buffer;
+  window: WindowGrid;
+  range?: [number, number];
+}
+
+/**
+ * Encoded images (tiles, PNGs, COGs) by ETag, an LRU bounded in bytes (IMAGE_CACHE_MB; an image
+ * larger than an eighth of it is not kept). The ETag names everything an image is made of, so an
+ * entry is never stale: a new boundary, formula, capture or choice of capture makes another
+ * ETag, which misses, and the old entry ages out. A repeated image is a lookup and a write, no
+ * thread hop; requests for an image being drawn wait for that drawing instead of starting another.
+ */
+export class ImageCache {
+  private readonly lru: LRUCache<string, Image> | undefined;
+  private readonly drawing = new Map<string, Promise<Image>>();
+  hits = 0;
+  misses = 0;
+
+  constructor(maxBytes: number) {
+    this.lru =
+      maxBytes > 0
+        ? new LRUCache<string, Image>({
+            maxSize: maxBytes,
+            maxEntrySize: Math.max(1, Math.floor(maxBytes / 8)),
+            sizeCalculation: (i) => i.bytes.byteLength + 512,
+          })
+        : undefined;
+  }
+
+  /** The image of `etag`, kept or drawn by `draw` (then kept). */
+  async get(etag: string, draw: () => Promise<Image>): Promise<Image> {
+    const kept = this.lru?.get(etag);
+    if (kept) {
+      this.hits++;
+      return kept;
+    }
+    const pending = this.drawing.get(etag);
+    if (pending) return pending;
+    this.misses++;
+    const made = draw().then((image) => {
+      this.lru?.set(etag, image);
+      return image;
+    });
+    this.drawing.set(etag, made);
+    try {
+      return await made;
+    } finally {
+      this.drawing.delete(etag);
+    }
+  }
+
+  get size(): number {
+    return this.lru?.calculatedSize ?? 0;
+  }
+}
+
+/** The drawn image of `output`, as a Buffer over the bytes the thread transferred. */
+export async function drawImage(deps: IndexDeps, p: Prepared, output: RasterOutput): Promise<Image> {
+  const r = await renderRaster(deps, p, output);
+  return {
+    bytes: Buffer.from(r.bytes!.buffer, r.bytes!.byteOffset, r.bytes!.byteLength),
+    window: r.window,
+    ...(r.range ? { range: r.range } : {}),
+  };
 }
 
 /** What the COG carries in its metadata. */

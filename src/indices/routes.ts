@@ -171,7 +171,11 @@ export const indexRoutes = routePlugin('indices-routes', async (app) => {
   );
 
   registerFieldIndex(app, { ...app.indices, publicBaseUrl: app.config.publicBaseUrl });
-  registerRasterRoutes(app, { ...app.indices, publicBaseUrl: app.config.publicBaseUrl });
+  registerRasterRoutes(app, {
+    ...app.indices,
+    publicBaseUrl: app.config.publicBaseUrl,
+    imageCacheMb: app.config.imageCacheMb,
+  });
 
   app.post(
     '/indices/validate',

@@ -292,6 +292,14 @@ export const ConfigSchema = Type.Object({
     description:
       'bound of the local read cache of uploaded files (DATA_DIR/cache/uploads), least recently used evicted first; files in use stay',
   }),
+  imageCacheMb: Type.Integer({
+    env: 'IMAGE_CACHE_MB',
+    default: 64,
+    minimum: 0,
+    maximum: 65_536,
+    description:
+      'encoded index images (map tiles, PNGs, COGs) kept per process by ETag, least recently used evicted first; 0: none',
+  }),
   uploadCacheDir: Type.String({
     description: 'the local read cache of uploaded files: DATA_DIR/cache/uploads',
   }),
