@@ -5,11 +5,13 @@
  * the documented stops.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDemo } from '../../src/imagery/demo.js';
+import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
 import { gdalRaster, hasGdal, hasPythonGdal } from '../helpers/tools.js';
@@ -58,6 +60,32 @@ function lonLatToTile(lon: number, lat: number, z: number): [number, number] {
     Math.floor(((1 - Math.log(Math.tan(phi) + 1 / Math.cos(phi)) / Math.PI) / 2) * n),
   ];
 }
+
+/** Pixels of a PNG (decoded by pngjs) whose alpha is not 0. */
+function opaque(png: Buffer): number {
+  const img = PNG.sync.read(png);
+  let n = 0;
+  for (let k = 3; k < img.data.length; k += 4) if (img.data[k] !== 0) n++;
+  return n;
+}
+
+// A CRS the GeoTIFF defines by its own GeoKeys, with no EPSG code: Albers Equal Area for the
+// conterminous US on NAD83 (ProjectedCSTypeGeoKey 32767 and the parameters), as in imagery-crs.test.ts.
+const ALBERS_KEYS = {
+  3074: 32767,
+  3075: 11,
+  2048: 32767,
+  2050: 6269,
+  3076: 9001,
+  3078: 29.5,
+  3079: 45.5,
+  3081: 23,
+  3080: -96,
+  3082: 0,
+  3083: 0,
+};
+// (−93.62, 41.98) in that CRS, by gdaltransform.
+const ALBERS_CENTRE = [195_829.22, 2_111_127.4];
 
 describe.each(dbBackends)('index rasters on the demo season ($name)', (backend) => {
   let t: TestApp;
@@ -377,6 +405,120 @@ describe.each(dbBackends)('index rasters on the demo season ($name)', (backend) 
     expect(JSON.stringify(body)).toContain(pointer);
   });
 
+  it.each([
+    ['the COG', 'raster?'],
+    ['the PNG', 'raster?format=png&'],
+    ['the world file', 'raster?format=pgw&'],
+    ['a tile over the field', 'tiles/CENTRE.png?'],
+    ['a tile away from the field', 'tiles/16/0/0.png?'],
+  ])('%s has an ETag, and If-None-Match with it answers 304 with no body', async (_name, tail) => {
+    const tj = (await get(`/v1/fields/${fieldId}/indices/tilejson.json?${q}`)).json();
+    const [x, y] = lonLatToTile(tj.center[0], tj.center[1], 16);
+    const url = `/v1/fields/${fieldId}/indices/${tail.replace('CENTRE', `16/${x}/${y}`)}${q}`;
+    const first = await get(url);
+    expect(first.statusCode, first.body).toBe(200);
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^"[\w-]{27}"$/);
+    const again = await get(url);
+    expect(again.headers.etag).toBe(etag);
+    expect(again.rawPayload.equals(first.rawPayload), 'the same bytes the second time').toBe(true);
+    const cached = await get(url, { 'if-none-match': etag });
+    expect(cached.statusCode).toBe(304);
+    expect(cached.rawPayload.length).toBe(0);
+    expect(cached.headers.etag).toBe(etag);
+    expect(cached.headers['x-imagery-id']).toBe(first.headers['x-imagery-id']);
+    const stale = await get(url, { 'if-none-match': '"not-it"' });
+    expect(stale.statusCode).toBe(200);
+  });
+
+  it('a capture in a user-defined CRS (no EPSG code): the COG is a 422 problem; the PNG, world file and tiles are drawn', async () => {
+    const sub = path.join(dir, 'albers');
+    execFileSync('mkdir', ['-p', sub]);
+    const SIZE = 120;
+    const red = new Uint16Array(SIZE * SIZE);
+    const nir = new Uint16Array(SIZE * SIZE);
+    for (let k = 0; k < red.length; k++) {
+      red[k] = 400 + ((k * 37) % 700);
+      nir[k] = 2200 + ((k * 13) % 2100);
+    }
+    const files = { B04: path.join(sub, 'red.tif'), B08: path.join(sub, 'nir.tif') };
+    for (const [f, data] of [
+      [files.B04, red],
+      [files.B08, nir],
+    ] as const)
+      writeFileSync(
+        f,
+        writeGeoTiff({
+          width: SIZE,
+          height: SIZE,
+          data,
+          epsg: 32767,
+          geoKeys: ALBERS_KEYS,
+          originX: Math.round(ALBERS_CENTRE[0]! - (SIZE / 2) * 10),
+          originY: Math.round(ALBERS_CENTRE[1]! + (SIZE / 2) * 10),
+          resolution: 10,
+          tileSize: 64,
+        }),
+      );
+    // A square of about 300 m around the centre, in WGS84.
+    const [lon, lat] = [-93.62, 41.98];
+    const dl = 150 / (111_320 * Math.cos((lat * Math.PI) / 180));
+    const dp = 150 / 110_574;
+    const boundary = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [lon - dl, lat - dp],
+          [lon + dl, lat - dp],
+          [lon + dl, lat + dp],
+          [lon - dl, lat + dp],
+          [lon - dl, lat - dp],
+        ],
+      ],
+    };
+    const field = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name: 'Albers', boundary },
+    });
+    expect(field.statusCode, field.body).toBe(201);
+    const id = field.json().id as string;
+    const reg = await t.app.inject({
+      method: 'POST',
+      url: '/v1/imagery',
+      headers: t.auth(),
+      payload: { source: 'drone', capture_date: '2025-06-14', bands: files },
+    });
+    expect(reg.statusCode, reg.body).toBe(201);
+    expect(reg.json().crs).toMatch(/^\+proj=aea /);
+    const aq = 'index=NDVI&date=2025-06-14';
+
+    const tif = await get(`/v1/fields/${id}/indices/raster?${aq}`);
+    expect(tif.statusCode, tif.body).toBe(422);
+    expect(tif.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(tif.json().code).toBe('unprocessable');
+    expect(tif.json().detail).toMatch(/user-defined.*format=png/);
+
+    const png = await get(`/v1/fields/${id}/indices/raster?${aq}&format=png`);
+    expect(png.statusCode, png.body).toBe(200);
+    expect(png.headers['x-crs']).toMatch(/^\+proj=aea /);
+    expect((png.headers['x-world-file'] as string).split(',').map(Number)).toHaveLength(6);
+    const fieldPx = opaque(png.rawPayload);
+    expect(fieldPx, 'about 900 pixels of 10 m').toBeGreaterThan(700);
+    expect(fieldPx).toBeLessThan(1100);
+    const pgw = await get(`/v1/fields/${id}/indices/raster?${aq}&format=pgw`);
+    expect(pgw.statusCode).toBe(200);
+    expect(pgw.body.trim().split('\n').map(Number).slice(0, 4)).toEqual([10, 0, 0, -10]);
+
+    const tj = await get(`/v1/fields/${id}/indices/tilejson.json?${aq}`);
+    expect(tj.statusCode, tj.body).toBe(200);
+    const [x, y] = lonLatToTile(lon, lat, 17);
+    const tile = await get(`/v1/fields/${id}/indices/tiles/17/${x}/${y}.png?${aq}`);
+    expect(tile.statusCode, tile.body).toBe(200);
+    expect(opaque(tile.rawPayload)).toBeGreaterThan(0);
+  });
+
   it("another account's field is a 404", async () => {
     const other = await t.otherAccount();
     const res = await t.app.inject({
@@ -385,5 +527,88 @@ describe.each(dbBackends)('index rasters on the demo season ($name)', (backend) 
       headers: t.auth(other.key),
     });
     expect(res.statusCode).toBe(404);
+  });
+
+  // These change the demo field and its imagery: last in the block.
+  it('a boundary change makes new ETags and new images (no kept image is sent)', async () => {
+    const tj = (await get(`/v1/fields/${fieldId}/indices/tilejson.json?${q}`)).json();
+    const [w, s, e, n] = tj.bounds as number[];
+    const [x, y] = lonLatToTile((w! + e!) / 2, (s! + n!) / 2, 15);
+    const urls = [
+      `/v1/fields/${fieldId}/indices/tiles/15/${x}/${y}.png?${q}`,
+      `/v1/fields/${fieldId}/indices/raster?${q}&format=png`,
+      `/v1/fields/${fieldId}/indices/raster?${q}`,
+    ];
+    const before = await Promise.all(urls.map((u) => get(u)));
+    for (const r of before) expect(r.statusCode).toBe(200);
+    const tileBefore = opaque(before[0]!.rawPayload);
+    expect(tileBefore).toBeGreaterThan(1000);
+    // The west half of the field's bounding box.
+    const mid = (w! + e!) / 2;
+    const half = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [w!, s!],
+          [mid, s!],
+          [mid, n!],
+          [w!, n!],
+          [w!, s!],
+        ],
+      ],
+    };
+    const patch = await t.app.inject({
+      method: 'PATCH',
+      url: `/v1/fields/${fieldId}`,
+      headers: t.auth(),
+      payload: { boundary: half },
+    });
+    expect(patch.statusCode, patch.body).toBe(200);
+    const after = await Promise.all(urls.map((u, i) => get(u, { 'if-none-match': before[i]!.headers.etag as string })));
+    for (const [i, r] of after.entries()) {
+      expect(r.statusCode, `${urls[i]} after the PATCH`).toBe(200);
+      expect(r.headers.etag).not.toBe(before[i]!.headers.etag);
+      expect(r.rawPayload.equals(before[i]!.rawPayload)).toBe(false);
+    }
+    const tileAfter = opaque(after[0]!.rawPayload);
+    expect(tileAfter).toBeGreaterThan(0);
+    expect(tileAfter, 'about half the field is left').toBeLessThan(tileBefore * 0.7);
+  });
+
+  it('new imagery that becomes the best available makes new ETags and images from it', async () => {
+    const date = '2025-12-01';
+    const tj = (await get(`/v1/fields/${fieldId}/indices/tilejson.json?index=NDVI&date=${date}`)).json();
+    const [x, y] = lonLatToTile(tj.center[0], tj.center[1], 16);
+    const tileUrl = `/v1/fields/${fieldId}/indices/tiles/16/${x}/${y}.png?index=NDVI&date=${date}`;
+    const before = await get(tileUrl);
+    expect(before.statusCode, before.body).toBe(200);
+    expect(before.headers['x-imagery-date']).not.toBe(date);
+    // The capture of 2025-07-06 again, as one of 2025-12-01: the nearest to the date asked for.
+    const demoDir = path.join(dir, 'demo');
+    const bands = Object.fromEntries(
+      readdirSync(demoDir)
+        .filter((f) => /^2025-07-06_B\w+\.tif$/.test(f))
+        .map((f) => [f.slice(11, -4), path.join(demoDir, f)]),
+    );
+    expect(Object.keys(bands)).toContain('B08');
+    const reg = await t.app.inject({
+      method: 'POST',
+      url: '/v1/imagery',
+      headers: t.auth(),
+      payload: {
+        source: 'sentinel-2-l2a',
+        capture_date: date,
+        bands,
+        mask: { href: path.join(demoDir, '2025-07-06_SCL.tif'), kind: 'scl' },
+        scale: 0.0001,
+        offset: -0.1,
+      },
+    });
+    expect(reg.statusCode, reg.body).toBe(201);
+    const after = await get(tileUrl, { 'if-none-match': before.headers.etag as string });
+    expect(after.statusCode).toBe(200);
+    expect(after.headers['x-imagery-id']).toBe(reg.json().id);
+    expect(after.headers.etag).not.toBe(before.headers.etag);
+    expect(after.headers['x-imagery-date']).toBe(date);
   });
 });
