@@ -8,9 +8,11 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { Counter, Gauge } from 'prom-client';
 import type { FieldRasterResult, RasterLayer, RasterOutput, TileMapping, WindowGrid } from '../compute/tasks.js';
 import { gridKey } from '../imagery/index.js';
 import { AppError } from '../platform/errors.js';
+import { registry } from '../platform/metrics.js';
 import { findIndex } from '../compute/catalog.js';
 import { choose, type Chosen, type IndexQuery } from './service.js';
 import { formulaHash } from './stats-store.js';
@@ -141,6 +143,31 @@ export interface Image {
  * ETag, which misses, and the old entry ages out. A repeated image is a lookup and a write, no
  * thread hop; requests for an image being drawn wait for that drawing instead of starting another.
  */
+const imageRequests = new Counter({
+  name: 'image_cache_requests_total',
+  help: 'Index images (tiles, PNGs, COGs) asked for past the ETag check, by result: hit (sent kept bytes, or joined a drawing under way) or miss (drawn in the compute pool)',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+for (const result of ['hit', 'miss']) imageRequests.inc({ result }, 0);
+
+/** The caches of this process (one per app), for the gauge; dropped with their app. */
+const caches = new Set<WeakRef<ImageCache>>();
+new Gauge({
+  name: 'image_cache_bytes',
+  help: 'Bytes of encoded index images kept by ETag (bounded by IMAGE_CACHE_MB)',
+  registers: [registry],
+  collect() {
+    let sum = 0;
+    for (const ref of caches) {
+      const c = ref.deref();
+      if (c) sum += c.size;
+      else caches.delete(ref);
+    }
+    this.set(sum);
+  },
+});
+
 export class ImageCache {
   private readonly lru: LRUCache<string, Image> | undefined;
   private readonly drawing = new Map<string, Promise<Image>>();
@@ -156,18 +183,20 @@ export class ImageCache {
             sizeCalculation: (i) => i.bytes.byteLength + 512,
           })
         : undefined;
+    caches.add(new WeakRef(this));
   }
 
   /** The image of `etag`, kept or drawn by `draw` (then kept). */
   async get(etag: string, draw: () => Promise<Image>): Promise<Image> {
     const kept = this.lru?.get(etag);
-    if (kept) {
+    const pending = kept ? undefined : this.drawing.get(etag);
+    if (kept || pending) {
       this.hits++;
-      return kept;
+      imageRequests.inc({ result: 'hit' });
+      return kept ?? pending!;
     }
-    const pending = this.drawing.get(etag);
-    if (pending) return pending;
     this.misses++;
+    imageRequests.inc({ result: 'miss' });
     const made = draw().then((image) => {
       this.lru?.set(etag, image);
       return image;

@@ -5,6 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ImageCache, type Image } from '../../../src/indices/rasters.js';
+import { registry } from '../../../src/platform/metrics.js';
+
+/** image_cache_requests_total{result} and image_cache_bytes from the process registry. */
+async function metrics(): Promise<{ hit: number; miss: number; bytes: number }> {
+  const requests = await registry.getSingleMetric('image_cache_requests_total')!.get();
+  const bytes = await registry.getSingleMetric('image_cache_bytes')!.get();
+  const of = (result: string) => requests.values.find((v) => v.labels.result === result)?.value ?? 0;
+  return { hit: of('hit'), miss: of('miss'), bytes: bytes.values[0]!.value };
+}
 
 const window = { width: 1, height: 1, epsg: 32631, originX: 0, originY: 0, resX: 10, resY: -10 };
 const image = (bytes: number, fill = 1): Image => ({ bytes: Buffer.alloc(bytes, fill), window });
@@ -17,6 +26,7 @@ describe('ImageCache', () => {
       draws++;
       return image(1000);
     };
+    const m0 = await metrics();
     const a = await c.get('"a"', draw);
     const b = await c.get('"a"', draw);
     expect(b).toBe(a);
@@ -24,6 +34,9 @@ describe('ImageCache', () => {
     expect([c.hits, c.misses]).toEqual([1, 1]);
     await c.get('"b"', draw);
     expect(draws).toBe(2);
+    const m1 = await metrics();
+    expect([m1.hit - m0.hit, m1.miss - m0.miss]).toEqual([1, 2]);
+    expect(m1.bytes - m0.bytes).toBe(2 * (1000 + 512));
   });
 
   it('concurrent requests for an image wait for one drawing', async () => {
@@ -40,6 +53,7 @@ describe('ImageCache', () => {
     release();
     const [a, b, d] = await all;
     expect(draws).toBe(1);
+    expect([c.hits, c.misses], 'the two that waited count as hits').toEqual([2, 1]);
     expect(b).toBe(a);
     expect(d).toBe(a);
   });
