@@ -157,6 +157,22 @@ async function measure(
 }
 
 const f0 = (x: number | undefined) => (x === undefined ? '' : x.toFixed(0));
+
+/**
+ * CPU time (user + system, process.cpuUsage) per call of each variant, best of interleaved rounds
+ * of about 50 ms each: a measure the other processes on a shared machine disturb less than wall time.
+ */
+function cpuPerCall(variants: Record<string, () => void>, calls: number): Record<string, number> {
+  const best: Record<string, number> = {};
+  for (let r = 0; r < 5; r++)
+    for (const [label, fn] of Object.entries(variants)) {
+      const t0 = process.cpuUsage();
+      for (let i = 0; i < calls; i++) fn();
+      const d = process.cpuUsage(t0);
+      best[label] = Math.min(best[label] ?? Infinity, (d.user + d.system) / calls);
+    }
+  return best;
+}
 const f2 = (x: number) => x.toFixed(2);
 
 /**
@@ -219,7 +235,7 @@ async function statisticsRows(): Promise<void> {
       for (const [j, b] of inputs.entries()) prep.bands[j]!.set(b);
       prep.mask!.set(mask);
     }
-    const r = await measure(m, {
+    const variants = {
       fused: () => kc.run(program),
       weighted: () => {
         const s = kt.run(program);
@@ -229,7 +245,9 @@ async function statisticsRows(): Promise<void> {
         const st = kc.run(program);
         kc.percentiles([5, 50, 95], st);
       },
-    });
+    };
+    const r = await measure(m, variants);
+    const cpu = cpuPerCall(variants, m > 1e6 ? 3 : 2000);
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
     rows.push({
       pixels: m.toLocaleString('en'),
@@ -239,6 +257,10 @@ async function statisticsRows(): Promise<void> {
       'percentiles 5,50,95': f0(r.percentiles),
       'weighted ÷ fused': mark(r.weighted! / r.fused!, 0.7),
       'percentiles ÷ fused': mark(r.percentiles! / r.fused!, 0.5),
+      'CPU µs/call fused / weighted / pct': [cpu.fused!, cpu.weighted!, cpu.percentiles!]
+        .map((x) => (x < 100 ? x.toFixed(1) : x.toFixed(0)))
+        .join(' / '),
+      'CPU ratios w / pct': `${f2(cpu.fused! / cpu.weighted!)} / ${f2(cpu.fused! / cpu.percentiles!)}`,
     });
   }
   console.log(

@@ -7,6 +7,7 @@
  */
 import { isCalendarDate } from '../platform/dates.js';
 import type { ComputePool } from '../compute/pool.js';
+import type { MaskRequest } from '../compute/tasks.js';
 import { emitMany } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
@@ -268,6 +269,7 @@ async function coveredFields(
   capture: CaptureSource,
   candidates: Array<{ id: string; boundary: Boundary }>,
   grid: GridInfo,
+  mask?: MaskRequest,
 ): Promise<Covered[]> {
   const bands = coverageBands(capture);
   const results: Array<Covered | null> = candidates.map(() => null);
@@ -280,7 +282,13 @@ async function coveredFields(
       deps.compute.size,
     ).map(async (group) => {
       const done = await deps.compute
-        .coverageBatch({ capture, boundaries: group.map((i) => candidates[i]!.boundary), bands, roots: deps.roots })
+        .coverageBatch({
+          capture,
+          boundaries: group.map((i) => candidates[i]!.boundary),
+          bands,
+          roots: deps.roots,
+          ...(mask ? { mask } : {}),
+        })
         .catch((err: Error) => {
           for (const i of group) leftOut(candidates[i]!.id, err);
           return null;
@@ -308,6 +316,11 @@ export interface StacOrigin {
   subscriptionId: string;
   /** Found by a new field's backfill search or the subscription's first search (payload `backfill`). */
   backfill: boolean;
+  /**
+   * The subscription's cloud mask (issue 23; absent: the default): the fields' cloud cover is
+   * counted under it, and the capture keeps it (coverage_mask) for fields linked later.
+   */
+  mask?: MaskRequest;
 }
 
 /**
@@ -342,13 +355,14 @@ export async function registerImagery(
     `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
     [accountId, bbox[0], bbox[1], bbox[2], bbox[3]],
   );
-  const covered = await coveredFields(deps, capture, candidates, finest);
+  const mask = stac?.mask && Object.keys(stac.mask).length ? stac.mask : undefined;
+  const covered = await coveredFields(deps, capture, candidates, finest, mask);
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(
       `INSERT INTO imagery (id, account_id, source, capture_date, cloud_cover, bands, mask, scale, "offset", epsg, crs, resolution, footprint, bbox,
-                            stac_collection, stac_item_id, subscription_id)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
+                            stac_collection, stac_item_id, subscription_id, coverage_mask)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18::jsonb)
        ON CONFLICT (account_id, stac_collection, stac_item_id) WHERE stac_item_id IS NOT NULL DO NOTHING
        RETURNING id, source, capture_date::text AS capture_date, cloud_cover, bands, scale, "offset", epsg, crs, resolution, footprint, created_at`,
       [
@@ -369,6 +383,7 @@ export async function registerImagery(
         stac?.collection ?? null,
         stac?.itemId ?? null,
         stac?.subscriptionId ?? null,
+        mask ? JSON.stringify(mask) : null,
       ],
     );
     if (!r) return null; // that Item is registered already: linked and announced then
@@ -450,8 +465,9 @@ export async function linkFieldImagery(
     mask: CaptureSource['mask'] | null;
     scale: number;
     offset: number;
+    coverage_mask: MaskRequest | null;
   }>(
-    `SELECT id, bands, mask, scale, "offset" FROM imagery
+    `SELECT id, bands, mask, scale, "offset", coverage_mask FROM imagery
       WHERE account_id = $1 AND ((bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3)
          OR id IN (SELECT imagery_id FROM imagery_fields WHERE field_id = $6))
       ORDER BY capture_date, id`,
@@ -470,7 +486,13 @@ export async function linkFieldImagery(
         offset: r.offset,
       };
       const c = await deps.compute
-        .coverage({ capture, boundary: field.boundary, bands: coverageBands(capture), roots: deps.roots })
+        .coverage({
+          capture,
+          boundary: field.boundary,
+          bands: coverageBands(capture),
+          roots: deps.roots,
+          ...(r.coverage_mask ? { mask: r.coverage_mask } : {}),
+        })
         .catch((err: Error) => {
           deps.log?.warn(
             { err, field_id: field.id, imagery_id: r.id },

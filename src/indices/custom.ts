@@ -2,8 +2,10 @@
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { evaluateFieldIndex, withGeoJson, type IndexDeps, type ZonalStats } from './service.js';
+import type { RawStatsOptions } from './stats-options.js';
 
-export interface CustomCreate {
+/** The statistics options (stats-options.ts) as on GET indices, in the JSON body. */
+export interface CustomCreate extends RawStatsOptions {
   name: string;
   formula: string;
   date: string;
@@ -47,9 +49,21 @@ export async function createCustomIndex(
     deps,
     accountId,
     fieldId,
-    { index: 'custom', formula: input.formula, date: input.date, imagery_id: input.imagery_id, zonal_stats: true },
+    {
+      index: 'custom',
+      formula: input.formula,
+      date: input.date,
+      imagery_id: input.imagery_id,
+      zonal_stats: true,
+      percentiles: input.percentiles,
+      histogram: input.histogram,
+      weighting: input.weighting,
+      scl_exclude: input.scl_exclude,
+      cloud_dilation_m: input.cloud_dilation_m,
+    },
     '/body/date',
     '/body/formula',
+    (k) => `/body/${k}`,
   );
   const id = newId('cix');
   const [row] = await deps.db.query<Row>(

@@ -3,6 +3,7 @@ export { chooseCapture, fieldCaptures, loadCaptures } from './service.js';
 export { indexTimeSeries } from './timeseries.js';
 export {
   DEFAULT_OPTIONS,
+  DEFAULT_SCL_EXCLUDE,
   parseStatsOptions,
   type RawStatsOptions,
   type StatsOptions,

@@ -113,6 +113,31 @@ const StatsQuery = {
   ),
 };
 
+/** The same options in a JSON body (POST custom): lists as arrays; stats-options.ts checks them. */
+const StatsBody = {
+  weighting: MaskQuery.weighting,
+  scl_exclude: Type.Optional(
+    Type.Array(Type.Integer(), {
+      maxItems: 100,
+      description:
+        'Sentinel-2 SCL classes (0-11) excluded from the statistics and the capture choice, as on GET indices; default [0, 1, 3, 8, 9, 10, 11]; []: none',
+    }),
+  ),
+  cloud_dilation_m: MaskQuery.cloud_dilation_m,
+  percentiles: Type.Optional(
+    Type.Array(Type.Number(), {
+      maxItems: 1000,
+      description: 'Percentiles in [0, 100] (at most 100), e.g. [5, 50, 95]; numpy linear interpolation',
+    }),
+  ),
+  histogram: Type.Optional(
+    Type.Union([Type.Number(), Type.Array(Type.Number(), { maxItems: 2000 })], {
+      description:
+        'A number of equal bins over [min, max] of the values (at most 1000), or at least two increasing edges',
+    }),
+  ),
+};
+
 export const IndexResult = Type.Object({
   field_id: Type.String(),
   index: Type.String(),
@@ -309,7 +334,8 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
         tags: ['indices'],
         summary: 'Compute and store a custom index',
         description:
-          "Division by zero yields null values, not an error; a bad formula is a 400 with the parser's message and position.",
+          "Division by zero yields null values, not an error; a bad formula is a 400 with the parser's message and position. " +
+          'The statistics options of GET indices (percentiles, histogram, weighting, scl_exclude, cloud_dilation_m) as JSON: the stored zonal_stats follow them, and the capture choice follows the mask.',
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
         body: Type.Object(
           {
@@ -317,6 +343,7 @@ function registerFieldIndex(app: Api, deps: IndexDeps & { publicBaseUrl: string 
             formula: Type.String({ minLength: 1, maxLength: 1000 }),
             date: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
             imagery_id: Type.Optional(Type.String({ maxLength: 64 })),
+            ...StatsBody,
           },
           { additionalProperties: false },
         ),

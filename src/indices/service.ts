@@ -222,12 +222,13 @@ export async function choose(
   q: IndexQuery,
   datePath: string,
   formulaPath: string,
+  optionsAt: (name: string) => string = (k) => `/query/${k}`,
 ): Promise<Chosen> {
   if (!isCalendarDate(q.date))
     throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, {
       errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
     });
-  const options = hasOptions(q) ? parseStatsOptions(q, (k) => `/query/${k}`) : DEFAULT_OPTIONS;
+  const options = hasOptions(q) ? parseStatsOptions(q, optionsAt) : DEFAULT_OPTIONS;
   const state = await fieldState(deps.db, accountId, fieldId);
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
   // The capture choice follows the mask: each candidate's cloud cover under it (masked-coverage.ts)
@@ -261,7 +262,11 @@ const hasOptions = (q: RawStatsOptions) =>
   q.scl_exclude !== undefined ||
   q.cloud_dilation_m !== undefined;
 
-/** Computes the index afresh (no response cache): what POST custom stores. */
+/**
+ * Computes the index afresh (no response cache): what POST custom stores. The statistics options
+ * (percentiles, histogram, weighting, scl_exclude, cloud_dilation_m) as on GET indices; a bad one
+ * is a 400 at `optionsAt(name)`.
+ */
 export async function evaluateFieldIndex(
   deps: IndexDeps,
   accountId: string,
@@ -269,8 +274,17 @@ export async function evaluateFieldIndex(
   q: IndexQuery,
   datePath = '/query/date',
   formulaPath = '/query/formula',
+  optionsAt?: (name: string) => string,
 ): Promise<Evaluated> {
-  const { state, program, capture, head } = await choose(deps, accountId, fieldId, q, datePath, formulaPath);
+  const { options, state, program, capture, head } = await choose(
+    deps,
+    accountId,
+    fieldId,
+    q,
+    datePath,
+    formulaPath,
+    optionsAt,
+  );
   const wantGeo = q.geojson !== false;
   const run = () =>
     (wantGeo ? heavyPool(deps) : deps.compute).runFieldIndex({
@@ -280,10 +294,11 @@ export async function evaluateFieldIndex(
       roots: deps.roots,
       ...(wantGeo ? { geojson: { before: 0, after: 0 } } : {}),
       orderStats: !!q.zonal_stats,
+      ...(options.key ? { stats: options.stats, mask: options.mask } : {}),
     });
   const r = await (wantGeo ? heavily(deps, run) : run());
   const body: Evaluated['body'] = { ...head };
-  if (q.zonal_stats) body.zonal_stats = zonal(toCached(r, true));
+  if (q.zonal_stats) body.zonal_stats = zonal(toCached(r, true, options.stats));
   return { body, ...(wantGeo ? { geojson: bytes(r.geojson!).toString('latin1') } : {}) };
 }
 

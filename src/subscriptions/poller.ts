@@ -28,6 +28,7 @@ import type { Database } from '../platform/database.js';
 import { AppError, RefusedInput } from '../platform/errors.js';
 import { recordItem, recordNewest, recordPoll, type ItemOutcome } from './metrics.js';
 import { assetKeysFor } from './presets.js';
+import { maskOf } from './service.js';
 import { StacRateLimitedError, type StacClient } from './stac-client.js';
 
 /** Fields per search request (their boxes as one MultiPolygon). */
@@ -51,6 +52,9 @@ export interface SubscriptionRow {
   failures: number;
   /** Set by configuration: its URL may be on a private network. */
   is_default: boolean;
+  /** Its cloud mask (issue 23; null: the default's). */
+  scl_exclude: number[] | null;
+  cloud_dilation_m: number | null;
 }
 
 export interface PollSettings {
@@ -88,7 +92,8 @@ export interface PollResult {
   error?: string;
 }
 
-const SUBSCRIPTION_COLUMNS = `id, account_id, stac_api_url, collection, assets, max_cloud_cover, start_date::text AS start_date, cursor, failures, is_default`;
+const SUBSCRIPTION_COLUMNS = `id, account_id, stac_api_url, collection, assets, max_cloud_cover, start_date::text AS start_date, cursor, failures, is_default,
+  scl_exclude, cloud_dilation_m`;
 
 /**
  * Takes the subscription's lease if it is free or expired (a killed worker's lease runs out):
@@ -403,6 +408,7 @@ async function handleItem(
     itemId: m.itemId,
     subscriptionId: sub.id,
     backfill: m.backfill,
+    mask: maskOf(sub),
   };
   const img = await registerImagery(deps.imagery, sub.account_id, create, { stac: origin });
   return img ? 'registered' : 'duplicate';

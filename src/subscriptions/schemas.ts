@@ -37,6 +37,14 @@ const StartDate = Type.String({
   description:
     'YYYY-MM-DD, not in the future: the first search (and the backfill of each new field) goes back to this date. Default: 30 days before today (UTC).',
 });
+const SclExclude = Type.Union([Type.Array(Type.Integer(), { maxItems: 100 }), Type.Null()], {
+  description:
+    "Sentinel-2 SCL classes (0-11) counted as unusable in the field cloud cover of the captures this subscription registers (imagery_fields, imagery.available's cloud_cover, and so the best-capture choice), as scl_exclude on GET indices; null: the default [0, 1, 3, 8, 9, 10, 11]; []: none. Captures registered before a change keep their counts.",
+});
+const CloudDilation = Type.Union([Type.Number(), Type.Null()], {
+  description:
+    'Also count as unusable the pixels within this many metres (0-1000) of an excluded cloud or shadow pixel (classes 3, 8, 9, 10), as cloud_dilation_m on GET indices; null or 0: none.',
+});
 const Status = Type.Enum(SUBSCRIPTION_STATUSES, {
   description: 'active: polled every SUBSCRIPTION_POLL_INTERVAL; paused: not polled. Default active.',
 });
@@ -49,6 +57,8 @@ export const SubscriptionCreate = Type.Object(
     max_cloud_cover: Type.Optional(MaxCloudCover),
     start_date: Type.Optional(StartDate),
     status: Type.Optional(Status),
+    scl_exclude: Type.Optional(SclExclude),
+    cloud_dilation_m: Type.Optional(CloudDilation),
   },
   { additionalProperties: false },
 );
@@ -62,12 +72,14 @@ export const SubscriptionPatch = Type.Object(
     max_cloud_cover: Type.Optional(MaxCloudCover),
     start_date: Type.Optional(StartDate),
     status: Type.Optional(Status),
+    scl_exclude: Type.Optional(SclExclude),
+    cloud_dilation_m: Type.Optional(CloudDilation),
   },
   {
     additionalProperties: false,
     minProperties: 1,
     description:
-      'Any writable member. A change of what is searched (url, collection, assets, max_cloud_cover, start_date) starts the search again from start_date; captures already registered stay and are not registered twice. The default subscription takes status only.',
+      'Any writable member. A change of what is searched (url, collection, assets, max_cloud_cover, start_date) starts the search again from start_date; captures already registered stay and are not registered twice. A change of the cloud mask (scl_exclude, cloud_dilation_m) applies to the captures registered from then on. The default subscription takes status only.',
   },
 );
 export type SubscriptionPatch = Static<typeof SubscriptionPatch>;
@@ -83,6 +95,10 @@ export const Subscription = Type.Object({
   max_cloud_cover: Type.Union([Type.Number(), Type.Null()]),
   start_date: Type.String({ description: 'YYYY-MM-DD' }),
   status: Type.Enum(SUBSCRIPTION_STATUSES),
+  scl_exclude: Type.Array(Type.Integer(), {
+    description: "The SCL classes the captures' field cloud cover leaves out (the default mask's when none was set).",
+  }),
+  cloud_dilation_m: Type.Number({ description: 'The dilation around clouds and shadows, metres (0: none).' }),
   default: Type.Boolean({
     description:
       "The operator's subscription (DEFAULT_SUBSCRIPTION_URL): set by configuration; the account may pause or resume it only.",

@@ -10,6 +10,8 @@ import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/e
 import { newId } from '../platform/ids.js';
 import type { HostLookup } from '../platform/net/address.js';
 import { OutboundError, resolveTarget } from '../platform/net/target.js';
+import type { MaskRequest } from '../compute/tasks.js';
+import { DEFAULT_SCL_EXCLUDE, parseStatsOptions } from '../indices/index.js';
 import { assetIssues } from './presets.js';
 import type { Subscription, SubscriptionCreate, SubscriptionPatch, SubscriptionStatus } from './schemas.js';
 
@@ -34,6 +36,8 @@ interface SubscriptionRow {
   max_cloud_cover: number | null;
   start_date: string;
   status: SubscriptionStatus;
+  scl_exclude: number[] | null;
+  cloud_dilation_m: number | null;
   is_default: boolean;
   last_polled_at: Date | null;
   last_error: string | null;
@@ -44,7 +48,7 @@ interface SubscriptionRow {
 }
 
 const COLUMNS = `id, stac_api_url, collection, assets, max_cloud_cover, to_char(start_date, 'YYYY-MM-DD') AS start_date,
-  status, is_default, last_polled_at, last_error, items_registered, poll_requested_at, created_at, updated_at`;
+  status, scl_exclude, cloud_dilation_m, is_default, last_polled_at, last_error, items_registered, poll_requested_at, created_at, updated_at`;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -57,6 +61,8 @@ function toSubscription(r: SubscriptionRow): Subscription {
     max_cloud_cover: r.max_cloud_cover,
     start_date: r.start_date,
     status: r.status,
+    scl_exclude: r.scl_exclude ? r.scl_exclude.map(Number) : [...DEFAULT_SCL_EXCLUDE],
+    cloud_dilation_m: r.cloud_dilation_m ?? 0,
     default: r.is_default,
     last_polled_at: iso(r.last_polled_at),
     last_error: r.last_error,
@@ -79,9 +85,38 @@ export function startDateIssue(date: string, now = new Date()): string | null {
   return null;
 }
 
-/** The issues of the members a body sets that the schema cannot judge (assets, start_date). */
+/**
+ * The cloud mask a body sets, checked and made canonical as GET indices does (indices'
+ * stats-options.ts): scl_exclude null when it is the default's, cloud_dilation_m null when 0.
+ */
+export function maskColumns(body: Pick<SubscriptionPatch, 'scl_exclude' | 'cloud_dilation_m'>): {
+  scl_exclude: number[] | null;
+  cloud_dilation_m: number | null;
+  issues: FieldIssue[];
+} {
+  try {
+    const { mask } = parseStatsOptions(
+      { scl_exclude: body.scl_exclude ?? undefined, cloud_dilation_m: body.cloud_dilation_m ?? undefined },
+      (k) => `/body/${k}`,
+    );
+    return { scl_exclude: mask.scl_exclude ?? null, cloud_dilation_m: mask.cloud_dilation_m ?? null, issues: [] };
+  } catch (err) {
+    if (err instanceof AppError && err.errors) return { scl_exclude: null, cloud_dilation_m: null, issues: err.errors };
+    throw err;
+  }
+}
+
+/** A subscription row's cloud mask as the compute tasks take it (absent members: the default). */
+export function maskOf(r: { scl_exclude: number[] | null; cloud_dilation_m: number | null }): MaskRequest {
+  return {
+    ...(r.scl_exclude ? { scl_exclude: r.scl_exclude.map(Number) } : {}),
+    ...(r.cloud_dilation_m ? { cloud_dilation_m: r.cloud_dilation_m } : {}),
+  };
+}
+
+/** The issues of the members a body sets that the schema cannot judge (assets, start_date, the mask). */
 export function bodyIssues(body: SubscriptionPatch, now = new Date()): FieldIssue[] {
-  const issues: FieldIssue[] = [];
+  const issues: FieldIssue[] = [...maskColumns(body).issues];
   if (body.assets !== undefined) {
     for (const i of assetIssues(body.assets)) {
       issues.push({ path: `/body/assets${i.member ? `/${i.member}` : ''}`, code: i.code, message: i.message });
@@ -121,6 +156,7 @@ export async function createSubscription(
 ): Promise<Subscription> {
   const issues = bodyIssues(body);
   if (issues.length) refuse(issues);
+  const mask = maskColumns(body);
   await checkUrl(deps, body.stac_api_url);
   const row = await deps.db.transaction(async (tx) => {
     // One creation at a time per account, so that two at once cannot both pass the limit.
@@ -136,8 +172,9 @@ export async function createSubscription(
       );
     }
     const rows = await tx.query<SubscriptionRow>(
-      `INSERT INTO imagery_subscriptions (id, account_id, stac_api_url, collection, assets, max_cloud_cover, start_date, status)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::date, $8) RETURNING ${COLUMNS}`,
+      `INSERT INTO imagery_subscriptions (id, account_id, stac_api_url, collection, assets, max_cloud_cover, start_date, status,
+                                          scl_exclude, cloud_dilation_m)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::date, $8, $9::integer[], $10) RETURNING ${COLUMNS}`,
       [
         newId('isub'),
         accountId,
@@ -147,6 +184,8 @@ export async function createSubscription(
         body.max_cloud_cover ?? null,
         body.start_date ?? utcDate(DEFAULT_LOOKBACK_DAYS),
         body.status ?? 'active',
+        mask.scl_exclude,
+        mask.cloud_dilation_m,
       ],
     );
     return rows[0]!;
@@ -181,6 +220,8 @@ export async function listSubscriptions(
 
 /** Members that decide what is searched: changing one starts the search again from start_date. */
 const SEARCH_MEMBERS = ['stac_api_url', 'collection', 'assets', 'max_cloud_cover', 'start_date'] as const;
+/** Members of the cloud mask: they apply to the captures registered from then on. */
+const MASK_MEMBERS = ['scl_exclude', 'cloud_dilation_m'] as const;
 
 export async function updateSubscription(
   deps: SubscriptionDeps,
@@ -192,12 +233,14 @@ export async function updateSubscription(
   if (issues.length) refuse(issues);
   const current = await getSubscription(deps.db, accountId, id);
   const searchChanges = SEARCH_MEMBERS.filter((m) => patch[m] !== undefined);
-  if (current.default && searchChanges.length) {
+  const maskChanges = MASK_MEMBERS.filter((m) => patch[m] !== undefined);
+  if (current.default && (searchChanges.length || maskChanges.length)) {
     throw new AppError(
       'conflict',
-      `The default subscription is set by the operator; only its status can change (not ${searchChanges.join(', ')})`,
+      `The default subscription is set by the operator; only its status can change (not ${[...searchChanges, ...maskChanges].join(', ')})`,
     );
   }
+  const mask = maskColumns(patch);
   if (patch.stac_api_url !== undefined && patch.stac_api_url !== current.stac_api_url)
     await checkUrl(deps, patch.stac_api_url);
   const rows = await deps.db.query<SubscriptionRow>(
@@ -210,6 +253,8 @@ export async function updateSubscription(
             failures = CASE WHEN $10 THEN 0 ELSE failures END,
             next_poll_at = CASE WHEN $10 THEN NULL ELSE next_poll_at END,
             last_error = CASE WHEN $10 THEN NULL ELSE last_error END,
+            scl_exclude = CASE WHEN $11 THEN $12::integer[] ELSE scl_exclude END,
+            cloud_dilation_m = CASE WHEN $13 THEN $14::double precision ELSE cloud_dilation_m END,
             updated_at = now()
       WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
     [
@@ -223,6 +268,10 @@ export async function updateSubscription(
       patch.start_date ?? null,
       patch.status ?? null,
       searchChanges.length > 0,
+      patch.scl_exclude !== undefined,
+      mask.scl_exclude,
+      patch.cloud_dilation_m !== undefined,
+      mask.cloud_dilation_m,
     ],
   );
   if (!rows[0]) throw notFound('Subscription', id);

@@ -338,6 +338,79 @@ describe('a chosen cloud mask: reasons, dilation, cloud cover', () => {
     );
   });
 
+  it('POST custom takes the same options in its body: stored statistics equal GET indices with them', async () => {
+    const formula = '(B08 - B04) / (B08 + B04)';
+    const date = dates[Math.floor(dates.length / 2)]!;
+    const body = {
+      percentiles: [5, 50, 95],
+      histogram: 4,
+      weighting: 'coverage',
+      scl_exclude: [9],
+      cloud_dilation_m: 20,
+    };
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${field}/indices/custom`,
+      headers: t.auth(),
+      payload: { name: 'ndvi masked', formula, date, ...body },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const c = res.json();
+    const gr = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices?index=custom&formula=${encodeURIComponent(formula)}&date=${date}&zonal_stats=true&geojson=false&percentiles=5,50,95&histogram=4&weighting=coverage&scl_exclude=9&cloud_dilation_m=20`,
+      headers: t.auth(),
+    });
+    expect(gr.statusCode, gr.body).toBe(200);
+    const g = gr.json();
+    expect(c.imagery_id).toBe(g.imagery_id);
+    const [a, b] = [c.zonal_stats, g.zonal_stats];
+    expect(a.percentiles.map((x: { percentile: number }) => x.percentile)).toEqual([5, 50, 95]);
+    for (const k of ['count', 'min', 'max', 'pixels'] as const) expect(a[k], k).toBe(b[k]);
+    for (const k of ['mean', 'std'] as const) expect(Math.abs(a[k] - b[k]), k).toBeLessThan(1e-9);
+    for (const [i, p] of a.percentiles.entries())
+      expect(Math.abs(p.value - b.percentiles[i].value), `p${p.percentile}`).toBeLessThan(1e-9);
+    expect(a.histogram).toEqual(b.histogram);
+    expect(a.mask_reasons).toEqual(b.mask_reasons);
+    expect(Object.keys(a.mask_reasons.scl)).toEqual(['9']);
+    // the default mask gives other reasons; stored and read back as stored
+    const plain = await t.app.inject({
+      method: 'POST',
+      url: `/v1/fields/${field}/indices/custom`,
+      headers: t.auth(),
+      payload: { name: 'ndvi', formula, date, imagery_id: c.imagery_id },
+    });
+    expect(plain.statusCode, plain.body).toBe(201);
+    expect(Object.keys(plain.json().zonal_stats.mask_reasons.scl)).toEqual(['0', '1', '3', '8', '9', '10', '11']);
+    expect(plain.json().zonal_stats.percentiles).toBeUndefined();
+    const back = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices/custom/${c.id}`,
+      headers: t.auth(),
+    });
+    expect(back.json().zonal_stats).toEqual(a);
+    for (const [extra, code, at] of [
+      [{ percentiles: [101] }, 'percentile_out_of_range', '/body/percentiles'],
+      [{ histogram: 1001 }, 'too_many_bins', '/body/histogram'],
+      [{ histogram: [0.5, 0.2] }, 'invalid_histogram', '/body/histogram'],
+      [{ scl_exclude: [3, 12] }, 'unknown_scl_class', '/body/scl_exclude'],
+      [{ cloud_dilation_m: -5 }, 'negative_dilation', '/body/cloud_dilation_m'],
+      [{ weighting: 'area' }, undefined, undefined],
+      [{ percentiles: '5,50' }, undefined, undefined],
+    ] as const) {
+      const bad = await t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${field}/indices/custom`,
+        headers: t.auth(),
+        payload: { name: 'x', formula, date, ...extra },
+      });
+      const label = JSON.stringify(extra);
+      expect(bad.statusCode, label).toBe(400);
+      expect(bad.headers['content-type'], label).toMatch(/^application\/problem\+json/);
+      if (code) expect(bad.json().errors[0], label).toMatchObject({ code, path: at });
+    }
+  });
+
   async function imageryOn(date: string): Promise<string> {
     return (await get(`&date=${date}&zonal_stats=false&geojson=false`)).imagery_id;
   }

@@ -71,9 +71,17 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect(wide.length).toBeLessThan(plain.length);
     // the synthetic field's edges lie on pixel edges: coverage weights are 0 or 1, the centre rule's numbers
     expect(cov).toEqual(plain);
-    const bad = await post(seeded.fieldId, { type: 'seasonal', format: 'json', options: { scl_exclude: [13] } });
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().errors[0].code).toBe('unknown_scl_class');
+    for (const [options, code] of [
+      [{ scl_exclude: [13] }, 'unknown_scl_class'],
+      [{ scl_exclude: [-1, 3] }, 'unknown_scl_class'],
+      [{ cloud_dilation_m: -5 }, 'negative_dilation'],
+      [{ cloud_dilation_m: 1001 }, 'dilation_too_large'],
+    ] as const) {
+      const bad = await post(seeded.fieldId, { type: 'seasonal', format: 'json', options });
+      expect(bad.statusCode, JSON.stringify(options)).toBe(400);
+      expect(bad.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(bad.json().errors[0].code, JSON.stringify(options)).toBe(code);
+    }
   });
 
   describe.each(TYPES)('%s', (type) => {

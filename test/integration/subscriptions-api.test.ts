@@ -42,6 +42,8 @@ describe.each(dbBackends)('subscriptions API on $name', (backend) => {
       max_cloud_cover: null,
       start_date: utcDate(30),
       status: 'active',
+      scl_exclude: [0, 1, 3, 8, 9, 10, 11],
+      cloud_dilation_m: 0,
       default: false,
       last_polled_at: null,
       last_error: null,
@@ -63,6 +65,8 @@ describe.each(dbBackends)('subscriptions API on $name', (backend) => {
       max_cloud_cover: 42.5,
       start_date: '2024-02-29',
       status: 'paused',
+      scl_exclude: [3, 8, 9, 10],
+      cloud_dilation_m: 20,
     };
     const res = await create(body);
     expect(res.statusCode).toBe(201);
@@ -71,6 +75,14 @@ describe.each(dbBackends)('subscriptions API on $name', (backend) => {
     expect(
       (await create({ stac_api_url: URL_A, assets: 'planetary-computer', start_date: utcDate(0) })).json(),
     ).toMatchObject({ assets: 'planetary-computer', start_date: utcDate(0) });
+    // the mask is canonical: classes sorted once each; none excluded is []
+    for (const s of (await t.app.inject({ method: 'GET', url: BASE, headers: t.auth() })).json().data)
+      expect((await del(s.id)).statusCode).toBe(204);
+    expect((await create({ stac_api_url: URL_A, scl_exclude: [9, 3, 9] })).json()).toMatchObject({
+      scl_exclude: [3, 9],
+      cloud_dilation_m: 0,
+    });
+    expect((await create({ stac_api_url: URL_A, scl_exclude: [] })).json().scl_exclude).toEqual([]);
     for (const s of (await t.app.inject({ method: 'GET', url: BASE, headers: t.auth() })).json().data)
       expect((await del(s.id)).statusCode).toBe(204);
   });
@@ -139,6 +151,22 @@ describe.each(dbBackends)('subscriptions API on $name', (backend) => {
       ['cloud text', { stac_api_url: URL_A, max_cloud_cover: '50' }, '/body/max_cloud_cover', 'type'],
       ['status', { stac_api_url: URL_A, status: 'stopped' }, '/body/status', 'enum', /active, paused/],
       ['collection', { stac_api_url: URL_A, collection: 'a b' }, '/body/collection', 'pattern'],
+      ['SCL class 12', { stac_api_url: URL_A, scl_exclude: [3, 12] }, '/body/scl_exclude', 'unknown_scl_class'],
+      ['SCL class -1', { stac_api_url: URL_A, scl_exclude: [-1] }, '/body/scl_exclude', 'unknown_scl_class'],
+      ['SCL class 2.5', { stac_api_url: URL_A, scl_exclude: [2.5] }, '/body/scl_exclude', 'type'],
+      ['SCL classes text', { stac_api_url: URL_A, scl_exclude: '3,8' }, '/body/scl_exclude', 'type'],
+      [
+        'negative dilation',
+        { stac_api_url: URL_A, cloud_dilation_m: -5 },
+        '/body/cloud_dilation_m',
+        'negative_dilation',
+      ],
+      [
+        'dilation 5 km',
+        { stac_api_url: URL_A, cloud_dilation_m: 5000 },
+        '/body/cloud_dilation_m',
+        'dilation_too_large',
+      ],
       ['unknown member', { stac_api_url: URL_A, cursor: '2025-01-01' }, '/body/cursor', 'additionalProperties'],
       [
         'read-only member',
@@ -191,6 +219,18 @@ describe.each(dbBackends)('subscriptions API on $name', (backend) => {
       [s.id],
     );
     expect(reset).toEqual({ cursor: null, failures: 0 });
+    // the mask: for the captures registered from then on, the search is not restarted; null resets it
+    await t.db.query('UPDATE imagery_subscriptions SET cursor = now() WHERE id = $1', [s.id]);
+    const masked = await patch(s.id, { scl_exclude: [9, 8], cloud_dilation_m: 30 });
+    expect(masked.json()).toMatchObject({ scl_exclude: [8, 9], cloud_dilation_m: 30, collection: 'landsat-c2-l2' });
+    const [still] = await t.db.query<{ cursor: Date | null }>(
+      'SELECT cursor FROM imagery_subscriptions WHERE id = $1',
+      [s.id],
+    );
+    expect(still!.cursor).not.toBeNull();
+    const unmasked = await patch(s.id, { scl_exclude: null, cloud_dilation_m: null });
+    expect(unmasked.json()).toMatchObject({ scl_exclude: [0, 1, 3, 8, 9, 10, 11], cloud_dilation_m: 0 });
+    const changedAgain = unmasked.json();
 
     for (const [body, path] of [
       [{}, '/body'],
@@ -199,12 +239,14 @@ describe.each(dbBackends)('subscriptions API on $name', (backend) => {
       [{ start_date: '2025-04-31' }, '/body/start_date'],
       [{ status: 'deleted' }, '/body/status'],
       [{ default: true }, '/body/default'],
+      [{ scl_exclude: [13] }, '/body/scl_exclude'],
+      [{ cloud_dilation_m: -1 }, '/body/cloud_dilation_m'],
     ] as const) {
       const res = await patch(s.id, body);
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
       expect(res.json().errors.map((e: { path: string }) => e.path)).toContain(path);
     }
-    expect((await get(s.id)).json()).toEqual(changed.json());
+    expect((await get(s.id)).json()).toEqual(changedAgain);
     expect((await del(s.id)).statusCode).toBe(204);
     expect((await get(s.id)).statusCode).toBe(404);
     expect((await del(s.id)).statusCode).toBe(404);
@@ -352,6 +394,14 @@ describe.each(dbBackends)('the default subscription on $name', (backend) => {
     });
     expect(changed.statusCode).toBe(409);
     expect(changed.json().detail).toMatch(/only its status/);
+    const masked = await t.app.inject({
+      method: 'PATCH',
+      url: `${BASE}/${d!.id}`,
+      headers: t.auth(),
+      payload: { scl_exclude: [9] },
+    });
+    expect(masked.statusCode).toBe(409);
+    expect(masked.json().detail).toMatch(/not scl_exclude/);
     const resumed = await t.app.inject({
       method: 'PATCH',
       url: `${BASE}/${d!.id}`,

@@ -336,4 +336,88 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     );
     await Promise.all([down.close(), limited.close(), refused.close()]);
   });
+
+  it("a subscription's cloud mask: its captures' field cloud cover, the event's and the choice follow it", async () => {
+    // the first subscription paused; the same pass published by another catalogue as another Item
+    expect(
+      (
+        await t.app.inject({
+          method: 'PATCH',
+          url: `/v1/imagery/subscriptions/${subId}`,
+          headers: t.auth(),
+          payload: { status: 'paused' },
+        })
+      ).statusCode,
+    ).toBe(200);
+    const other = await startStacApiServer();
+    other.publish(realItem(cogs, 'S2A_29RKH_20200219_1_L2A', '2020-02-19T11:34:25.405000Z'));
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/imagery/subscriptions',
+      headers: t.auth(),
+      payload: { stac_api_url: other.url, start_date: '2020-02-01', scl_exclude: [8], cloud_dilation_m: 100 },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const masked = res.json().id as string;
+    const before = (await events()).length;
+    const results = await scheduler().tick();
+    expect(results).toEqual([expect.objectContaining({ outcome: 'ok', registered: 1 })]);
+    const [img] = await t.db.query<{ id: string }>('SELECT id FROM imagery WHERE subscription_id = $1', [masked]);
+    const [plainImg] = await t.db.query<{ id: string }>(
+      `SELECT id FROM imagery WHERE stac_item_id = 'S2A_29RKH_20200219_0_L2A'`,
+    );
+    // the reference: the field's pixels left out under that mask, counted by GET indices' mask reasons
+    const unusable = async (fieldId: string, imageryId: string, q: string) => {
+      const r = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${fieldId}/indices?index=NDVI&date=2020-02-19&imagery_id=${imageryId}&zonal_stats=true&geojson=false${q}`,
+        headers: t.auth(),
+      });
+      expect(r.statusCode, r.body).toBe(200);
+      const z = r.json().zonal_stats;
+      const left =
+        z.mask_reasons.no_data +
+        z.mask_reasons.dilation +
+        Object.values(z.mask_reasons.scl as Record<string, number>).reduce((a, b) => a + b, 0);
+      return Math.round((10_000 * left) / z.pixels) / 100;
+    };
+    const expected = await unusable(refField, img!.id, '&scl_exclude=8&cloud_dilation_m=100');
+    expect(await unusable(refField, plainImg!.id, '')).toBe(31.67);
+    // on this pass: 4 pixels of class 8 (at the edge: 20 m adds none) and 433 of cirrus (10) over the
+    // field; 100 m of dilation adds to the 4
+    expect(expected).toBeGreaterThan(0.3);
+    expect(expected).toBeLessThan(31.67);
+    const coverOf = async (fieldId: string) =>
+      Object.fromEntries(
+        (await t.app.inject({ method: 'GET', url: `/v1/fields/${fieldId}/imagery?per_page=100`, headers: t.auth() }))
+          .json()
+          .data.map((d: { id: string; cloud_cover: number }) => [d.id, d.cloud_cover]),
+      );
+    const cover = await coverOf(refField);
+    expect(cover[img!.id]).toBe(expected);
+    expect(cover[plainImg!.id]).toBe(31.67);
+    const evs = (await events()).slice(before);
+    expect(evs.find((e) => e.field_id === refField)).toMatchObject({ imagery_id: img!.id, cloud_cover: expected });
+    // the best capture of that day: the lower field cloud cover of the two, the masked one's
+    const chosen = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${refField}/indices?index=NDVI&date=2020-02-19&geojson=false`,
+      headers: t.auth(),
+    });
+    expect(chosen.json().imagery_id).toBe(img!.id);
+    // a field added later is counted under each capture's own mask
+    const rkh = referenceResults().find((r) => r.scene.startsWith('EH_29RKH'))!;
+    const again = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name: 'Sahara reference again', boundary: polygonOf(rkh) },
+      })
+    ).json().id as string;
+    const later = await coverOf(again);
+    expect(later[img!.id]).toBe(expected);
+    expect(later[plainImg!.id]).toBe(31.67);
+    await other.close();
+  });
 });
