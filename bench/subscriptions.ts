@@ -19,7 +19,7 @@
  * and peak RSS (sampled every 20 ms during the poll, compute threads included). Goals: ≤ 10 search requests per poll for 1,000
  * fields; 100 Items registered and announced in ≤ 30 s; bytes per Item ≤ 2× the windows needed.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createApiKey, findOrCreateAccount } from '../src/accounts/api-keys.js';
@@ -46,6 +46,21 @@ const GOAL_BYTES_RATIO = 2;
 /** The writer's tile edge (src/imagery/tiff-writer.ts default). */
 const TILE = 256;
 const FIELD_M = 1000;
+
+/** CPU seconds of each thread of this process (Linux /proc; empty elsewhere). */
+function threadTimes(): Map<number, number> {
+  const out = new Map<number, number>();
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), (Number(f[11]) + Number(f[12])) / 100);
+    }
+  } catch {
+    /* not Linux */
+  }
+  return out;
+}
 
 const mb = (b: number) => (b / 1_048_576).toFixed(1);
 const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
@@ -196,6 +211,8 @@ export default async function subscriptionsBench(): Promise<void> {
       peakRss = Math.max(peakRss, process.memoryUsage.rss());
     }, 20);
     const cpu0 = process.cpuUsage();
+    const mark0 = process.hrtime.bigint() / 1000n;
+    const threads0 = threadTimes();
     const t0 = Date.now();
     const asked = await app.inject({ method: 'POST', url: `/v1/imagery/subscriptions/${subId}/poll`, headers: auth });
     if (asked.statusCode !== 202) throw new Error(`poll: ${asked.statusCode} ${asked.body}`);
@@ -214,6 +231,18 @@ export default async function subscriptionsBench(): Promise<void> {
     // The whole process (compute threads, the embedded database, both test servers): on a shared
     // machine the CPU time is the comparable figure, the wall time depends on the neighbours.
     const cpu = process.cpuUsage(cpu0);
+    // With --cpu-prof: the poll's span on the profiles' clock (µs), to cut them to it.
+    if (process.env.BENCH_SUB_DETAIL) {
+      console.log(`poll span (monotonic µs, the clock of --cpu-prof): ${mark0} ${process.hrtime.bigint() / 1000n}`);
+      const threads1 = threadTimes();
+      const busy = [...threads1]
+        .map(([tid, t]) => [tid, t - (threads0.get(tid) ?? 0)] as const)
+        .filter(([, t]) => t > 0)
+        .sort((a, b) => b[1] - a[1]);
+      console.log(
+        `CPU s per thread during the poll (${process.pid} is the main one): ${busy.map(([tid, t]) => `${tid} ${t.toFixed(2)}`).join(', ')}`,
+      );
+    }
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     clearInterval(sampler);
     const poll = results?.find((r) => r !== null);
