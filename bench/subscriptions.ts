@@ -31,7 +31,7 @@ import { memorySource } from '../src/imagery/raster-source.js';
 import { SYNTHETIC_BANDS, syntheticItem, writeSyntheticSeason, type SceneSpec } from '../src/imagery/synthetic.js';
 import { checkTiffStructure } from '../src/imagery/tiff-structure.js';
 import { loadConfig } from '../src/platform/config.js';
-import { openDatabase } from '../src/platform/database.js';
+import { openDatabase, type Database, type Sql } from '../src/platform/database.js';
 import { openRuntime } from '../src/runtime.js';
 import { startRangeServer } from '../test/helpers/range-server.js';
 import { startStacApiServer } from '../test/helpers/stac-api-server.js';
@@ -46,6 +46,31 @@ const GOAL_BYTES_RATIO = 2;
 /** The writer's tile edge (src/imagery/tiff-writer.ts default). */
 const TILE = 256;
 const FIELD_M = 1000;
+
+/** Milliseconds per statement (its first 70 characters), with BENCH_SUB_DETAIL. */
+const statementMs = new Map<string, { n: number; ms: number }>();
+function timedStatements(db: Database): Database {
+  if (!process.env.BENCH_SUB_DETAIL) return db;
+  const timed = (sql: Sql): Sql => ({
+    ...sql,
+    query: async (text, params, opts) => {
+      const t0 = performance.now();
+      try {
+        return await sql.query(text, params, opts);
+      } finally {
+        const key = text.replace(/\s+/g, ' ').trim().slice(0, 70);
+        const s = statementMs.get(key) ?? { n: 0, ms: 0 };
+        s.n++;
+        s.ms += performance.now() - t0;
+        statementMs.set(key, s);
+      }
+    },
+  });
+  const out = Object.create(db) as Database;
+  out.query = timed(db).query;
+  out.transaction = (fn) => db.transaction((tx) => fn(timed(tx)));
+  return out;
+}
 
 /** CPU seconds of each thread of this process (Linux /proc; empty elsewhere). */
 function threadTimes(): Map<number, number> {
@@ -119,7 +144,7 @@ export default async function subscriptionsBench(): Promise<void> {
   process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = 'true';
   const range = await startRangeServer();
   const api = await startStacApiServer();
-  const db = await openDatabase({});
+  const db = timedStatements(await openDatabase({}));
   const config = loadConfig({
     IMAGERY_ROOTS: scratch,
     PUBLIC_BASE_URL: 'http://localhost:3000',
@@ -210,6 +235,7 @@ export default async function subscriptionsBench(): Promise<void> {
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, process.memoryUsage.rss());
     }, 20);
+    statementMs.clear();
     const cpu0 = process.cpuUsage();
     const mark0 = process.hrtime.bigint() / 1000n;
     const threads0 = threadTimes();
@@ -239,6 +265,9 @@ export default async function subscriptionsBench(): Promise<void> {
         .map(([tid, t]) => [tid, t - (threads0.get(tid) ?? 0)] as const)
         .filter(([, t]) => t > 0)
         .sort((a, b) => b[1] - a[1]);
+      const top = [...statementMs].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12);
+      console.log('statements (wall ms, count):');
+      for (const [k, v] of top) console.log(`  ${v.ms.toFixed(0).padStart(7)} ${String(v.n).padStart(6)}  ${k}`);
       console.log(
         `CPU s per thread during the poll (${process.pid} is the main one): ${busy.map(([tid, t]) => `${tid} ${t.toFixed(2)}`).join(', ')}`,
       );
