@@ -19,7 +19,7 @@
  * and peak RSS (sampled every 20 ms during the poll, compute threads included). Goals: ≤ 10 search requests per poll for 1,000
  * fields; 100 Items registered and announced in ≤ 30 s; bytes per Item ≤ 2× the windows needed.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createApiKey, findOrCreateAccount } from '../src/accounts/api-keys.js';
@@ -31,7 +31,7 @@ import { memorySource } from '../src/imagery/raster-source.js';
 import { SYNTHETIC_BANDS, syntheticItem, writeSyntheticSeason, type SceneSpec } from '../src/imagery/synthetic.js';
 import { checkTiffStructure } from '../src/imagery/tiff-structure.js';
 import { loadConfig } from '../src/platform/config.js';
-import { openDatabase } from '../src/platform/database.js';
+import { openDatabase, type Database, type Sql } from '../src/platform/database.js';
 import { openRuntime } from '../src/runtime.js';
 import { startRangeServer } from '../test/helpers/range-server.js';
 import { startStacApiServer } from '../test/helpers/stac-api-server.js';
@@ -46,6 +46,46 @@ const GOAL_BYTES_RATIO = 2;
 /** The writer's tile edge (src/imagery/tiff-writer.ts default). */
 const TILE = 256;
 const FIELD_M = 1000;
+
+/** Milliseconds per statement (its first 70 characters), with BENCH_SUB_DETAIL. */
+const statementMs = new Map<string, { n: number; ms: number }>();
+function timedStatements(db: Database): Database {
+  if (!process.env.BENCH_SUB_DETAIL) return db;
+  const timed = (sql: Sql): Sql => ({
+    ...sql,
+    query: async (text, params, opts) => {
+      const t0 = performance.now();
+      try {
+        return await sql.query(text, params, opts);
+      } finally {
+        const key = text.replace(/\s+/g, ' ').trim().slice(0, 70);
+        const s = statementMs.get(key) ?? { n: 0, ms: 0 };
+        s.n++;
+        s.ms += performance.now() - t0;
+        statementMs.set(key, s);
+      }
+    },
+  });
+  const out = Object.create(db) as Database;
+  out.query = timed(db).query;
+  out.transaction = (fn) => db.transaction((tx) => fn(timed(tx)));
+  return out;
+}
+
+/** CPU seconds of each thread of this process (Linux /proc; empty elsewhere). */
+function threadTimes(): Map<number, number> {
+  const out = new Map<number, number>();
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), (Number(f[11]) + Number(f[12])) / 100);
+    }
+  } catch {
+    /* not Linux */
+  }
+  return out;
+}
 
 const mb = (b: number) => (b / 1_048_576).toFixed(1);
 const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
@@ -104,7 +144,7 @@ export default async function subscriptionsBench(): Promise<void> {
   process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = 'true';
   const range = await startRangeServer();
   const api = await startStacApiServer();
-  const db = await openDatabase({});
+  const db = timedStatements(await openDatabase({}));
   const config = loadConfig({
     IMAGERY_ROOTS: scratch,
     PUBLIC_BASE_URL: 'http://localhost:3000',
@@ -195,7 +235,10 @@ export default async function subscriptionsBench(): Promise<void> {
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, process.memoryUsage.rss());
     }, 20);
+    statementMs.clear();
     const cpu0 = process.cpuUsage();
+    const mark0 = process.hrtime.bigint() / 1000n;
+    const threads0 = threadTimes();
     const t0 = Date.now();
     const asked = await app.inject({ method: 'POST', url: `/v1/imagery/subscriptions/${subId}/poll`, headers: auth });
     if (asked.statusCode !== 202) throw new Error(`poll: ${asked.statusCode} ${asked.body}`);
@@ -214,6 +257,21 @@ export default async function subscriptionsBench(): Promise<void> {
     // The whole process (compute threads, the embedded database, both test servers): on a shared
     // machine the CPU time is the comparable figure, the wall time depends on the neighbours.
     const cpu = process.cpuUsage(cpu0);
+    // With --cpu-prof: the poll's span on the profiles' clock (µs), to cut them to it.
+    if (process.env.BENCH_SUB_DETAIL) {
+      console.log(`poll span (monotonic µs, the clock of --cpu-prof): ${mark0} ${process.hrtime.bigint() / 1000n}`);
+      const threads1 = threadTimes();
+      const busy = [...threads1]
+        .map(([tid, t]) => [tid, t - (threads0.get(tid) ?? 0)] as const)
+        .filter(([, t]) => t > 0)
+        .sort((a, b) => b[1] - a[1]);
+      const top = [...statementMs].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12);
+      console.log('statements (wall ms, count):');
+      for (const [k, v] of top) console.log(`  ${v.ms.toFixed(0).padStart(7)} ${String(v.n).padStart(6)}  ${k}`);
+      console.log(
+        `CPU s per thread during the poll (${process.pid} is the main one): ${busy.map(([tid, t]) => `${tid} ${t.toFixed(2)}`).join(', ')}`,
+      );
+    }
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     clearInterval(sampler);
     const poll = results?.find((r) => r !== null);

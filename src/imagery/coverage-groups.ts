@@ -129,17 +129,26 @@ export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: 
   const groups: Group[] = [];
   const cells = cellsOf(placed);
   for (const key of [...cells.keys()].sort()) {
-    // Row by row inside the cell; a new group when the union would pass MAX_PIXELS
+    // Row by row inside the cell; a new group when the union would pass MAX_PIXELS (the union
+    // grown field by field: recomputing it over the group for every field was quadratic)
     const wins = cells.get(key)!.sort((a, b) => a.y0 - b.y0 || a.x0 - b.x0);
-    let cur: Win[] = [];
+    let cur: Group = { wins: [], x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity };
     for (const w of wins) {
-      if (cur.length && area(groupOf([...cur, w])) > MAX_PIXELS) {
-        groups.push(groupOf(cur));
-        cur = [];
+      const grown = {
+        x0: Math.min(cur.x0, w.x0),
+        y0: Math.min(cur.y0, w.y0),
+        x1: Math.max(cur.x1, w.x1),
+        y1: Math.max(cur.y1, w.y1),
+      };
+      if (cur.wins.length && area(grown) > MAX_PIXELS) {
+        groups.push(cur);
+        cur = { wins: [w], x0: w.x0, y0: w.y0, x1: w.x1, y1: w.y1 };
+      } else {
+        cur.wins.push(w);
+        Object.assign(cur, grown);
       }
-      cur.push(w);
     }
-    if (cur.length) groups.push(groupOf(cur));
+    if (cur.wins.length) groups.push(cur);
   }
   // Fewer groups than threads: halve the largest across its longer side
   while (groups.length + alone.length < threads) {

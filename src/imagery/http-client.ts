@@ -29,6 +29,9 @@ export function checkImageryUrl(url: URL, allowPrivate: boolean): void {
   if (!allowPrivate && ipaddr.isValid(host) && !isPublicAddress(host)) throw blocked(host, host);
 }
 
+/** Bodies up to this declared length (a batch of blocks is ~2 MiB) are read into one buffer allocated up front. */
+const MAX_PREALLOCATED = 16 * 1_048_576;
+
 class NodeResponse extends BaseResponse {
   constructor(
     private readonly res: IncomingMessage,
@@ -87,7 +90,23 @@ export class TimedFetchClient extends BaseClient {
         req.on('error', reject);
         req.end();
       });
-      // The whole body is read under the same deadline.
+      // The whole body is read under the same deadline, copied once into a buffer of its own
+      // (its declared length when there is one, else the chunks joined).
+      const declared = Number(res.headers['content-length']);
+      if (Number.isSafeInteger(declared) && declared >= 0 && declared <= MAX_PREALLOCATED) {
+        const body = new Uint8Array(declared);
+        let at = 0;
+        const rest: Buffer[] = [];
+        for await (const c of res as AsyncIterable<Buffer>) {
+          if (!rest.length && at + c.length <= declared) {
+            body.set(c, at);
+            at += c.length;
+          } else rest.push(c);
+        }
+        if (!rest.length) return new NodeResponse(res, at === declared ? body.buffer : body.buffer.slice(0, at));
+        const b = Buffer.concat([body.subarray(0, at), ...rest]);
+        return new NodeResponse(res, b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
+      }
       const chunks: Buffer[] = [];
       for await (const c of res) chunks.push(c as Buffer);
       const b = Buffer.concat(chunks);

@@ -82,41 +82,74 @@ export interface RawReadOptions {
 }
 
 /**
- * The pixels of sample `sample` (0-based) in [x0, x1) × [y0, y1), row-major, or null when the
- * file needs geotiff.js's general reader.
+ * The part of one decoded block inside a window: sample `s` of the pixel (x, y), for
+ * cx0 ≤ x < cx1 and cy0 ≤ y < cy1 (image pixels), is `data[((y - by0) * width + (x - bx0)) * spp + inner]`.
  */
-export async function readWindowRaw(
+export interface BlockPart {
+  /** The block's samples in the file's type; valid only during the visit (decoder memory). */
+  data: SampleArray;
+  /** Pixels per row of `data`, samples per pixel, and the sample's place in a pixel. */
+  width: number;
+  spp: number;
+  inner: number;
+  /** The block's top-left pixel in the image. */
+  bx0: number;
+  by0: number;
+  cx0: number;
+  cx1: number;
+  cy0: number;
+  cy1: number;
+}
+
+export interface VisitOptions {
+  /** Value of pixels in blocks the file leaves out (byte count 0). Default 0. */
+  fill?: number;
+  signal?: AbortSignal;
+  /**
+   * Whether the part [cx0, cx1) × [cy0, cy1) of a block is needed: a block none of whose parts is
+   * wanted is neither read nor decoded (and never visited). Default: every block.
+   */
+  want?: (cx0: number, cy0: number, cx1: number, cy1: number) => boolean;
+}
+
+/**
+ * Visits every block of sample `sample` (0-based) meeting [x0, x1) × [y0, y1), each read and
+ * decoded once, with the part of it inside the window; blocks are visited in file order of
+ * their batches, each exactly once. Returns false (and visits nothing) when the file needs
+ * geotiff.js's general reader.
+ */
+export async function visitWindowRaw(
   raster: RasterImage,
   window: [number, number, number, number],
   sample: number,
-  opts: RawReadOptions = {},
-): Promise<SampleArray | null> {
+  visit: (part: BlockPart) => void,
+  opts: VisitOptions = {},
+): Promise<boolean> {
   const layout = rawLayout(raster);
-  if (!layout) return null;
+  if (!layout) return false;
   const { image, source } = raster;
   const { offsets, counts } = raster.structure.blocks!;
   const tiled = layout.tiled;
   const planar = layout.planar;
   const [x0, y0, x1, y1] = window;
-  const ww = x1 - x0;
-  const wh = y1 - y0;
-  const { fill = 0, signal } = opts;
-  const fresh = arrayFor(layout.format, layout.bytesPerSample, 0)!;
-  if (opts.into && (opts.into.constructor !== fresh.constructor || opts.into.length < ww * wh)) {
-    throw new Error(`the target array must be a ${fresh.constructor.name} of at least ${ww * wh} elements`);
-  }
-  const out = opts.into ?? arrayFor(layout.format, layout.bytesPerSample, ww * wh)!;
+  const { fill = 0, signal, want } = opts;
   const tw = layout.width;
   const th = layout.tileHeight;
   const height = image.getHeight();
   const width = image.getWidth();
   const across = Math.ceil(width / tw);
   const down = Math.ceil(height / th);
+  const spp = layout.samples;
+  const inner = planar === 2 ? 0 : sample;
   /** The part of block (bx, by) inside the window. */
-  const clip = (bx: number, by: number, rows: number) => {
+  const partOf = (data: SampleArray, bx: number, by: number, rows: number): BlockPart => {
     const bx0 = bx * tw;
     const by0 = by * th;
     return {
+      data,
+      width: tw,
+      spp,
+      inner,
       bx0,
       by0,
       cx0: Math.max(x0, bx0),
@@ -125,19 +158,28 @@ export async function readWindowRaw(
       cy1: Math.min(y1, by0 + rows, height),
     };
   };
+  // Strips: the last one holds only the rows left; tiles are always full size.
+  const rowsOf = (by: number) => (tiled ? th : Math.min(th, height - by * th));
   const blocks: Array<{ bx: number; by: number; index: number; offset: number; length: number }> = [];
   for (let by = Math.floor(y0 / th); by <= Math.floor((y1 - 1) / th); by++) {
     for (let bx = Math.floor(x0 / tw); bx <= Math.floor((x1 - 1) / tw); bx++) {
       const index = (planar === 2 ? sample * across * down : 0) + by * across + bx;
       if (index >= offsets.length || index >= counts.length)
         throw new Error(`block ${index} is missing from the offsets table`);
+      if (want) {
+        const bx0 = bx * tw;
+        const by0 = by * th;
+        const cy1 = Math.min(y1, by0 + rowsOf(by), height);
+        if (!want(Math.max(x0, bx0), Math.max(y0, by0), Math.min(x1, bx0 + tw, width), cy1)) continue;
+      }
       blocks.push({ bx, by, index, offset: Number(offsets[index]), length: Number(counts[index]) });
     }
   }
+  let filled: SampleArray | undefined;
   for (const b of blocks) {
     if (b.length > 0) continue;
-    const r = clip(b.bx, b.by, tiled ? th : Math.min(th, height - b.by * th));
-    for (let y = r.cy0; y < r.cy1; y++) out.fill(fill, (y - y0) * ww + (r.cx0 - x0), (y - y0) * ww + (r.cx1 - x0));
+    filled ??= arrayFor(layout.format, layout.bytesPerSample, tw * th * spp)!.fill(fill);
+    visit(partOf(filled, b.bx, b.by, rowsOf(b.by)));
   }
   const present = blocks.filter((b) => b.length > 0);
   // Read in batches of about BATCH_BYTES, the next batch read while this one decodes: memory stays
@@ -151,12 +193,10 @@ export async function readWindowRaw(
     batches.at(-1)!.push(present[i]!);
     bytes += present[i]!.length;
   }
-  const inner = planar === 2 ? 0 : sample;
   let decodeMs = 0;
   const decodeBatch = (batch: typeof present, data: Uint8Array[]): void => {
     batch.forEach((b, k) => {
-      // Strips: the last one holds only the rows left; tiles are always full size.
-      const rows = tiled ? th : Math.min(th, height - b.by * th);
+      const rows = rowsOf(b.by);
       const compressed = data[k]!;
       if (compressed.length < b.length) throw new Error(`block ${b.index} is cut short: the file is truncated`);
       const t0 = performance.now();
@@ -172,17 +212,7 @@ export async function readWindowRaw(
         aligned.byteOffset,
         aligned.byteLength / layout.bytesPerSample,
       )!;
-      const { bx0, by0, cx0, cx1, cy0, cy1 } = clip(b.bx, b.by, rows);
-      const spp = layout.samples;
-      for (let y = cy0; y < cy1; y++) {
-        const src = ((y - by0) * tw + (cx0 - bx0)) * spp + inner;
-        const dst = (y - y0) * ww + (cx0 - x0);
-        if (spp === 1) {
-          out.set(block.subarray(src, src + (cx1 - cx0)), dst);
-        } else {
-          for (let x = 0, s = src; x < cx1 - cx0; x++, s += spp) out[dst + x] = block[s]!;
-        }
-      }
+      visit(partOf(block, b.bx, b.by, rows));
     });
   };
   let next = batches.length ? source.read(batches[0]!, signal) : undefined;
@@ -200,6 +230,46 @@ export async function readWindowRaw(
     }
   }
   recordDecode(layout.compression, decodeMs / 1000);
+  return true;
+}
+
+/**
+ * The pixels of sample `sample` (0-based) in [x0, x1) × [y0, y1), row-major, or null when the
+ * file needs geotiff.js's general reader.
+ */
+export async function readWindowRaw(
+  raster: RasterImage,
+  window: [number, number, number, number],
+  sample: number,
+  opts: RawReadOptions = {},
+): Promise<SampleArray | null> {
+  const layout = rawLayout(raster);
+  if (!layout) return null;
+  const [x0, y0, x1, y1] = window;
+  const ww = x1 - x0;
+  const wh = y1 - y0;
+  const fresh = arrayFor(layout.format, layout.bytesPerSample, 0)!;
+  if (opts.into && (opts.into.constructor !== fresh.constructor || opts.into.length < ww * wh)) {
+    throw new Error(`the target array must be a ${fresh.constructor.name} of at least ${ww * wh} elements`);
+  }
+  const out = opts.into ?? arrayFor(layout.format, layout.bytesPerSample, ww * wh)!;
+  await visitWindowRaw(
+    raster,
+    window,
+    sample,
+    ({ data, width, spp, inner, bx0, by0, cx0, cx1, cy0, cy1 }) => {
+      for (let y = cy0; y < cy1; y++) {
+        const src = ((y - by0) * width + (cx0 - bx0)) * spp + inner;
+        const dst = (y - y0) * ww + (cx0 - x0);
+        if (spp === 1) {
+          out.set(data.subarray(src, src + (cx1 - cx0)), dst);
+        } else {
+          for (let x = 0, s = src; x < cx1 - cx0; x++, s += spp) out[dst + x] = data[s]!;
+        }
+      }
+    },
+    opts,
+  );
   return out;
 }
 

@@ -14,7 +14,7 @@ import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
 import { crsFromGeoKeys } from './geokeys.js';
 import { rasterizeRings, type Ring } from './rasterize.js';
 import { coverageFractions } from './coverage-fraction.js';
-import { readWindow } from './raw-window.js';
+import { readWindow, visitWindowRaw, type BlockPart, type SampleArray } from './raw-window.js';
 import { resolveLocal } from './local-path.js';
 import { cachedUploadPath, isUploadHref } from './upload-ref.js';
 import { ImageryLimitError, withDecodeBudget } from './decode-limits.js';
@@ -686,9 +686,204 @@ function mapOnto(grid: Grid, g: Grid, rect: Rect): { cols: Int32Array; rows: Int
 /**
  * Clears in `ok` (a mask over `rect` on the fine grid) the pixels `bad` says are unusable, for one
  * file sampled as sampleOnto samples it; pixels past the raster read `outside`, the value
- * sampleOnto leaves there (0, or NaN for float32). The same values, without the fine-grid copy.
+ * sampleOnto leaves there (0, or NaN for float32). The same values, without the fine-grid copy:
+ * each block is decoded once and its verdicts ANDed into `ok` straight from the decoder's memory.
+ * With `skipCleared`, a block whose pixels `ok` has cleared already is not read at all.
  */
 async function clearUnusable(
+  grid: Grid,
+  g: Grid,
+  index: number,
+  band: string,
+  rect: Rect,
+  ok: Uint8Array,
+  bad: (v: number) => boolean,
+  signal: AbortSignal | undefined,
+  skipCleared: boolean,
+): Promise<void> {
+  const dtype = dtypeOf(grid.image, band);
+  const outside = dtype === 'f32' ? NaN : 0;
+  const { cols, rows } = mapOnto(grid, g, rect);
+  const cx0 = Math.max(0, minOf(cols));
+  const cx1 = Math.min(grid.width, maxOf(cols) + 1);
+  const cy0 = Math.max(0, minOf(rows));
+  const cy1 = Math.min(grid.height, maxOf(rows) + 1);
+  const { w, h } = rect;
+  if (cx1 <= cx0 || cy1 <= cy0) {
+    if (bad(outside)) ok.fill(0);
+    return;
+  }
+  if (index < 1 || index > grid.samples)
+    throw new ImageryError(band, `band index ${index} does not exist (the file has ${grid.samples})`);
+  // For each column (row) of the file's window, the first fine column (row) sampling it or one
+  // after it; a file whose mapping is not monotone (flipped axes) goes through the window copy.
+  const firstCol = firstAtLeast(cols, cx0, cx1);
+  const firstRow = firstAtLeast(rows, cy0, cy1);
+  if (!firstCol || !firstRow) return clearUnusableCopied(grid, g, index, band, rect, ok, bad, signal);
+  if (bad(outside)) {
+    // Fine pixels past the raster: the first and last columns and rows, which sample nothing.
+    const i0 = firstCol[0]!;
+    const i1 = firstCol[cx1 - cx0]!;
+    for (let j = 0; j < h; j++) {
+      const o = j * w;
+      if (j < firstRow[0]! || j >= firstRow[cy1 - cy0]!) ok.fill(0, o, o + w);
+      else {
+        ok.fill(0, o, o + i0);
+        ok.fill(0, o + i1, o + w);
+      }
+    }
+  }
+  const verdicts = verdictsOf(dtype, bad);
+  let unit = true; // consecutive fine columns read consecutive file columns (the same grid)
+  for (let i = firstCol[0]! + 1; unit && i < firstCol[cx1 - cx0]!; i++) unit = cols[i] === cols[i - 1]! + 1;
+  const visit = (part: BlockPart): void => {
+    const iA = firstCol[part.cx0 - cx0]!;
+    const iB = firstCol[part.cx1 - cx0]!;
+    if (iA >= iB) return;
+    const { data, spp } = part;
+    for (let r = part.cy0; r < part.cy1; r++) {
+      const jA = firstRow[r - cy0]!;
+      const jB = firstRow[r + 1 - cy0]!;
+      // the element of file column c in this row: base + c * spp
+      const base = ((r - part.by0) * part.width - part.bx0) * spp + part.inner;
+      for (let j = jA; j < jB; j++) andVerdicts(ok, j * w, data, base, cols, iA, iB, spp, unit, verdicts);
+    }
+  };
+  const read = await visitWindowRaw(grid.raster, [cx0, cy0, cx1, cy1], index - 1, visit, {
+    fill: grid.image.getGDALNoData() ?? 0,
+    signal,
+    ...(skipCleared
+      ? {
+          want: (x0: number, y0: number, x1: number, y1: number) =>
+            anySet(ok, w, firstCol[x0 - cx0]!, firstCol[x1 - cx0]!, firstRow[y0 - cy0]!, firstRow[y1 - cy0]!),
+        }
+      : {}),
+  });
+  if (read) return;
+  // A file the block reader does not handle: its window through geotiff.js, as one part.
+  const raster = await readWindow(grid.raster, [cx0, cy0, cx1, cy1], index - 1, signal);
+  if (!ArrayBuffer.isView(raster) || raster.constructor !== typedOf(dtype))
+    throw new Error("the window is not of the band's sample type");
+  visit({ data: raster as SampleArray, width: cx1 - cx0, spp: 1, inner: 0, bx0: cx0, by0: cy0, cx0, cx1, cy0, cy1 });
+}
+
+function minOf(a: Int32Array): number {
+  let m = Infinity;
+  for (let i = 0; i < a.length; i++) if (a[i]! < m) m = a[i]!;
+  return m;
+}
+function maxOf(a: Int32Array): number {
+  let m = -Infinity;
+  for (let i = 0; i < a.length; i++) if (a[i]! > m) m = a[i]!;
+  return m;
+}
+
+/**
+ * For each c in [lo, hi], the first index of `map` whose value is ≥ c (so the indices mapping to c
+ * are first[c - lo] up to first[c + 1 - lo]); null when `map` is not non-decreasing.
+ */
+function firstAtLeast(map: Int32Array, lo: number, hi: number): Int32Array | null {
+  for (let i = 1; i < map.length; i++) if (map[i]! < map[i - 1]!) return null;
+  const first = new Int32Array(hi - lo + 1);
+  let i = 0;
+  for (let c = lo; c <= hi; c++) {
+    while (i < map.length && map[i]! < c) i++;
+    first[c - lo] = i;
+  }
+  return first;
+}
+
+/** Whether `ok` (rows of w) has a 1 in [i0, i1) × [j0, j1). */
+function anySet(ok: Uint8Array, w: number, i0: number, i1: number, j0: number, j1: number): boolean {
+  for (let j = j0; j < j1; j++) {
+    const o = j * w;
+    for (let i = i0; i < i1; i++) if (ok[o + i] === 1) return true;
+  }
+  return false;
+}
+
+const typedOf = (dtype: Dtype) => ({ u16: Uint16Array, i16: Int16Array, u8: Uint8Array, f32: Float32Array })[dtype];
+
+/**
+ * How a sample's verdict is found: a table of 1 (usable) or 0 over every value of an 8- or 16-bit
+ * sample (an int16 indexed by its bits read as uint16), or the predicate itself for float32.
+ */
+type Verdicts = { kind: 'u16' | 'u8'; table: Uint8Array } | { kind: 'f32'; bad: (v: number) => boolean };
+
+function verdictsOf(dtype: Dtype, bad: (v: number) => boolean): Verdicts {
+  if (dtype === 'f32') return { kind: 'f32', bad };
+  const table = new Uint8Array(dtype === 'u8' ? 256 : 65536);
+  for (let v = 0; v < table.length; v++) table[v] = bad(dtype === 'i16' && v >= 32768 ? v - 65536 : v) ? 0 : 1;
+  return { kind: dtype === 'u8' ? 'u8' : 'u16', table };
+}
+
+/** ANDs into ok[o + i], iA ≤ i < iB, the verdict of the sample at data[base + cols[i] * spp]. */
+function andVerdicts(
+  ok: Uint8Array,
+  o: number,
+  data: SampleArray,
+  base: number,
+  cols: Int32Array,
+  iA: number,
+  iB: number,
+  spp: number,
+  unit: boolean,
+  v: Verdicts,
+): void {
+  if (v.kind === 'f32') {
+    const src = data as Float32Array;
+    for (let i = iA; i < iB; i++) if (v.bad(src[base + cols[i]! * spp]!)) ok[o + i] = 0;
+    return;
+  }
+  if (v.kind === 'u8') {
+    const src = data as Uint8Array;
+    if (unit && spp === 1) andRun8(ok, o + iA, src, base + cols[iA]!, iB - iA, v.table);
+    else andGather8(ok, o, src, base, cols, iA, iB, spp, v.table);
+    return;
+  }
+  // int16 samples are read by their bits (the table is indexed so)
+  const src =
+    data instanceof Int16Array ? new Uint16Array(data.buffer, data.byteOffset, data.length) : (data as Uint16Array);
+  if (unit && spp === 1) andRun16(ok, o + iA, src, base + cols[iA]!, iB - iA, v.table);
+  else andGather16(ok, o, src, base, cols, iA, iB, spp, v.table);
+}
+
+// One loop per array type and access pattern: each stays monomorphic.
+function andRun16(ok: Uint8Array, o: number, src: Uint16Array, s: number, n: number, t: Uint8Array): void {
+  for (let i = 0; i < n; i++) ok[o + i]! &= t[src[s + i]!]!;
+}
+function andRun8(ok: Uint8Array, o: number, src: Uint8Array, s: number, n: number, t: Uint8Array): void {
+  for (let i = 0; i < n; i++) ok[o + i]! &= t[src[s + i]!]!;
+}
+function andGather16(
+  ok: Uint8Array,
+  o: number,
+  src: Uint16Array,
+  base: number,
+  cols: Int32Array,
+  iA: number,
+  iB: number,
+  spp: number,
+  t: Uint8Array,
+): void {
+  for (let i = iA; i < iB; i++) ok[o + i]! &= t[src[base + cols[i]! * spp]!]!;
+}
+function andGather8(
+  ok: Uint8Array,
+  o: number,
+  src: Uint8Array,
+  base: number,
+  cols: Int32Array,
+  iA: number,
+  iB: number,
+  spp: number,
+  t: Uint8Array,
+): void {
+  for (let i = iA; i < iB; i++) ok[o + i]! &= t[src[base + cols[i]! * spp]!]!;
+}
+
+/** clearUnusable through a copy of the file's window (files whose grid maps onto the fine one non-monotonically). */
+async function clearUnusableCopied(
   grid: Grid,
   g: Grid,
   index: number,
@@ -807,6 +1002,17 @@ function andGather(
 async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rect, opts: ReadOptions) {
   const { g } = opened;
   const ok = new Uint8Array(rect.w * rect.h).fill(1);
+  // The mask first (SCL: a quarter of the pixels, one byte each): blocks of the bands under pixels
+  // it has cleared (clouds, no data) are then neither read nor decoded.
+  let first = true;
+  if (capture.mask) {
+    const mg = await gridOf('mask', capture.mask.href, opts);
+    if (mg.epsg !== g.epsg)
+      throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
+    const excluded = classTable(opts.mask);
+    await clearUnusable(mg, g, capture.mask.index ?? 1, 'mask', rect, ok, (v) => excluded[v] === 1, opts.signal, false);
+    first = false;
+  }
   for (const b of opened.bands) {
     const src = capture.bands[b]!;
     const grid = opened.grids.get(b)!;
@@ -821,14 +1027,9 @@ async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rec
       ok,
       (v) => (zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v),
       opts.signal,
+      !first,
     );
-  }
-  if (capture.mask) {
-    const mg = await gridOf('mask', capture.mask.href, opts);
-    if (mg.epsg !== g.epsg)
-      throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
-    const excluded = classTable(opts.mask);
-    await clearUnusable(mg, g, capture.mask.index ?? 1, 'mask', rect, ok, (v) => excluded[v] === 1, opts.signal);
+    first = false;
   }
   return ok;
 }

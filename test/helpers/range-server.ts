@@ -4,9 +4,12 @@
  * with the whole file without a Range header, `HEAD` with the length. Directories are mounted under
  * a name (`/rkh/B04.tif` → `<dir>/B04.tif`); nothing outside a mounted directory is served. Counts
  * requests and bytes served per file, so that a test or the bench can say how much of each COG a
- * registration read.
+ * registration read. Bodies are served from memory (each file read once while its size and mtime
+ * stay the same): a remote host's disk is not the reader's cost, and bench/subscriptions runs
+ * this server in the service's process, where streaming every range from disk through libuv's
+ * thread pool cost as much CPU as the service's own compute threads.
  */
-import { createReadStream, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
@@ -41,6 +44,14 @@ export async function startRangeServer(): Promise<RangeServer> {
   const byMount = new Map<string, FileCounter>();
   const ranges: string[] = [];
   const sockets = new Set<Socket>();
+  const bodies = new Map<string, { stamp: string; bytes: Buffer }>();
+  const bodyOf = (file: string, stamp: string): Buffer => {
+    const hit = bodies.get(file);
+    if (hit?.stamp === stamp) return hit.bytes;
+    const bytes = readFileSync(file);
+    bodies.set(file, { stamp, bytes });
+    return bytes;
+  };
   const add = (map: Map<string, FileCounter>, key: string, bytes: number) => {
     const c = map.get(key) ?? { requests: 0, bytes: 0 };
     c.requests++;
@@ -62,10 +73,12 @@ export async function startRangeServer(): Promise<RangeServer> {
       return;
     }
     let size: number;
+    let stamp: string;
     try {
       const st = statSync(file);
       if (!st.isFile()) throw new Error('not a file');
       size = st.size;
+      stamp = `${st.size}:${st.mtimeMs}`;
     } catch {
       count(file, 0);
       res.writeHead(404).end();
@@ -104,7 +117,14 @@ export async function startRangeServer(): Promise<RangeServer> {
       'content-length': length,
       ...(partial ? { 'content-range': `bytes ${start}-${end}/${size}` } : {}),
     });
-    createReadStream(file, { start, end }).pipe(res);
+    let body: Buffer;
+    try {
+      body = bodyOf(file, stamp);
+    } catch {
+      res.destroy();
+      return;
+    }
+    res.end(body.subarray(start, end + 1));
   });
   server.on('connection', (s) => {
     sockets.add(s);

@@ -12,6 +12,7 @@ import path from 'node:path';
 import geodesic from 'geographiclib-geodesic';
 import proj4 from 'proj4';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startRangeServer } from '../../helpers/range-server.js';
 import { proj4Definition, toWgs84 } from '../../../src/imagery/crs.js';
 import { writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-writer.js';
 import {
@@ -464,6 +465,69 @@ describe('coverage of a group of fields (one read of the union window)', () => {
       expect(await readFieldCoverages(cap, boundaries, ['B04', 'B08'], { roots }), `capture ${seed} again`).toEqual(
         one,
       );
+    }
+  });
+
+  it('skips the band blocks the mask has cleared, and counts what readFieldWindow counts', async () => {
+    // SCL at 20 m: the top half cloud (class 9), the bottom half mixed; B04/B08 with DN 0 and
+    // nodata. Read over HTTP, so that the bytes of B04 each path fetches are counted.
+    // 1024² px of noisy values (tiles of 128 px that do not compress to nothing): the file is
+    // far larger than the prefix the HTTP source keeps.
+    const spec = { ...grid, width: 1024, height: 1024 };
+    const noisy = (c: number, r: number) => ((c * 7919 + r * 104729) ^ (c * r)) % 4000;
+    const b04 = raster(spec, (c, r) => ((c * 7 + r * 3) % 50 === 0 ? 65535 : 1 + noisy(c, r)), {
+      nodata: 65535,
+      tile: 128,
+    });
+    const b08 = raster(spec, (c, r) => ((c * 3 + r) % 41 === 0 ? 0 : 2500 + noisy(r, c)), { tile: 128 });
+    const sclOf = (cloudy: boolean) =>
+      raster({ ...spec, res: 20, width: 512, height: 512 }, (c, r) => (cloudy && r < 256 ? 9 : scl(c, r)), {
+        bits: 8,
+        predictor: false,
+        tile: 128,
+      });
+    const cloudy = sclOf(true);
+    const clear = sclOf(false);
+    const poly = (ring: Array<[number, number]>) => ({ type: 'Polygon' as const, coordinates: [ring] });
+    const boundaries = [
+      poly(rect(b04, 0, 0, 1024, 1024)), // the whole raster
+      poly(rect(b04, 20, 30, 400, 460)), // under the cloud
+      poly(rect(b04, 100, 470, 180, 560)), // across the cloud's edge
+      poly(rect(b04, 600, 600, 1000, 990)), // clear
+    ];
+    const previous = process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS;
+    process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = 'true';
+    const server = await startRangeServer();
+    try {
+      const bytesOfB04 = async (mask: Raster, name: string) => {
+        server.mount(name, dir);
+        const href = (f: string) => server.href(name, path.basename(f));
+        const remote = capture({ B04: href(b04.file), B08: href(b08.file) }, href(mask.file));
+        const local = capture({ B04: b04.file, B08: b08.file }, mask.file);
+        const one = await Promise.all(
+          boundaries.map((b) =>
+            readFieldWindow(local, b, ['B04', 'B08'], { roots }).then((w) => ({
+              fieldPixels: w.fieldPixels,
+              validPixels: w.validPixels,
+            })),
+          ),
+        );
+        server.resetCounters();
+        expect(await readFieldCoverages(remote, boundaries, ['B04', 'B08'], { roots }), name).toEqual(one);
+        return { bytes: server.files.get(b04.file)?.bytes ?? 0, one };
+      };
+      const withCloud = await bytesOfB04(cloudy, 'cloudy');
+      const withoutCloud = await bytesOfB04(clear, 'clear');
+      // Under the cloud no pixel is usable; the clear field keeps the same count either way
+      expect(withCloud.one[1]!.validPixels).toBe(0);
+      expect(withCloud.one[3]).toEqual(withoutCloud.one[3]);
+      // The cloudy half's blocks of B04 were not fetched (one run of the file): about half the bytes
+      expect(withCloud.bytes).toBeLessThan(0.6 * withoutCloud.bytes);
+      expect(withoutCloud.bytes).toBeGreaterThan(0);
+    } finally {
+      if (previous === undefined) delete process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS;
+      else process.env.IMAGERY_ALLOW_PRIVATE_NETWORKS = previous;
+      await server.close();
     }
   });
 
