@@ -902,3 +902,86 @@ export async function readFieldCoverages(
   }
   return out;
 }
+
+/** One field's window in a group read, or why it could not be made. */
+export type GroupWindow = FieldWindow | { error: string };
+
+/** `px` (over `from`) cut to `frame`: each band, the mask and the dilation copied row by row. */
+function cutPixels(px: WindowPixels, from: Rect, frame: Rect): WindowPixels {
+  const cut = <A extends { subarray(a: number, b: number): A; set(s: A, at: number): void; length: number }>(
+    a: A,
+  ): A => {
+    const out = new (a.constructor as new (n: number) => A)(frame.w * frame.h);
+    for (let j = 0; j < frame.h; j++) {
+      const at = (frame.y0 - from.y0 + j) * from.w + (frame.x0 - from.x0);
+      out.set(a.subarray(at, at + frame.w), j * frame.w);
+    }
+    return out;
+  };
+  const bands: WindowPixels['bands'] = {};
+  for (const [b, wb] of Object.entries(px.bands) as Array<[CaptureBand, WindowBand]>)
+    bands[b] = { ...wb, data: cut(wb.data as Uint16Array) as WindowBand['data'] };
+  return {
+    bands,
+    ...(px.mask ? { mask: cut(px.mask as Uint8Array) } : {}),
+    ...(px.dilated ? { dilated: cut(px.dilated) } : {}),
+  };
+}
+
+/**
+ * The windows of a capture over each of a group of nearby fields, exactly as readFieldWindow makes
+ * them one by one, reading the files once (batch statistics): every band, the mask (and a
+ * dilation's classes) over the union of the fields' windows, each block decoded once, then cut per
+ * field. A field whose own window cannot be made gets its error; when the union cannot be read,
+ * each field is read on its own, so a failure stays with the fields it concerns.
+ */
+export async function readFieldWindows(
+  capture: CaptureSource,
+  boundaries: Boundary[],
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<GroupWindow[]> {
+  const opened = await openBands(capture, needed, opts);
+  const frames = boundaries.map((b): FieldFrame | Error => {
+    try {
+      return opts.weighting === 'coverage' ? frameOf(opened, b, 'coverage') : cachedFrame(opened, b);
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  const framed = frames.filter((f): f is FieldFrame => !(f instanceof Error));
+  let px: WindowPixels | null = null;
+  let from: Rect | undefined;
+  if (framed.length) {
+    let x0 = Infinity,
+      y0 = Infinity,
+      x1 = -Infinity,
+      y1 = -Infinity;
+    for (const f of framed) {
+      x0 = Math.min(x0, f.x0);
+      y0 = Math.min(y0, f.y0);
+      x1 = Math.max(x1, f.x0 + f.w);
+      y1 = Math.max(y1, f.y0 + f.h);
+    }
+    const rect = { x0, y0, w: x1 - x0, h: y1 - y0 };
+    from = rect;
+    px = await withDecodeBudget(() => readPixels(capture, opened, rect, opts)).catch(() => null);
+  }
+  const out: GroupWindow[] = [];
+  for (const [k, f] of frames.entries()) {
+    if (f instanceof Error) {
+      out.push({ error: f.message });
+      continue;
+    }
+    try {
+      out.push(
+        px
+          ? fieldWindow(opened, f, framed.length === 1 ? px : cutPixels(px, from!, f), opts.mask)
+          : await readFieldWindow(capture, boundaries[k]!, needed, opts),
+      );
+    } catch (err) {
+      out.push({ error: (err as Error).message });
+    }
+  }
+  return out;
+}
