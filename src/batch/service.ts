@@ -31,8 +31,8 @@ export interface BatchDeps {
   maxFeatures: number;
   /** Runs of a chunk's queue job before the job fails (a worker that dies counts). */
   maxAttempts: number;
-  /** Called as a chunk starts and as it has computed (tests stop a worker there). */
-  onChunk?: (stage: 'start' | 'computed', jobId: string, chunk: number) => Promise<void> | void;
+  /** Called as a chunk starts, has computed and has stored its rows (tests stop a worker there). */
+  onChunk?: (stage: 'start' | 'computed' | 'stored', jobId: string, chunk: number) => Promise<void> | void;
 }
 
 export interface BatchRow {

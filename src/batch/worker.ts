@@ -79,6 +79,7 @@ export async function processBatchJob(deps: BatchDeps, job: BatchQueueJob, ctx?:
       [job.job_id, job.chunk, result.body, result.rows, JSON.stringify(result.errors), String(units)],
     );
     batchChunks.inc({ outcome: stored.length ? 'stored' : 'already_done' });
+    if (stored.length) await deps.onChunk?.('stored', job.job_id, job.chunk);
   }
   const [left] = await deps.db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM batch_chunks WHERE job_id = $1 AND NOT done',
