@@ -12,7 +12,7 @@
 import type { ComputePool } from '../compute/pool.js';
 import type { BatchFieldStats, CoverageResult } from '../compute/tasks.js';
 import type { Boundary } from '../fields/index.js';
-import { coverageGroups, type CaptureSource, type GridInfo } from '../imagery/index.js';
+import { coverageGroups, fromWgs84, MAX_GROUP_PIXELS, type CaptureSource, type GridInfo } from '../imagery/index.js';
 import {
   cachedStatsMany,
   chooseIntervals,
@@ -271,6 +271,44 @@ export async function executeChunk(
     }
   }
 
+  /**
+   * When the subjects' union window is small (their box on the capture's grid, with a margin, under
+   * the coverage groups' pixel bound), one group per thread, cut along the chunk's Z-order: the
+   * coverage groups' cell placement would cost more than it saves. Else null (coverage groups).
+   */
+  const boxes = subjects.map((s) => bboxOf(s.boundary));
+  const compactGroups = (involved: number[], grid: GridInfo): number[][] | null => {
+    let x0 = Infinity,
+      y0 = Infinity,
+      x1 = -Infinity,
+      y1 = -Infinity;
+    for (const i of involved) {
+      const b = boxes[i]!;
+      x0 = Math.min(x0, b[0]);
+      y0 = Math.min(y0, b[1]);
+      x1 = Math.max(x1, b[2]);
+      y1 = Math.max(y1, b[3]);
+    }
+    const project = fromWgs84(grid.epsg) as (p: [number, number]) => number[];
+    const cols: number[] = [];
+    const rows: number[] = [];
+    for (const p of [
+      [x0, y0],
+      [x0, y1],
+      [x1, y0],
+      [x1, y1],
+    ] as Array<[number, number]>) {
+      const [x, y] = project(p);
+      cols.push((x! - grid.originX) / grid.resX);
+      rows.push((y! - grid.originY) / grid.resY);
+    }
+    const px = (Math.max(...cols) - Math.min(...cols) + 4) * (Math.max(...rows) - Math.min(...rows) + 4);
+    if (!Number.isFinite(px) || px * 1.25 > MAX_GROUP_PIXELS) return null;
+    const k = Math.max(1, Math.min(deps.compute.size, involved.length));
+    const size = Math.ceil(involved.length / k);
+    return Array.from({ length: k }, (_, j) => involved.slice(j * size, (j + 1) * size)).filter((g) => g.length);
+  };
+
   // Per capture, the groups of nearby subjects; each group one task (every task on the pool at once).
   const fresh: Array<Array<{ s: Subject; imageryId: string; stats: CachedStats }>> = programs.map(() => []);
   await Promise.all(
@@ -281,11 +319,13 @@ export async function executeChunk(
       let groups: number[][];
       try {
         const grid = await gridOf(deps.compute, deps.roots, id, c.source);
-        groups = coverageGroups(
-          involved.map((i) => subjects[i]!.boundary),
-          grid,
-          deps.compute.size,
-        ).map((g) => g.map((k) => involved[k]!));
+        groups =
+          compactGroups(involved, grid) ??
+          coverageGroups(
+            involved.map((i) => subjects[i]!.boundary),
+            grid,
+            deps.compute.size,
+          ).map((g) => g.map((k) => involved[k]!));
       } catch {
         groups = [involved];
       }

@@ -580,10 +580,17 @@ function reasonsOf(why: Uint8Array, inside: Uint8Array, mask?: MaskRequest): Fie
 }
 
 /** The field window from its frame and pixels: the validity mask and the counts. */
-function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels, mask?: MaskRequest): FieldWindow {
+function fieldWindow(
+  opened: OpenedBands,
+  frame: FieldFrame,
+  px: WindowPixels,
+  mask?: MaskRequest,
+  /** whyUnusable of `px`, when the caller has it (cut from a larger window's). */
+  known?: Uint8Array,
+): FieldWindow {
   const { g } = opened;
   const { inside, w, h } = frame;
-  const why = whyUnusable(opened, px, inside.length, mask);
+  const why = known ?? whyUnusable(opened, px, inside.length, mask);
   const valid = new Uint8Array(inside.length);
   for (let k = 0; k < valid.length; k++) valid[k] = inside[k]! & (why[k] === 0 ? 1 : 0);
   let fieldPixels = 0;
@@ -906,26 +913,27 @@ export async function readFieldCoverages(
 /** One field's window in a group read, or why it could not be made. */
 export type GroupWindow = FieldWindow | { error: string };
 
-/** `px` (over `from`) cut to `frame`: each band, the mask and the dilation copied row by row. */
-function cutPixels(px: WindowPixels, from: Rect, frame: Rect): WindowPixels {
-  const cut = <A extends { subarray(a: number, b: number): A; set(s: A, at: number): void; length: number }>(
-    a: A,
-  ): A => {
-    const out = new (a.constructor as new (n: number) => A)(frame.w * frame.h);
-    for (let j = 0; j < frame.h; j++) {
-      const at = (frame.y0 - from.y0 + j) * from.w + (frame.x0 - from.x0);
-      out.set(a.subarray(at, at + frame.w), j * frame.w);
-    }
-    return out;
-  };
+/**
+ * `a` (over `from`) cut to `frame`, copied row by row: an element loop per row (field windows are
+ * narrow: a view per row would cost more in allocations than the copy).
+ */
+function cut<A extends { [k: number]: number; length: number }>(a: A, from: Rect, frame: Rect): A {
+  const out = new (a.constructor as new (n: number) => A)(frame.w * frame.h);
+  const w = frame.w;
+  for (let j = 0; j < frame.h; j++) {
+    const at = (frame.y0 - from.y0 + j) * from.w + (frame.x0 - from.x0);
+    const o = j * w;
+    for (let i = 0; i < w; i++) out[o + i] = a[at + i]!;
+  }
+  return out;
+}
+
+/** The bands of `px` (over `from`) cut to `frame` (what the kernel reads). */
+function cutBands(px: WindowPixels, from: Rect, frame: Rect): WindowPixels {
   const bands: WindowPixels['bands'] = {};
   for (const [b, wb] of Object.entries(px.bands) as Array<[CaptureBand, WindowBand]>)
-    bands[b] = { ...wb, data: cut(wb.data as Uint16Array) as WindowBand['data'] };
-  return {
-    bands,
-    ...(px.mask ? { mask: cut(px.mask as Uint8Array) } : {}),
-    ...(px.dilated ? { dilated: cut(px.dilated) } : {}),
-  };
+    bands[b] = { ...wb, data: cut(wb.data as Uint16Array, from, frame) as WindowBand['data'] };
+  return { bands };
 }
 
 /**
@@ -967,6 +975,8 @@ export async function readFieldWindows(
     from = rect;
     px = await withDecodeBudget(() => readPixels(capture, opened, rect, opts)).catch(() => null);
   }
+  // Why each pixel is unusable, once over the union: each field cuts its part.
+  const whyAll = px && from ? whyUnusable(opened, px, from.w * from.h, opts.mask) : null;
   const out: GroupWindow[] = [];
   for (const [k, f] of frames.entries()) {
     if (f instanceof Error) {
@@ -975,8 +985,10 @@ export async function readFieldWindows(
     }
     try {
       out.push(
-        px
-          ? fieldWindow(opened, f, framed.length === 1 ? px : cutPixels(px, from!, f), opts.mask)
+        px && whyAll
+          ? framed.length === 1
+            ? fieldWindow(opened, f, px, opts.mask, whyAll)
+            : fieldWindow(opened, f, cutBands(px, from!, f), opts.mask, cut(whyAll, from!, f))
           : await readFieldWindow(capture, boundaries[k]!, needed, opts),
       );
     } catch (err) {

@@ -489,7 +489,7 @@ export const ConfigSchema = Type.Object({
   batch: Type.Object({
     chunkFeatures: Type.Integer({
       env: 'BATCH_CHUNK_FEATURES',
-      default: 250,
+      default: 1000,
       minimum: 1,
       maximum: 10_000,
       description: 'features per chunk of a batch statistics job (one queue job each; memory is bounded by a chunk)',
