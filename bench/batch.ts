@@ -128,7 +128,7 @@ export default async function batchBench(): Promise<void> {
         .join(' ')}`,
     );
 
-    const ours = new Map<number, { s: number; cpuS: number; rows: number }>();
+    const ours = new Map<number, { s: number; cpuS: number; rows: number; rssMb: number }>();
     const peer = new Map<number, number>();
     for (const n of SIZES) {
       const features = parcels(n);
@@ -166,7 +166,7 @@ export default async function batchBench(): Promise<void> {
       const file = await (await fetch(job.download_url)).text();
       const rows = file.split('\n').length - 2;
       if (rows !== n * WEEKS) throw new Error(`${rows} rows, expected ${n * WEEKS}`);
-      ours.set(n, { s, cpuS: after.cpuS - before.cpuS, rows });
+      ours.set(n, { s, cpuS: after.cpuS - before.cpuS, rows, rssMb: after.hwmMb });
       console.log(
         `  ours ${String(n).padStart(6)} parcels (${(areaHa / n).toFixed(1)} ha mean): ${s.toFixed(2)} s (POST ${((tPosted - t0) / 1000).toFixed(2)} s), ` +
           `${((n * WEEKS) / s).toFixed(0)} parcels×weeks/s, service CPU ${(after.cpuS - before.cpuS).toFixed(1)} s, ` +
@@ -226,6 +226,12 @@ export default async function batchBench(): Promise<void> {
         `  10,000 parcels × ${WEEKS} weeks < ${GOAL.seconds10k} s: ${k10.s.toFixed(1)} s, ${verdict(k10.s < GOAL.seconds10k)}`,
       );
     }
+    const small = ours.get(Math.min(...ours.keys()));
+    const large = ours.get(Math.max(...ours.keys()));
+    if (small && large && small !== large)
+      console.log(
+        `  peak RSS independent of the parcel count (within 25 %): ${small.rssMb.toFixed(0)} MB at ${Math.min(...ours.keys())} parcels, ${large.rssMb.toFixed(0)} MB at ${Math.max(...ours.keys())}, ${verdict(large.rssMb <= 1.25 * small.rssMb)}`,
+      );
     console.log(`  load average at the end ${os.loadavg()[0]!.toFixed(1)}`);
   } finally {
     if (svc) await stopService(svc);
