@@ -3,7 +3,7 @@
  * (`npm run lint:deps`). Bottom to top: platform → compute → features → composition
  * (src/app.ts, src/runtime.ts, src/main.ts, src/cli/, src/threads/). An arrow back up fails the suite.
  */
-const FEATURES = '(accounts|alerts|events|fields|imagery|indices|reports|subscriptions|webhooks)';
+const FEATURES = '(accounts|alerts|batch|events|fields|imagery|indices|reports|subscriptions|webhooks)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -47,7 +47,7 @@ module.exports = {
       name: 'workers-import-no-http',
       severity: 'error',
       comment: 'Queue workers and the outbox dispatcher run without an HTTP server: no Fastify, no platform/http.',
-      from: { path: '^src/(webhooks/(delivery|dispatcher)|reports/worker|events/seasons)\\.ts$' },
+      from: { path: '^src/(webhooks/(delivery|dispatcher)|reports/worker|batch/(worker|execute)|events/seasons)\\.ts$' },
       to: { path: ['^src/platform/http/', '^node_modules/(fastify|@fastify/|fastify-plugin)'] },
     },
     {

@@ -17,6 +17,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   subscriptions: async () => (await import('./subscriptions.js')).default,
   rasters: async () => (await import('./rasters.js')).default,
   dashboard: async () => (await import('./dashboard.js')).default,
+  batch: async () => (await import('./batch.js')).default,
 };
 
 async function main(): Promise<void> {

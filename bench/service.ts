@@ -13,7 +13,13 @@ export interface Service {
   output: () => string;
 }
 
-export async function startService(dataDir: string, port: number, env: NodeJS.ProcessEnv = {}): Promise<Service> {
+export async function startService(
+  dataDir: string,
+  port: number,
+  env: NodeJS.ProcessEnv = {},
+  /** How long to wait for /readyz (a first start on a loaded machine creates the database slowly). */
+  startTimeoutMs = 60_000,
+): Promise<Service> {
   const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
     env: {
       ...process.env,
@@ -31,7 +37,7 @@ export async function startService(dataDir: string, port: number, env: NodeJS.Pr
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < startTimeoutMs / 100; i++) {
     try {
       if ((await fetch(`${base}/readyz`)).ok) return { child, base, output: () => out };
     } catch {

@@ -14,6 +14,7 @@ import { fieldRoutes } from './fields/routes.js';
 import { imageryRoutes } from './imagery/routes.js';
 import { indexRoutes } from './indices/routes.js';
 import { reportDownloadRoutes, reportRoutes } from './reports/routes.js';
+import { batchDownloadRoutes, batchRoutes } from './batch/routes.js';
 import { subscriptionRoutes } from './subscriptions/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import type { Api } from './platform/http/context.js';
@@ -105,6 +106,7 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
         subscriptionRoutes,
         alertRoutes,
         reportRoutes,
+        batchRoutes,
       ])
         await v1.register(routes);
     },
@@ -112,6 +114,7 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   );
   // Pre-signed downloads carry their own authorisation (the link), not an API key.
   await app.register(reportDownloadRoutes, { prefix: '/v1' });
+  await app.register(batchDownloadRoutes, { prefix: '/v1' });
   // The demo season's STAC API (a public, read-only catalogue of synthetic Items; 404 without the demo).
   if (s.config.demo) await app.register(demoCatalogueRoutes);
 

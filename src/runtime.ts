@@ -30,6 +30,8 @@ import { SecretBox } from './webhooks/signing.js';
 import { ensureDefaultSubscriptions } from './subscriptions/index.js';
 import { demoStacUrl } from './imagery/demo-catalogue.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
+import { BATCH_QUEUE, type BatchDeps } from './batch/service.js';
+import { processBatchJob, type BatchQueueJob } from './batch/worker.js';
 import { StacClient } from './subscriptions/stac-client.js';
 import { startSubscriptionScheduler, type SubscriptionScheduler } from './subscriptions/scheduler.js';
 import type { PollDeps } from './subscriptions/poller.js';
@@ -43,6 +45,7 @@ export interface Runtime extends PlatformServices {
   queues: JobQueues;
   webhooks: WebhookDeps;
   reports: ReportDeps;
+  batch: BatchDeps & { maxBodyBytes: number };
   /** Imagery registration, with the alert evaluation of covered fields wired in. */
   imagery: ImageryDeps;
   dispatcher: Dispatcher;
@@ -67,6 +70,8 @@ export interface RuntimeOverrides {
   log?: (msg: string, err?: unknown) => void;
   /** Called at each report generation stage (tests stop a worker there). */
   reportStage?: ReportDeps['onStage'];
+  /** Called as a batch chunk starts and has computed (tests stop a worker there). */
+  batchChunk?: BatchDeps['onChunk'];
   /** How often the subscription poller looks for due subscriptions (default 5 s; 0: only on tick(), tests). */
   subscriptionTickMs?: number;
   /** A subscription poll's lease (default 60 s; renewed while the poll runs). */
@@ -223,6 +228,21 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       onStage: o.reportStage,
     };
 
+    const batch: BatchDeps & { maxBodyBytes: number } = {
+      db,
+      queues,
+      compute,
+      roots: config.imageryRoots,
+      signingKey,
+      publicBaseUrl: config.publicBaseUrl,
+      urlTtlMs: config.reports.urlTtlMs,
+      chunkFeatures: config.batch.chunkFeatures,
+      maxFeatures: config.batch.maxFeatures,
+      maxAttempts: config.batch.maxAttempts,
+      maxBodyBytes: config.batch.maxBodyBytes,
+      onChunk: o.batchChunk,
+    };
+
     const imagery: ImageryDeps = {
       db,
       compute,
@@ -241,6 +261,9 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
         concurrency: config.reports.concurrency,
       });
       closers.push(startReportSweeper(reports, (err) => log('report sweep failed', err)));
+      queues.process<BatchQueueJob>(BATCH_QUEUE, (job, ctx) => processBatchJob(batch, job, ctx), {
+        concurrency: config.batch.concurrency,
+      });
       // Jobs in hand: a batch job holds up to WEBHOOK_BATCH_SIZE deliveries, a retry job one; the
       // HTTP requests themselves are limited by the delivery worker's WEBHOOK_CONCURRENCY slots.
       const jobConcurrency = Math.max(8, Math.ceil(config.webhooks.concurrency / 4));
@@ -296,6 +319,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       compute,
       heavyCompute,
       reports,
+      batch,
       imagery,
       readiness: { queue: () => queues.ping(), compute: () => compute.ping() },
       async close(graceMs = config.shutdownGraceMs) {

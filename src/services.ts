@@ -30,6 +30,7 @@ export const servicesPlugin = fp(
     app.decorate('imagery', rt.imagery);
     app.decorate('webhooks', rt.webhooks);
     app.decorate('reports', rt.reports);
+    app.decorate('batch', rt.batch);
     const heavy = {
       work: new HeavyWork({ ...rt.config.heavy, retryAfterSeconds: rt.config.shed.retryAfterSeconds }),
       compute: heavyCompute,

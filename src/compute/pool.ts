@@ -17,6 +17,8 @@ import type {
   CoverageTask,
   FieldIndexResult,
   FieldIndexTask,
+  FieldStatsBatchResult,
+  FieldStatsBatchTask,
   FieldRasterResult,
   FieldRasterTask,
   IndexResult,
@@ -181,6 +183,13 @@ export class ComputePool {
     return this.prepared(task.capture, () =>
       this.timed('coverage-batch', { kind: 'coverage-batch', v: 1, ...task }),
     ) as Promise<CoverageBatchResult>;
+  }
+
+  /** Batch statistics of one capture over a group of nearby fields (the files read once for the group). */
+  async fieldStatsBatch<C, G>(task: Omit<FieldStatsBatchTask<C, G>, 'kind' | 'v'>): Promise<FieldStatsBatchResult> {
+    return this.prepared(task.capture, () =>
+      this.timed('field-stats-batch', { kind: 'field-stats-batch', v: 1, ...task }),
+    ) as Promise<FieldStatsBatchResult>;
   }
 
   /** `run` after the prepare hook made the capture readable, and the hook's release after it. */

@@ -184,6 +184,38 @@ export interface CoverageBatchResult {
   fields: Array<CoverageResult | { error: string }>;
 }
 
+/**
+ * Batch statistics: one capture over a group of nearby fields, the files read once for the group
+ * (the union of the fields' windows), then each program's statistics per field on the shared
+ * pixels, as a field-index task computes them. `coverage`: also each field's pixel counts as a
+ * coverage task counts them (the coverage bands, pixel centres, the request's mask).
+ */
+export interface FieldStatsBatchTask<Capture = unknown, Geometry = unknown> {
+  kind: 'field-stats-batch';
+  v: 1;
+  capture: Capture;
+  boundaries: Geometry[];
+  /** Per program, the fields (indices into boundaries) that need its statistics. */
+  programs: Array<{ program: Program; fields: number[] }>;
+  /** The fields (indices into boundaries) that need their coverage counted. */
+  coverage: number[];
+  roots: string[];
+  stats?: StatsRequest;
+  mask?: MaskRequest;
+}
+
+export type BatchFieldStats = Pick<
+  FieldIndexResult,
+  'stats' | 'fieldPixels' | 'percentiles' | 'bins' | 'reasons' | 'fieldWeight'
+>;
+
+export interface FieldStatsBatchResult {
+  /** Per boundary: its coverage counts (when asked), or why they could not be made. */
+  coverage: Array<CoverageResult | { error: string } | null>;
+  /** Per program (in order), per boundary: the statistics (when asked), or why not. */
+  stats: Array<Array<BatchFieldStats | { error: string } | null>>;
+}
+
 /** What a field raster task draws: the COG, a PNG of the window, one WebMercatorQuad map tile, or only the window's grid. */
 export type RasterOutput =
   | { kind: 'grid' }
@@ -261,5 +293,6 @@ export type Task =
   | InspectTask
   | CoverageTask
   | CoverageBatchTask
+  | FieldStatsBatchTask
   | GzipTask
   | PingTask;

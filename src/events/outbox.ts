@@ -10,6 +10,7 @@ export const EVENT_TYPES = [
   'imagery.available',
   'alert.triggered',
   'report.ready',
+  'batch.completed',
   'field.updated',
   'season.started',
   'season.ended',

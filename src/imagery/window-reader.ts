@@ -580,10 +580,17 @@ function reasonsOf(why: Uint8Array, inside: Uint8Array, mask?: MaskRequest): Fie
 }
 
 /** The field window from its frame and pixels: the validity mask and the counts. */
-function fieldWindow(opened: OpenedBands, frame: FieldFrame, px: WindowPixels, mask?: MaskRequest): FieldWindow {
+function fieldWindow(
+  opened: OpenedBands,
+  frame: FieldFrame,
+  px: WindowPixels,
+  mask?: MaskRequest,
+  /** whyUnusable of `px`, when the caller has it (cut from a larger window's). */
+  known?: Uint8Array,
+): FieldWindow {
   const { g } = opened;
   const { inside, w, h } = frame;
-  const why = whyUnusable(opened, px, inside.length, mask);
+  const why = known ?? whyUnusable(opened, px, inside.length, mask);
   const valid = new Uint8Array(inside.length);
   for (let k = 0; k < valid.length; k++) valid[k] = inside[k]! & (why[k] === 0 ? 1 : 0);
   let fieldPixels = 0;
@@ -1097,6 +1104,94 @@ export async function readFieldCoverages(
     try {
       const win = await readFieldWindow(capture, boundaries[k]!, needed, opts);
       out.push({ fieldPixels: win.fieldPixels, validPixels: win.validPixels });
+    } catch (err) {
+      out.push({ error: (err as Error).message });
+    }
+  }
+  return out;
+}
+
+/** One field's window in a group read, or why it could not be made. */
+export type GroupWindow = FieldWindow | { error: string };
+
+/**
+ * `a` (over `from`) cut to `frame`, copied row by row: an element loop per row (field windows are
+ * narrow: a view per row would cost more in allocations than the copy).
+ */
+function cut<A extends { [k: number]: number; length: number }>(a: A, from: Rect, frame: Rect): A {
+  const out = new (a.constructor as new (n: number) => A)(frame.w * frame.h);
+  const w = frame.w;
+  for (let j = 0; j < frame.h; j++) {
+    const at = (frame.y0 - from.y0 + j) * from.w + (frame.x0 - from.x0);
+    const o = j * w;
+    for (let i = 0; i < w; i++) out[o + i] = a[at + i]!;
+  }
+  return out;
+}
+
+/** The bands of `px` (over `from`) cut to `frame` (what the kernel reads). */
+function cutBands(px: WindowPixels, from: Rect, frame: Rect): WindowPixels {
+  const bands: WindowPixels['bands'] = {};
+  for (const [b, wb] of Object.entries(px.bands) as Array<[CaptureBand, WindowBand]>)
+    bands[b] = { ...wb, data: cut(wb.data as Uint16Array, from, frame) as WindowBand['data'] };
+  return { bands };
+}
+
+/**
+ * The windows of a capture over each of a group of nearby fields, exactly as readFieldWindow makes
+ * them one by one, reading the files once (batch statistics): every band, the mask (and a
+ * dilation's classes) over the union of the fields' windows, each block decoded once, then cut per
+ * field. A field whose own window cannot be made gets its error; when the union cannot be read,
+ * each field is read on its own, so a failure stays with the fields it concerns.
+ */
+export async function readFieldWindows(
+  capture: CaptureSource,
+  boundaries: Boundary[],
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<GroupWindow[]> {
+  const opened = await openBands(capture, needed, opts);
+  const frames = boundaries.map((b): FieldFrame | Error => {
+    try {
+      return opts.weighting === 'coverage' ? frameOf(opened, b, 'coverage') : cachedFrame(opened, b);
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  const framed = frames.filter((f): f is FieldFrame => !(f instanceof Error));
+  let px: WindowPixels | null = null;
+  let from: Rect | undefined;
+  if (framed.length) {
+    let x0 = Infinity,
+      y0 = Infinity,
+      x1 = -Infinity,
+      y1 = -Infinity;
+    for (const f of framed) {
+      x0 = Math.min(x0, f.x0);
+      y0 = Math.min(y0, f.y0);
+      x1 = Math.max(x1, f.x0 + f.w);
+      y1 = Math.max(y1, f.y0 + f.h);
+    }
+    const rect = { x0, y0, w: x1 - x0, h: y1 - y0 };
+    from = rect;
+    px = await withDecodeBudget(() => readPixels(capture, opened, rect, opts)).catch(() => null);
+  }
+  // Why each pixel is unusable, once over the union: each field cuts its part.
+  const whyAll = px && from ? whyUnusable(opened, px, from.w * from.h, opts.mask) : null;
+  const out: GroupWindow[] = [];
+  for (const [k, f] of frames.entries()) {
+    if (f instanceof Error) {
+      out.push({ error: f.message });
+      continue;
+    }
+    try {
+      out.push(
+        px && whyAll
+          ? framed.length === 1
+            ? fieldWindow(opened, f, px, opts.mask, whyAll)
+            : fieldWindow(opened, f, cutBands(px, from!, f), opts.mask, cut(whyAll, from!, f))
+          : await readFieldWindow(capture, boundaries[k]!, needed, opts),
+      );
     } catch (err) {
       out.push({ error: (err as Error).message });
     }

@@ -167,3 +167,62 @@ export async function statsFor(
   );
   return out;
 }
+
+/** A field's statistics to look up or store in bulk (batch statistics). */
+export interface FieldStatsKey {
+  fieldId: string;
+  state: Pick<FieldState, 'boundaryHash'>;
+}
+
+/**
+ * The cached statistics of many fields for one statistics hash (statsHash): in process, then
+ * index_stats in one query for all the fields. Per field id, by capture id.
+ */
+export async function cachedStatsMany(
+  deps: Pick<IndexDeps, 'db'>,
+  fields: FieldStatsKey[],
+  sHash: string,
+): Promise<Map<string, Map<string, CachedStats>>> {
+  const lru = cacheFor(deps.db).stats;
+  const out = new Map<string, Map<string, CachedStats>>();
+  for (const f of fields) {
+    const g = lru.get(`${f.state.boundaryHash}|${sHash}`);
+    out.set(f.fieldId, new Map(g ?? []));
+  }
+  if (!fields.length) return out;
+  const rows = await deps.db.query<{ imagery_id: string; field_id: string; boundary_hash: string; stats: CachedStats }>(
+    'SELECT imagery_id, field_id, boundary_hash, stats FROM index_stats WHERE field_id = ANY($1) AND formula_hash = $2',
+    [fields.map((f) => f.fieldId), sHash],
+  );
+  const hashes = new Map(fields.map((f) => [f.fieldId, f.state.boundaryHash]));
+  for (const r of rows) {
+    if (hashes.get(r.field_id) !== r.boundary_hash) continue;
+    const m = out.get(r.field_id)!;
+    if (!m.has(r.imagery_id)) m.set(r.imagery_id, r.stats);
+  }
+  return out;
+}
+
+/** Stores many freshly computed entries in process and in index_stats, in one statement. */
+export async function rememberStatsMany(
+  deps: Pick<IndexDeps, 'db'>,
+  entries: Array<FieldStatsKey & { imageryId: string; stats: CachedStats }>,
+  sHash: string,
+): Promise<void> {
+  if (!entries.length) return;
+  for (const e of entries) keep(deps as IndexDeps, e.state as FieldState, sHash, e.imageryId, e.stats);
+  await deps.db.query(
+    `INSERT INTO index_stats (imagery_id, field_id, boundary_hash, formula_hash, stats)
+     SELECT i, f, b, $4, s::jsonb FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS x(i, f, b, s)
+     WHERE EXISTS (SELECT 1 FROM imagery WHERE id = x.i) AND EXISTS (SELECT 1 FROM fields WHERE id = x.f)
+     ON CONFLICT (imagery_id, field_id, boundary_hash, formula_hash) DO NOTHING`,
+    [
+      entries.map((e) => e.imageryId),
+      entries.map((e) => e.fieldId),
+      entries.map((e) => e.state.boundaryHash),
+      sHash,
+      entries.map((e) => JSON.stringify(e.stats)),
+    ],
+    { cacheWrite: true },
+  );
+}

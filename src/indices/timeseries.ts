@@ -11,6 +11,7 @@ import { fieldState, type FieldState } from './field-state.js';
 import { betterCapture, fieldCloudShare, hasBands, hasUsablePixels, type Candidate } from './selection.js';
 import { resolveProgram, validFraction, type IndexDeps } from './service.js';
 import { statsFor } from './stats-store.js';
+import type { CachedStats } from './types.js';
 import { underMask } from './masked-coverage.js';
 import { DEFAULT_OPTIONS, parseStatsOptions, type StatsOptions } from './stats-options.js';
 
@@ -59,15 +60,121 @@ export function iso(t: number): string {
   const y = yoe + era * 400 + (m <= 2 ? 1 : 0);
   return `${y < 1000 ? String(y).padStart(4, '0') : y}-${pad2(m)}-${pad2(d)}`;
 }
-const parse = (s: string, name: string) => {
+const parse = (s: string, name: string, at = '/query') => {
   const t = Date.parse(`${s}T00:00:00Z`);
   if (!/^\d{4}-\d{2}-\d{2}$/.test(s) || Number.isNaN(t) || iso(t) !== s) {
     throw new AppError('validation_failed', `${name} ${s} is not a calendar date`, {
-      errors: [{ path: `/query/${name}`, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
+      errors: [{ path: `${at}/${name}`, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
     });
   }
   return t;
 };
+
+/** The range of a series: its start and end (UTC ms), interval count and days per interval; 400 when invalid. */
+export function seriesRange(
+  q: Pick<SeriesQuery, 'start_date' | 'end_date' | 'interval'>,
+  at = '/query',
+): { t0: number; t1: number; n: number; step: number } {
+  const t0 = parse(q.start_date, 'start_date', at);
+  const t1 = parse(q.end_date, 'end_date', at);
+  if (t1 < t0)
+    throw new AppError('validation_failed', 'end_date is before start_date', {
+      errors: [{ path: `${at}/end_date`, code: 'before_start', message: 'must not be before start_date' }],
+    });
+  const step = INTERVAL_DAYS[q.interval ?? 'weekly'];
+  const n = Math.floor((t1 - t0) / DAY / step) + 1;
+  if (n > MAX_INTERVALS) {
+    throw new AppError('validation_failed', `the range has ${n} intervals; at most ${MAX_INTERVALS}`, {
+      errors: [{ path: `${at}/end_date`, code: 'range_too_long', message: `at most ${MAX_INTERVALS} intervals` }],
+    });
+  }
+  return { t0, t1, n, step };
+}
+
+/** The intervals of a series: n of `step` days from t0, the last cut at t1 (UTC ms, inclusive). */
+export function intervalBounds(t0: number, t1: number, n: number, step: number): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (let k = 0; k < n; k++) {
+    const start = t0 + k * step * DAY;
+    out.push([start, Math.min(start + (step - 1) * DAY, t1)]);
+  }
+  return out;
+}
+
+export interface SeriesInterval {
+  start: number;
+  end: number;
+  best: Candidate | null;
+}
+
+/**
+ * One pass over the captures in date order: each interval (in order, not overlapping) takes the
+ * one with the lowest field cloud cover among those in it, then the earliest.
+ */
+export function chooseIntervals(
+  captures: ReadonlyArray<{ c: Candidate; t: number }>,
+  bounds: ReadonlyArray<[number, number]>,
+): SeriesInterval[] {
+  const intervals: SeriesInterval[] = [];
+  let next = 0;
+  for (const [start, end] of bounds) {
+    while (next < captures.length && captures[next]!.t < start) next++;
+    let best: Candidate | null = null;
+    for (; next < captures.length && captures[next]!.t <= end; next++) {
+      const c = captures[next]!.c;
+      if (!best || betterCapture(c, best)) best = c;
+    }
+    intervals.push({ start, end, best });
+  }
+  return intervals;
+}
+
+const cloudOf = (c: Candidate) => 100 * fieldCloudShare(c);
+
+/** Not a gap: a capture with a usable field pixel and at most max_cloud_cover percent unusable. */
+export const usedCapture = (c: Candidate | null, maxCloud: number): c is Candidate =>
+  !!c && hasUsablePixels(c) && cloudOf(c) <= maxCloud;
+
+/** The ids of the captures whose statistics the series shows. */
+export const usedCaptureIds = (intervals: SeriesInterval[], maxCloud: number): string[] => [
+  ...new Set(intervals.filter((i) => usedCapture(i.best, maxCloud)).map((i) => i.best!.id)),
+];
+
+/** The series' elements from the chosen captures and their statistics (gaps: null statistics). */
+export function seriesElements(
+  intervals: SeriesInterval[],
+  maxCloud: number,
+  stats: ReadonlyMap<string, CachedStats>,
+): SeriesElement[] {
+  return intervals.map(({ start, end, best }) => {
+    const base = { interval_start: iso(start), interval_end: iso(end) };
+    const s = best ? stats.get(best.id) : undefined;
+    if (!usedCapture(best, maxCloud) || !s) {
+      return {
+        date: iso(start),
+        mean: null,
+        min: null,
+        max: null,
+        std: null,
+        imagery_id: null,
+        ...base,
+        valid_fraction: null,
+        cloud_cover: best ? Math.round(cloudOf(best) * 100) / 100 : null,
+      };
+    }
+    return {
+      date: best.capture_date,
+      mean: s.mean,
+      min: s.min,
+      max: s.max,
+      std: s.std,
+      imagery_id: best.id,
+      ...base,
+      valid_fraction: validFraction(s),
+      cloud_cover: Math.round(cloudOf(best) * 100) / 100,
+    };
+  });
+}
 
 export async function indexTimeSeries(
   deps: IndexDeps,
@@ -107,19 +214,7 @@ export async function indexTimeSeriesJson(
 }
 
 async function prepare(deps: IndexDeps, accountId: string, fieldId: string, q: SeriesQuery) {
-  const t0 = parse(q.start_date, 'start_date');
-  const t1 = parse(q.end_date, 'end_date');
-  if (t1 < t0)
-    throw new AppError('validation_failed', 'end_date is before start_date', {
-      errors: [{ path: '/query/end_date', code: 'before_start', message: 'must not be before start_date' }],
-    });
-  const step = INTERVAL_DAYS[q.interval ?? 'weekly'];
-  const n = Math.floor((t1 - t0) / DAY / step) + 1;
-  if (n > MAX_INTERVALS) {
-    throw new AppError('validation_failed', `the range has ${n} intervals; at most ${MAX_INTERVALS}`, {
-      errors: [{ path: '/query/end_date', code: 'range_too_long', message: `at most ${MAX_INTERVALS} intervals` }],
-    });
-  }
+  const { t0, t1, n, step } = seriesRange(q);
   const options =
     q.weighting !== undefined || q.scl_exclude !== undefined || q.cloud_dilation_m !== undefined
       ? parseStatsOptions(
@@ -157,53 +252,8 @@ async function build(
     captures = captures.map(({ t }, i) => ({ c: masked[i]!, t }));
   }
 
-  // One pass over the captures in date order: each interval takes the one with the lowest field
-  // cloud cover among those in it, then the earliest.
-  const intervals: Array<{ start: number; end: number; best: Candidate | null }> = [];
-  let next = 0;
-  for (let k = 0; k < n; k++) {
-    const start = t0 + k * step * DAY;
-    const end = Math.min(start + (step - 1) * DAY, t1);
-    let best: Candidate | null = null;
-    for (; next < captures.length && captures[next]!.t <= end; next++) {
-      const c = captures[next]!.c;
-      if (!best || betterCapture(c, best)) best = c;
-    }
-    intervals.push({ start, end, best });
-  }
-
-  const cloudOf = (c: Candidate) => 100 * fieldCloudShare(c);
-  // not a gap: a capture with a usable field pixel and at most max_cloud_cover percent unusable
-  const used = (c: Candidate | null): c is Candidate => !!c && hasUsablePixels(c) && cloudOf(c) <= maxCloud;
-  const needed = [...new Set(intervals.filter((i) => used(i.best)).map((i) => i.best!.id))];
+  const intervals = chooseIntervals(captures, intervalBounds(t0, t1, n, step));
+  const needed = usedCaptureIds(intervals, maxCloud);
   const stats = await statsFor(deps, fieldId, state, needed, program, { order: false, options });
-
-  return intervals.map(({ start, end, best }) => {
-    const base = { interval_start: iso(start), interval_end: iso(end) };
-    const s = best ? stats.get(best.id) : undefined;
-    if (!used(best) || !s) {
-      return {
-        date: iso(start),
-        mean: null,
-        min: null,
-        max: null,
-        std: null,
-        imagery_id: null,
-        ...base,
-        valid_fraction: null,
-        cloud_cover: best ? Math.round(cloudOf(best) * 100) / 100 : null,
-      };
-    }
-    return {
-      date: best.capture_date,
-      mean: s.mean,
-      min: s.min,
-      max: s.max,
-      std: s.std,
-      imagery_id: best.id,
-      ...base,
-      valid_fraction: validFraction(s),
-      cloud_cover: Math.round(cloudOf(best) * 100) / 100,
-    };
-  });
+  return seriesElements(intervals, maxCloud, stats);
 }

@@ -494,6 +494,43 @@ export const ConfigSchema = Type.Object({
       description: 'reports generated at once per worker process',
     }),
   }),
+  batch: Type.Object({
+    chunkFeatures: Type.Integer({
+      env: 'BATCH_CHUNK_FEATURES',
+      default: 1000,
+      minimum: 1,
+      maximum: 10_000,
+      description: 'features per chunk of a batch statistics job (one queue job each; memory is bounded by a chunk)',
+    }),
+    maxFeatures: Type.Integer({
+      env: 'BATCH_MAX_FEATURES',
+      default: 100_000,
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'most fields or polygons in one batch statistics job',
+    }),
+    maxBodyBytes: Type.Integer({
+      env: 'BATCH_MAX_BODY_BYTES',
+      default: 64 * MB,
+      minimum: 1024,
+      maximum: 1024 * MB,
+      description: 'largest accepted body of POST /v1/batch/statistics (a FeatureCollection)',
+    }),
+    concurrency: Type.Integer({
+      env: 'BATCH_CONCURRENCY',
+      default: 2,
+      minimum: 1,
+      maximum: 64,
+      description: 'batch chunks computed at once per worker process (their reads share the compute threads)',
+    }),
+    maxAttempts: Type.Integer({
+      env: 'BATCH_MAX_ATTEMPTS',
+      default: 5,
+      minimum: 1,
+      maximum: 20,
+      description: 'runs of a batch chunk before its job fails (a worker that dies counts)',
+    }),
+  }),
   queuePrefix: Type.Optional(
     Type.String({
       env: 'QUEUE_PREFIX',

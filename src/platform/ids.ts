@@ -13,7 +13,8 @@ export type IdPrefix =
   | 'cix'
   | 'job'
   | 'isub'
-  | 'upl';
+  | 'upl'
+  | 'bat';
 
 /** `<prefix>_<22 URL-safe random characters>` (128 bits). */
 export function newId(prefix: IdPrefix): string {

@@ -2,20 +2,19 @@
  * Reports: request (with Idempotency-Key), read (re-signing an expired link), list, delete, and
  * the signed download. Generation itself runs on the `reports` queue (worker.ts).
  */
-import { createHash } from 'node:crypto';
 import type { ComputePool } from '../compute/pool.js';
 import { getField } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { checkIdempotencyKey, idempotentCreate, requestHash } from '../platform/idempotency.js';
+import { expiryFrom } from '../platform/signed-links.js';
 import type { JobQueues } from '../platform/queue/job-queues.js';
 import { resolveOptions } from './options.js';
 import type { Report, ReportCreate, ReportListQuery } from './schemas.js';
 import { checkDownload, downloadUrl } from './signing.js';
 
 export const REPORT_QUEUE = 'reports';
-const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
-const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
 export interface ReportDeps {
   db: Database;
@@ -74,28 +73,11 @@ export function toReport(deps: Pick<ReportDeps, 'publicBaseUrl' | 'signingKey'>,
   };
 }
 
-/** Links carry whole seconds; the stored expiry is cut to the same second so both agree. */
-export function expiryFrom(now: number, ttlMs: number): Date {
-  return new Date(Math.floor((now + ttlMs) / 1000) * 1000);
-}
+export { expiryFrom };
 
 export function jobIdFor(reportId: string, run: number): string {
   return `${reportId}.${run}`;
 }
-
-function canonical(x: unknown): string {
-  if (Array.isArray(x)) return `[${x.map(canonical).join(',')}]`;
-  if (x && typeof x === 'object') {
-    return `{${Object.keys(x)
-      .sort()
-      .filter((k) => (x as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonical((x as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(x);
-}
-
-class IdempotencyRace extends Error {}
 
 export async function createReport(
   deps: ReportDeps,
@@ -104,71 +86,37 @@ export async function createReport(
   body: ReportCreate,
   idempotencyKey?: string,
 ): Promise<{ report: Report; replayed: boolean }> {
-  if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(idempotencyKey)) {
-    throw new AppError('validation_failed', 'Idempotency-Key must be 1-255 visible ASCII characters', {
-      errors: [
-        { path: '/headers/idempotency-key', code: 'invalid', message: 'must be 1-255 visible ASCII characters' },
-      ],
-    });
-  }
+  checkIdempotencyKey(idempotencyKey);
   await getField(deps.db, accountId, fieldId);
   const options = resolveOptions(body.type, body.options, body.format);
-  const bodyHash = createHash('sha256')
-    .update(canonical({ field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} }))
-    .digest('base64url');
-  for (let round = 0; ; round++) {
-    try {
-      const out = await deps.db.transaction(async (tx) => {
-        if (idempotencyKey !== undefined) {
-          const [prior] = await tx.query<{ body_hash: string; report_id: string; created_at: Date }>(
-            'SELECT body_hash, report_id, created_at FROM report_idempotency WHERE account_id = $1 AND key = $2 FOR UPDATE',
-            [accountId, idempotencyKey],
-          );
-          if (prior && Date.now() - prior.created_at.getTime() < IDEMPOTENCY_WINDOW_MS) {
-            if (prior.body_hash !== bodyHash) {
-              throw new AppError(
-                'idempotency_key_reused',
-                `Idempotency-Key "${idempotencyKey}" was used within 24 h with a different request body; use a new key`,
-              );
-            }
-            const [row] = await tx.query<ReportRow>(
-              `SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`,
-              [prior.report_id, accountId],
-            );
-            if (row) return { row, replayed: true };
-          }
-          if (prior)
-            await tx.query('DELETE FROM report_idempotency WHERE account_id = $1 AND key = $2', [
-              accountId,
-              idempotencyKey,
-            ]);
-        }
-        const id = newId('rpt');
-        const [row] = await tx.query<ReportRow>(
-          `INSERT INTO reports (id, account_id, field_id, type, format, options, status, job_id)
-           VALUES ($1, $2, $3, $4, $5, $6::jsonb, 'pending', $7) RETURNING ${REPORT_COLUMNS}`,
-          [id, accountId, fieldId, body.type, body.format, JSON.stringify(options), jobIdFor(id, 1)],
-        );
-        if (idempotencyKey !== undefined) {
-          const claimed = await tx.query(
-            'INSERT INTO report_idempotency (account_id, key, body_hash, report_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING key',
-            [accountId, idempotencyKey, bodyHash, id],
-          );
-          // A concurrent request with the same key won: roll back and answer with its report.
-          if (!claimed.length) throw new IdempotencyRace();
-        }
-        return { row: row!, replayed: false };
-      });
-      if (!out.replayed) {
-        // If this fails (queue unreachable) the report stays pending and the sweeper queues it.
-        await deps.queues.enqueue(REPORT_QUEUE, { report_id: out.row.id }, { jobId: out.row.job_id! }).catch(() => {});
-      }
-      return { report: toReport(deps, out.row), replayed: out.replayed };
-    } catch (err) {
-      if (err instanceof IdempotencyRace && round < 3) continue;
-      throw err;
-    }
+  const out = await idempotentCreate<ReportRow>(deps.db, {
+    table: 'report_idempotency',
+    idColumn: 'report_id',
+    accountId,
+    key: idempotencyKey,
+    bodyHash: requestHash({ field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} }),
+    replay: async (tx, id) =>
+      (
+        await tx.query<ReportRow>(`SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`, [
+          id,
+          accountId,
+        ])
+      )[0],
+    create: async (tx) => {
+      const id = newId('rpt');
+      const [row] = await tx.query<ReportRow>(
+        `INSERT INTO reports (id, account_id, field_id, type, format, options, status, job_id)
+         VALUES ($1, $2, $3, $4, $5, $6::jsonb, 'pending', $7) RETURNING ${REPORT_COLUMNS}`,
+        [id, accountId, fieldId, body.type, body.format, JSON.stringify(options), jobIdFor(id, 1)],
+      );
+      return { row: row!, id };
+    },
+  });
+  if (!out.replayed) {
+    // If this fails (queue unreachable) the report stays pending and the sweeper queues it.
+    await deps.queues.enqueue(REPORT_QUEUE, { report_id: out.row.id }, { jobId: out.row.job_id! }).catch(() => {});
   }
+  return { report: toReport(deps, out.row), replayed: out.replayed };
 }
 
 /**

@@ -23,6 +23,8 @@ import type {
   FieldIndexTask as AnyFieldIndexTask,
   FieldRasterResult,
   FieldRasterTask as AnyFieldRasterTask,
+  FieldStatsBatchResult,
+  FieldStatsBatchTask as AnyFieldStatsBatchTask,
   GzipTask,
   IndexResult,
   IndexTask,
@@ -37,6 +39,8 @@ import {
   coverageBands,
   readFieldCoverages,
   readFieldWindow,
+  readFieldWindows,
+  type GroupWindow,
   type CaptureBand,
   type CaptureSource,
   type FieldWindow,
@@ -51,6 +55,7 @@ type FieldIndexTask = AnyFieldIndexTask<CaptureSource, Boundary>;
 type FieldRasterTask = AnyFieldRasterTask<CaptureSource, Boundary>;
 type CoverageTask = AnyCoverageTask<CaptureSource, Boundary>;
 type CoverageBatchTask = AnyCoverageBatchTask<CaptureSource, Boundary>;
+type FieldStatsBatchTask = AnyFieldStatsBatchTask<CaptureSource, Boundary>;
 type Task =
   | IndexTask
   | FieldIndexTask
@@ -58,6 +63,7 @@ type Task =
   | AnyInspectTask<CaptureSource>
   | CoverageTask
   | CoverageBatchTask
+  | FieldStatsBatchTask
   | GzipTask
   | PingTask;
 
@@ -163,18 +169,40 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
   // pixels only: the window and validity mask of the coverage bands.
   const read = t.program.bands.length ? (t.program.bands as CaptureBand[]) : coverageBands(t.capture);
   const win = await windowFor(t.capture, t.boundary, read, t.roots, t.mask, t.stats?.weighting);
+  const result = statsOn(win, t.program, t.stats, t.orderStats) as FieldIndexResult;
+  const n = win.width * win.height;
+  if (t.geojson)
+    result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
+  else if (t.values) {
+    result.values = kernel.copyValues(new Float32Array(n));
+    result.inside = win.inside.slice(); // transferred back: the cached window keeps its own
+  }
+  result.kernelMs = performance.now() - started;
+  return result;
+}
+
+/**
+ * The program's statistics over a field window, in this thread's kernel, synchronously (no await:
+ * see runFieldIndex); the kernel keeps the values for the caller's per-pixel outputs.
+ */
+function statsOn(
+  win: FieldWindow,
+  program: FieldIndexTask['program'],
+  req: FieldIndexTask['stats'],
+  orderStats: boolean | undefined,
+): FieldIndexResult {
   const n = win.width * win.height;
   const prep = kernel.prepare(
     n,
-    t.program.bands.map((b) => {
+    program.bands.map((b) => {
       const wb = win.bands[b as CaptureBand]!;
       return { dtype: wb.dtype, scale: wb.scale, offset: wb.offset, nodata: wb.nodata };
     }),
     { mask: true },
   );
-  for (const [j, b] of t.program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
+  for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
-  const unweighted = kernel.run(t.program);
+  const unweighted = kernel.run(program);
   const weights = win.weights;
   // weighting=coverage: the kernel's pass counted every touched pixel once; the partial ones are reweighted
   // (masked pixels are NaN in the values, and skipped)
@@ -197,10 +225,9 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
     reasons: { ...win.reasons, non_finite: win.validPixels - unweighted.count },
     ...(win.fieldWeight !== undefined ? { fieldWeight: win.fieldWeight } : {}),
   };
-  const req = t.stats;
   if (weights) {
     const values = kernel.values();
-    if (t.orderStats) {
+    if (orderStats) {
       const o = weightedPercentiles(values, weights, [10, 25, 50, 75, 90]);
       result.order = o ? { p10: o[0]!, p25: o[1]!, median: o[2]!, p75: o[3]!, p90: o[4]! } : null;
     }
@@ -213,7 +240,7 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
       );
     if (req?.percentiles?.length) result.percentiles = weightedPercentiles(values, weights, req.percentiles);
   } else {
-    if (t.orderStats) result.order = kernel.orderStats();
+    if (orderStats) result.order = kernel.orderStats();
     if (req?.histogram) {
       const range = stats.count ? { min: stats.min, max: stats.max } : null;
       result.bins = histogramOf(kernel.values(), req.histogram, range);
@@ -224,14 +251,61 @@ async function runFieldIndex(t: FieldIndexTask): Promise<FieldIndexResult> {
         stats.count ? { min: stats.min, max: stats.max, count: stats.count } : undefined,
       );
   }
-  if (t.geojson)
-    result.geojson = pixelGeoJson(result.window, kernel.copyValues(new Float32Array(n)), win.inside, t.geojson);
-  else if (t.values) {
-    result.values = kernel.copyValues(new Float32Array(n));
-    result.inside = win.inside.slice(); // transferred back: the cached window keeps its own
-  }
-  result.kernelMs = performance.now() - started;
   return result;
+}
+
+/**
+ * Batch statistics: the capture read once per band set over the group's fields (the coverage
+ * bands for the counts; each program's bands, weighted as asked, for its statistics), then the
+ * kernel per field and program on the shared pixels.
+ */
+async function runFieldStatsBatch(t: FieldStatsBatchTask): Promise<FieldStatsBatchResult> {
+  const n = t.boundaries.length;
+  const reads = new Map<string, Promise<GroupWindow[]>>();
+  const read = (bands: CaptureBand[], weighting?: 'centre' | 'coverage') => {
+    const key = `${[...bands].sort().join(',')}|${weighting ?? 'centre'}`;
+    let p = reads.get(key);
+    if (!p) {
+      p = readFieldWindows(t.capture, t.boundaries, bands, {
+        roots: t.roots,
+        ...(t.mask ? { mask: t.mask } : {}),
+        ...(weighting === 'coverage' ? { weighting } : {}),
+      });
+      reads.set(key, p);
+    }
+    return p;
+  };
+  const out: FieldStatsBatchResult = { coverage: new Array(n).fill(null), stats: [] };
+  if (t.coverage.length) {
+    const wins = await read(coverageBands(t.capture));
+    for (const i of t.coverage) {
+      const w = wins[i]!;
+      out.coverage[i] = 'error' in w ? { error: w.error } : { fieldPixels: w.fieldPixels, validPixels: w.validPixels };
+    }
+  }
+  for (const { program, fields } of t.programs) {
+    const bands = program.bands.length ? (program.bands as CaptureBand[]) : coverageBands(t.capture);
+    const wins = await read(bands, t.stats?.weighting);
+    const per: FieldStatsBatchResult['stats'][number] = new Array(n).fill(null);
+    for (const i of fields) {
+      const w = wins[i]!;
+      if ('error' in w) {
+        per[i] = { error: w.error };
+        continue;
+      }
+      const r = statsOn(w, program, t.stats, false);
+      per[i] = {
+        stats: r.stats,
+        fieldPixels: r.fieldPixels,
+        ...(r.percentiles !== undefined ? { percentiles: r.percentiles } : {}),
+        ...(r.bins ? { bins: r.bins } : {}),
+        ...(r.reasons ? { reasons: r.reasons } : {}),
+        ...(r.fieldWeight !== undefined ? { fieldWeight: r.fieldWeight } : {}),
+      };
+    }
+    out.stats.push(per);
+  }
+  return out;
 }
 
 /** The index as an image: the layer (values over the window) from this thread's cache or the kernel. */
@@ -313,6 +387,8 @@ export default async function handle(task: Task): Promise<unknown> {
       return runCoverage(task);
     case 'coverage-batch':
       return runCoverageBatch(task);
+    case 'field-stats-batch':
+      return runFieldStatsBatch(task);
     case 'gzip': {
       const z = gzipSync(task.data, { level: task.level });
       // A small result sits in Node's shared buffer pool: transfer a copy that owns its memory.

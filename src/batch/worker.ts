@@ -1,0 +1,153 @@
+/**
+ * Batch statistics on the `batch` queue. A chunk job computes its features (execute.ts) and stores
+ * its rows in one statement keyed by (job, chunk), only while the chunk is not done: a chunk run
+ * again (its worker died, the queue took it back) replaces nothing that was stored and stores its
+ * rows once. The chunk that finds every chunk done queues the file job (one job id per batch job,
+ * so queuing it twice is one job); the file job copies the chunks' rows into the file's parts in
+ * the database (one statement, no row through this process), marks the job ready and emits
+ * `batch.completed` in one transaction. A worker killed mid-chunk loses nothing: the queue runs the
+ * chunk again (lease / stalled job), and a chunk whose runs are used up fails the job.
+ */
+import { Counter } from 'prom-client';
+import { emit } from '../events/index.js';
+import { registry } from '../platform/metrics.js';
+import type { JobContext } from '../platform/queue/job-queues.js';
+import { expiryFrom, signedDownloadUrl } from '../platform/signed-links.js';
+import { compileRequest, executeChunk, extraColumns, header, type ChunkFeature } from './execute.js';
+import { assembleJobId, BATCH_COLUMNS, BATCH_QUEUE, type BatchDeps, type BatchRow } from './service.js';
+
+export const batchChunks = new Counter({
+  name: 'batch_chunks_total',
+  help: 'Batch statistics chunks computed, by outcome (stored, or replaced nothing: already done)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export type BatchQueueJob = { job_id: string; chunk: number } | { job_id: string; file: true };
+
+const CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson' } as const;
+
+async function failJob(deps: BatchDeps, id: string, reason: string): Promise<void> {
+  await deps.db.query(
+    `UPDATE batch_jobs SET status = 'failed', error = $2, completed_at = now(), updated_at = now()
+      WHERE id = $1 AND status IN ('pending', 'running')`,
+    [id, reason],
+  );
+}
+
+export async function processBatchJob(deps: BatchDeps, job: BatchQueueJob, ctx?: JobContext): Promise<void> {
+  if ('file' in job) return writeFile(deps, job.job_id);
+  const [row] = await deps.db.query<
+    Pick<BatchRow, 'id' | 'account_id' | 'status' | 'request' | 'total' | 'feature_count'>
+  >(
+    `UPDATE batch_jobs SET status = CASE WHEN status = 'pending' THEN 'running' ELSE status END,
+            updated_at = now() WHERE id = $1 RETURNING id, account_id, status, request, total, feature_count`,
+    [job.job_id],
+  );
+  // Deleted, cancelled or finished: nothing to do.
+  if (row?.status !== 'running') return;
+  const [chunk] = await deps.db.query<{ first_seq: number; end_seq: number; done: boolean }>(
+    'UPDATE batch_chunks SET attempts = attempts + 1 WHERE job_id = $1 AND chunk = $2 RETURNING first_seq, end_seq, done',
+    [job.job_id, job.chunk],
+  );
+  if (!chunk) return;
+  if (!chunk.done) {
+    await deps.onChunk?.('start', job.job_id, job.chunk);
+    const features = await deps.db.query<ChunkFeature>(
+      'SELECT seq, feature_id, field_id, boundary, error FROM batch_features WHERE job_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq',
+      [job.job_id, chunk.first_seq, chunk.end_seq],
+    );
+    let result: Awaited<ReturnType<typeof executeChunk>>;
+    try {
+      result = await executeChunk(deps, row.account_id, row.request, features);
+    } catch (err) {
+      // The queue runs the chunk again; once its runs are used up, the job fails with the reason.
+      if (!ctx || ctx.attempt >= deps.maxAttempts)
+        await failJob(
+          deps,
+          job.job_id,
+          `chunk ${job.chunk} failed after ${ctx?.attempt ?? 1} attempts: ${(err as Error).message}`,
+        );
+      throw err;
+    }
+    await deps.onChunk?.('computed', job.job_id, job.chunk);
+    const units = (chunk.end_seq - chunk.first_seq) * (Number(row.total) / Math.max(1, row.feature_count));
+    const stored = await deps.db.query(
+      `UPDATE batch_chunks SET done = true, body = $3, row_count = $4, errors = $5::jsonb, units = $6
+        WHERE job_id = $1 AND chunk = $2 AND NOT done
+          AND EXISTS (SELECT 1 FROM batch_jobs WHERE id = $1 AND status = 'running') RETURNING chunk`,
+      [job.job_id, job.chunk, result.body, result.rows, JSON.stringify(result.errors), String(units)],
+    );
+    batchChunks.inc({ outcome: stored.length ? 'stored' : 'already_done' });
+    if (stored.length) await deps.onChunk?.('stored', job.job_id, job.chunk);
+  }
+  const [left] = await deps.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM batch_chunks WHERE job_id = $1 AND NOT done',
+    [job.job_id],
+  );
+  if (left!.n === 0)
+    await deps.queues.enqueue(
+      BATCH_QUEUE,
+      { job_id: job.job_id, file: true },
+      { jobId: assembleJobId(job.job_id), attempts: deps.maxAttempts, backoffMs: [1000, 5000] },
+    );
+}
+
+async function writeFile(deps: BatchDeps, id: string): Promise<void> {
+  const [row] = await deps.db.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM batch_jobs WHERE id = $1`, [id]);
+  if (row?.status !== 'running') return;
+  const [left] = await deps.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM batch_chunks WHERE job_id = $1 AND NOT done',
+    [id],
+  );
+  if (left!.n > 0) return;
+  const head = header(row.format, extraColumns(compileRequest(row.request).options));
+  await deps.db.transaction(async (tx) => {
+    const [locked] = await tx.query<{ status: string }>('SELECT status FROM batch_jobs WHERE id = $1 FOR UPDATE', [id]);
+    if (locked?.status !== 'running') return;
+    // The file: the header, then every chunk's rows in chunk order, copied inside the database.
+    await tx.query('DELETE FROM batch_files WHERE job_id = $1', [id]);
+    await tx.query('INSERT INTO batch_files (job_id, part, content) VALUES ($1, 0, $2::bytea)', [
+      id,
+      Buffer.from(head),
+    ]);
+    await tx.query(
+      `INSERT INTO batch_files (job_id, part, content)
+       SELECT job_id, chunk + 1, convert_to(body, 'UTF8') FROM batch_chunks WHERE job_id = $1 AND row_count > 0`,
+      [id],
+    );
+    const [size] = await tx.query<{ n: string }>(
+      'SELECT coalesce(sum(octet_length(content)), 0)::text AS n FROM batch_files WHERE job_id = $1',
+      [id],
+    );
+    await tx.query('UPDATE batch_chunks SET body = NULL WHERE job_id = $1', [id]);
+    const [updated] = await tx.query<BatchRow>(
+      `UPDATE batch_jobs SET status = 'ready', error = NULL, completed_at = now(), updated_at = now(),
+              expires_at = $2, filename = $3, content_type = $4, size_bytes = $5
+        WHERE id = $1 RETURNING ${BATCH_COLUMNS}`,
+      [id, expiryFrom(Date.now(), deps.urlTtlMs), `${id}.${row.format}`, CONTENT_TYPES[row.format], size!.n],
+    );
+    const [errors] = await tx.query<{ n: number }>(
+      `SELECT (SELECT coalesce(sum(jsonb_array_length(errors)), 0)::int FROM batch_chunks WHERE job_id = $1)
+            + (SELECT count(*)::int FROM batch_features WHERE job_id = $1 AND error IS NOT NULL) AS n`,
+      [id],
+    );
+    // In the same transaction: the event exists exactly when the job is ready.
+    await emit(tx, row.account_id, 'batch.completed', {
+      batch_id: id,
+      status: 'ready',
+      format: row.format,
+      feature_count: row.feature_count,
+      error_count: errors!.n,
+      download_url: signedDownloadUrl(
+        deps.publicBaseUrl,
+        deps.signingKey,
+        'batch/statistics',
+        id,
+        updated!.expires_at!,
+      ),
+      expires_at: updated!.expires_at!.toISOString(),
+      size_bytes: Number(size!.n),
+    });
+  });
+}

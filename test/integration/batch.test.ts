@@ -1,0 +1,434 @@
+/**
+ * Batch statistics through HTTP on every queue backend (embedded queue on PGlite; the database
+ * queue on PostgreSQL and BullMQ on Redis when configured): a job over registered fields equals,
+ * row for row, what GET /v1/fields/{id}/indices/timeseries answers for each field, index and
+ * interval; ad-hoc polygons give the same rows as the same boundaries registered, and an invalid
+ * one fails alone; percentiles; cancel; Idempotency-Key; the signed link; batch.completed; every
+ * kind of bad input is a 4xx problem.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listOutbox } from '../../src/events/outbox.js';
+import { cacheFor } from '../../src/indices/cache.js';
+import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
+import { csvRows, downloadBatch, ndjsonRows, parcel, waitBatch, type Scene } from '../helpers/batch.js';
+import { seedSeason } from '../helpers/reports.js';
+
+const SCENE: Scene = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100 };
+const RANGE = { start_date: '2025-04-01', end_date: '2025-09-30' };
+const INDICES = ['NDVI', 'NDRE', { name: 'ratio', formula: 'B08/B03-1' }] as const;
+// metres from the scene's corner: inside, across the scene's right edge, small, large
+const PARCELS: Array<[string, number, number, number, number]> = [
+  ['p1', 40, 60, 180, 140],
+  ['p2', 300, 80, 120, 260],
+  ['p3', 900, 400, 160, 120],
+  ['p4', 610, 700, 45, 60],
+  ['p5', 120, 520, 400, 380],
+];
+
+describe.each(queueBackends)('batch statistics on $name', (backend) => {
+  let t: TestApp;
+  let dir: string;
+  const fieldIds = new Map<string, string>();
+  const post = (payload: object, headers: Record<string, string> = {}) =>
+    t.app.inject({ method: 'POST', url: '/v1/batch/statistics', headers: { ...t.auth(), ...headers }, payload });
+  async function run(payload: object) {
+    const res = await post(payload);
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json().id).toMatch(/^bat_/);
+    const job = await waitBatch(t, res.json().id);
+    expect(job.status, JSON.stringify(job)).toBe('ready');
+    const file = await downloadBatch(t, job.download_url);
+    expect(file.status).toBe(200);
+    return { job, file };
+  }
+  /**
+   * The statistics cache emptied (index_stats, this process's field states, statistics and
+   * bodies), so that the time series computes its numbers on its own path, not the batch's.
+   */
+  async function forgetStats() {
+    await t.db.query('DELETE FROM index_stats');
+    const c = cacheFor(t.db);
+    c.stats.clear();
+    c.fields.clear();
+    c.bodies.clear();
+  }
+  async function series(
+    fieldId: string,
+    index: (typeof INDICES)[number],
+    interval = 'weekly',
+    extra: Record<string, string> = {},
+  ) {
+    const q = new URLSearchParams({
+      ...RANGE,
+      interval,
+      ...extra,
+      ...(typeof index === 'string' ? { index } : { index: 'custom', formula: index.formula }),
+    });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${fieldId}/indices/timeseries?${q}`,
+      headers: t.auth(),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as Array<Record<string, any>>;
+  }
+  const KEYS = [
+    'interval_start',
+    'interval_end',
+    'date',
+    'imagery_id',
+    'min',
+    'max',
+    'mean',
+    'std',
+    'valid_fraction',
+    'cloud_cover',
+  ];
+  const pick = (r: Record<string, any>) => Object.fromEntries(KEYS.map((k) => [k, r[k]]));
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'batch-'));
+    t = await buildServiceApp(backend, { env: { IMAGERY_ROOTS: dir, BATCH_CHUNK_FEATURES: '2' } });
+    const seeded = await seedSeason(t, dir, { size: SCENE.size });
+    fieldIds.set('demo', seeded.fieldId);
+    for (const [name, x, y, w, h] of PARCELS) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: t.auth(),
+        payload: { name, boundary: parcel(SCENE, x, y, w, h) },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      fieldIds.set(name, res.json().id);
+    }
+  }, 240_000);
+  afterAll(async () => {
+    await t?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fields "all", three indices, ndjson: every row equals the field time series; progress; batch.completed', async () => {
+    const { job, file } = await run({
+      fields: 'all',
+      indices: INDICES,
+      ...RANGE,
+      interval: 'weekly',
+      format: 'ndjson',
+    });
+    expect(file.type).toContain('application/x-ndjson');
+    const rows = ndjsonRows(file.body);
+    const weeks = Math.floor((Date.parse('2025-09-30') - Date.parse('2025-04-01')) / 86_400_000 / 7) + 1;
+    expect(rows.length).toBe(fieldIds.size * INDICES.length * weeks);
+    expect(job.progress).toEqual({ done: rows.length, total: rows.length, chunks_done: 3, chunks: 3 });
+    expect(job.feature_count).toBe(fieldIds.size);
+    expect(job.error_count).toBe(0);
+    expect(new Set(rows.map((r) => r.field_id))).toEqual(new Set(fieldIds.values()));
+    let gaps = 0;
+    await forgetStats();
+    for (const id of fieldIds.values()) {
+      for (const index of INDICES) {
+        const name = typeof index === 'string' ? index : index.name;
+        const mine = rows.filter((r) => r.field_id === id && r.index === name);
+        const want = await series(id, index);
+        expect(mine.map(pick), `${id} ${name}`).toEqual(want.map(pick));
+        for (const r of mine) {
+          if (r.imagery_id === null) gaps++;
+          else expect(r.count).toBeGreaterThan(0);
+        }
+      }
+    }
+    expect(gaps).toBeGreaterThan(0); // cloudy weeks are there, as null statistics
+    expect(rows.some((r) => r.mean !== null)).toBe(true);
+    const events = (await listOutbox(t.db, t.accountId, 'batch.completed')).filter((e) => e.data.batch_id === job.id);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data).toEqual({
+      batch_id: job.id,
+      status: 'ready',
+      format: 'ndjson',
+      feature_count: fieldIds.size,
+      error_count: 0,
+      download_url: job.download_url,
+      expires_at: job.expires_at,
+      size_bytes: Buffer.byteLength(file.body),
+    });
+  });
+
+  it("ad-hoc polygons (csv, biweekly): the registered boundaries' numbers; one invalid polygon fails alone", async () => {
+    const bowtie = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [4.87, 50.55],
+          [4.88, 50.56],
+          [4.88, 50.55],
+          [4.87, 50.56],
+          [4.87, 50.55],
+        ],
+      ],
+    };
+    const features = [
+      ...PARCELS.map(([name, x, y, w, h]) => ({
+        type: 'Feature',
+        properties: { id: name },
+        geometry: parcel(SCENE, x, y, w, h),
+      })),
+      { type: 'Feature', id: 'bad, "bow-tie"', properties: {}, geometry: bowtie },
+    ];
+    const { job, file } = await run({
+      features: { type: 'FeatureCollection', features },
+      indices: ['NDVI'],
+      ...RANGE,
+      interval: 'biweekly',
+      format: 'csv',
+    });
+    expect(file.type).toContain('text/csv');
+    expect(job.error_count).toBe(1);
+    expect(job.errors).toHaveLength(1);
+    expect(job.errors[0].feature_id).toBe('bad, "bow-tie"');
+    expect(job.errors[0].error).toMatch(/self_intersection/);
+    const rows = await csvRows(file.body);
+    expect(new Set(rows.map((r) => r.field_id))).toEqual(new Set(PARCELS.map((p) => p[0])));
+    await forgetStats();
+    for (const [name] of PARCELS) {
+      const want = await series(fieldIds.get(name)!, 'NDVI', 'biweekly');
+      expect(rows.filter((r) => r.field_id === name).map(pick), name).toEqual(want.map(pick));
+    }
+  });
+
+  it('the cloud mask and weighting options: rows equal the time series under the same options', async () => {
+    const options = { cloud_dilation_m: 30, weighting: 'coverage', scl_exclude: [0, 1, 3, 8, 9, 10] };
+    const { file } = await run({ fields: 'all', indices: ['NDVI'], ...RANGE, format: 'ndjson', ...options });
+    const rows = ndjsonRows(file.body);
+    await forgetStats();
+    for (const id of fieldIds.values()) {
+      const want = await series(id, 'NDVI', 'weekly', {
+        cloud_dilation_m: '30',
+        weighting: 'coverage',
+        scl_exclude: '0,1,3,8,9,10',
+      });
+      expect(rows.filter((r) => r.field_id === id).map(pick), id).toEqual(want.map(pick));
+    }
+    // the dilation changes the choice against the default mask somewhere
+    const plain = await series(fieldIds.get('demo')!, 'NDVI');
+    expect(rows.filter((r) => r.field_id === fieldIds.get('demo')).map(pick)).not.toEqual(plain.map(pick));
+  });
+
+  it('interval capture and percentiles: a row per capture over the field, p50 as the single-date endpoint', async () => {
+    const id = fieldIds.get('p1')!;
+    const { file } = await run({ fields: [id], indices: ['NDVI'], ...RANGE, interval: 'capture', percentiles: [50] });
+    const rows = await csvRows(file.body);
+    const caps = (
+      await t.app.inject({ method: 'GET', url: `/v1/fields/${id}/imagery?per_page=100`, headers: t.auth() })
+    ).json().data as Array<{ capture_date: string }>;
+    const inRange = caps.filter((c) => c.capture_date >= RANGE.start_date && c.capture_date <= RANGE.end_date);
+    expect(rows.length).toBe(new Set(inRange.map((c) => c.capture_date)).size);
+    const shown = rows.filter((r) => r.imagery_id !== null);
+    expect(shown.length).toBeGreaterThan(3);
+    for (const r of shown.slice(0, 3)) {
+      const one = (
+        await t.app.inject({
+          method: 'GET',
+          url: `/v1/fields/${id}/indices?index=NDVI&date=${r.date}&imagery_id=${r.imagery_id}&zonal_stats=true&geojson=false&percentiles=50`,
+          headers: t.auth(),
+        })
+      ).json();
+      expect(r.p50).toBe(one.zonal_stats.percentiles[0].value);
+      expect(r.mean).toBe(one.zonal_stats.mean);
+      expect(r.count).toBe(one.zonal_stats.count);
+    }
+  });
+
+  it('Idempotency-Key: the same key and body answer the same job; another body is a 422', async () => {
+    const body = { fields: [fieldIds.get('p4')!], indices: ['NDVI'], ...RANGE };
+    const a = await post(body, { 'idempotency-key': 'batch-key-1' });
+    const b = await post(body, { 'idempotency-key': 'batch-key-1' });
+    expect(a.statusCode).toBe(202);
+    expect(b.statusCode).toBe(202);
+    expect(b.json().id).toBe(a.json().id);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    const c = await post({ ...body, interval: 'daily' }, { 'idempotency-key': 'batch-key-1' });
+    expect(c.statusCode).toBe(422);
+    expect(c.json().code).toBe('idempotency_key_reused');
+    await waitBatch(t, a.json().id);
+    const jobs = (
+      await t.app.inject({ method: 'GET', url: '/v1/batch/statistics?per_page=100', headers: t.auth() })
+    ).json();
+    expect(jobs.data.filter((j: { id: string }) => j.id === a.json().id)).toHaveLength(1);
+  });
+
+  it('DELETE cancels a running job (no file, no event); DELETE of a finished job deletes it', async () => {
+    const many = Array.from({ length: 60 }, (_, i) => ({
+      type: 'Feature',
+      id: `c${i}`,
+      geometry: parcel(SCENE, (i % 10) * 95, Math.floor(i / 10) * 150, 80, 120),
+    }));
+    const res = await post({
+      features: { type: 'FeatureCollection', features: many },
+      indices: ['NDVI', 'EVI'],
+      start_date: '2025-03-26',
+      end_date: '2025-10-07',
+      interval: 'daily',
+    });
+    expect(res.statusCode).toBe(202);
+    const id = res.json().id;
+    const del = await t.app.inject({ method: 'DELETE', url: `/v1/batch/statistics/${id}`, headers: t.auth() });
+    expect(del.statusCode).toBe(200);
+    expect(del.json().status).toBe('cancelled');
+    await new Promise((r) => setTimeout(r, 1500));
+    const after = await waitBatch(t, id);
+    expect(after.status).toBe('cancelled');
+    expect(after.download_url).toBeNull();
+    expect(after.progress.chunks_done).toBeLessThan(after.progress.chunks);
+    expect((await listOutbox(t.db, t.accountId, 'batch.completed')).some((e) => e.data.batch_id === id)).toBe(false);
+    const gone = await t.app.inject({ method: 'DELETE', url: `/v1/batch/statistics/${id}`, headers: t.auth() });
+    expect(gone.statusCode).toBe(204);
+    const missing = await t.app.inject({ method: 'GET', url: `/v1/batch/statistics/${id}`, headers: t.auth() });
+    expect(missing.statusCode).toBe(404);
+  });
+
+  it('the signed link: altered is 403; another account sees no job and no field', async () => {
+    const { job } = await run({ fields: [fieldIds.get('p4')!], indices: ['NDVI'], ...RANGE });
+    const u = new URL(job.download_url);
+    u.searchParams.set('expires', String(Number(u.searchParams.get('expires')) + 60));
+    const bad = await t.app.inject({ method: 'GET', url: u.pathname + u.search });
+    expect(bad.statusCode).toBe(403);
+    expect(bad.headers['content-type']).toContain('application/problem+json');
+    expect(bad.json().code).toBe('invalid_signature');
+    const other = await t.otherAccount();
+    const read = await t.app.inject({
+      method: 'GET',
+      url: `/v1/batch/statistics/${job.id}`,
+      headers: t.auth(other.key),
+    });
+    expect(read.statusCode).toBe(404);
+    const theirs = await t.app.inject({
+      method: 'POST',
+      url: '/v1/batch/statistics',
+      headers: t.auth(other.key),
+      payload: { fields: [fieldIds.get('p4')!], indices: ['NDVI'], ...RANGE },
+    });
+    expect(theirs.statusCode).toBe(400);
+    expect(theirs.json().errors[0].code).toBe('unknown_field');
+  });
+
+  it('bad input of every kind is a 4xx problem with its code', async () => {
+    const ok = { fields: [fieldIds.get('p4')!], indices: ['NDVI'], ...RANGE };
+    const fc = (features: unknown[]) => ({ type: 'FeatureCollection', features });
+    const square = parcel(SCENE, 10, 10, 50, 50);
+    const cases: Array<[string, object, number, string, string?]> = [
+      ['bad date', { ...ok, start_date: '2025-02-30' }, 400, 'validation_failed', 'invalid_date'],
+      ['end before start', { ...ok, end_date: '2025-03-01' }, 400, 'validation_failed', 'before_start'],
+      ['unknown index', { ...ok, indices: ['NOPE'] }, 400, 'validation_failed', 'unknown_index'],
+      ['bad formula', { ...ok, indices: [{ name: 'x', formula: 'B08 +* B04' }] }, 400, 'invalid_formula'],
+      ['unknown band', { ...ok, indices: [{ name: 'x', formula: 'B99 - B04' }] }, 400, 'invalid_formula'],
+      ['duplicate index', { ...ok, indices: ['NDVI', 'ndvi'] }, 400, 'validation_failed', 'duplicate_index'],
+      ['no index', { ...ok, indices: [] }, 400, 'validation_failed'],
+      ['bad interval', { ...ok, interval: 'monthly' }, 400, 'validation_failed'],
+      ['bad format', { ...ok, format: 'parquet' }, 400, 'validation_failed'],
+      ['unknown field', { ...ok, fields: ['fld_nope'] }, 400, 'validation_failed', 'unknown_field'],
+      ['duplicate field', { ...ok, fields: [ok.fields[0], ok.fields[0]] }, 400, 'validation_failed', 'duplicate_id'],
+      ['both fields and features', { ...ok, features: fc([]) }, 400, 'validation_failed', 'fields_or_features'],
+      ['neither', { indices: ['NDVI'], ...RANGE }, 400, 'validation_failed', 'fields_or_features'],
+      [
+        'not a FeatureCollection',
+        { indices: ['NDVI'], ...RANGE, features: { type: 'Feature', geometry: square } },
+        400,
+        'validation_failed',
+        'invalid_geojson',
+      ],
+      ['no features', { indices: ['NDVI'], ...RANGE, features: fc([]) }, 400, 'validation_failed', 'no_features'],
+      [
+        'feature not a Feature',
+        { indices: ['NDVI'], ...RANGE, features: fc([square]) },
+        400,
+        'validation_failed',
+        'invalid_geojson',
+      ],
+      [
+        'feature without id',
+        { indices: ['NDVI'], ...RANGE, features: fc([{ type: 'Feature', properties: {}, geometry: square }]) },
+        400,
+        'validation_failed',
+        'missing_id',
+      ],
+      [
+        'repeated id',
+        {
+          indices: ['NDVI'],
+          ...RANGE,
+          features: fc([
+            { type: 'Feature', id: 'a', geometry: square },
+            { type: 'Feature', id: 'a', geometry: square },
+          ]),
+        },
+        400,
+        'validation_failed',
+        'duplicate_id',
+      ],
+      ['percentile out of range', { ...ok, percentiles: [101] }, 400, 'validation_failed', 'percentile_out_of_range'],
+      ['unknown SCL class', { ...ok, scl_exclude: [12] }, 400, 'validation_failed', 'unknown_scl_class'],
+      ['negative dilation', { ...ok, cloud_dilation_m: -1 }, 400, 'validation_failed', 'negative_dilation'],
+      ['unknown member', { ...ok, colour: 'red' }, 400, 'validation_failed'],
+    ];
+    for (const [what, body, status, code, issue] of cases) {
+      const res = await post(body);
+      expect(res.statusCode, `${what}: ${res.body}`).toBe(status);
+      expect(res.headers['content-type'], what).toContain('application/problem+json');
+      expect(res.json().code, what).toBe(code);
+      if (issue)
+        expect(
+          res.json().errors?.map((e: { code: string }) => e.code),
+          what,
+        ).toContain(issue);
+    }
+    const malformed = await t.app.inject({
+      method: 'POST',
+      url: '/v1/batch/statistics',
+      headers: { ...t.auth(), 'content-type': 'application/json' },
+      payload: '{"fields": [',
+    });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json().code).toBe('malformed_json');
+    const badKey = await post(ok, { 'idempotency-key': 'é' });
+    expect(badKey.statusCode).toBe(400);
+  });
+});
+
+describe('batch statistics limits', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildServiceApp(queueBackends[0]!, { env: { BATCH_MAX_FEATURES: '3', BATCH_MAX_BODY_BYTES: '4096' } });
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  it('too many features is a 400; a body past BATCH_MAX_BODY_BYTES a 413', async () => {
+    const feature = (i: number) => ({ type: 'Feature', id: i, geometry: parcel(SCENE, 10 * i, 10, 50, 50) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/batch/statistics',
+      headers: t.auth(),
+      payload: {
+        features: { type: 'FeatureCollection', features: [0, 1, 2, 3].map(feature) },
+        indices: ['NDVI'],
+        ...RANGE,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().errors[0].code).toBe('too_many_features');
+    const big = await t.app.inject({
+      method: 'POST',
+      url: '/v1/batch/statistics',
+      headers: t.auth(),
+      payload: {
+        features: { type: 'FeatureCollection', features: Array.from({ length: 40 }, (_, i) => feature(i)) },
+        indices: ['NDVI'],
+        ...RANGE,
+      },
+    });
+    expect(big.statusCode).toBe(413);
+    expect(big.json().code).toBe('payload_too_large');
+  });
+});
