@@ -134,6 +134,34 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   }, 120_000);
 
+  it('brackets by sample on many windows (few levels, NaN, wrong counts that crowd a bracket past its room) equal the reference', () => {
+    // bracketPass writes a bracket's values only while they fit its room and counts them all:
+    // crowded brackets (ties, few levels, a count that misplaces them) overflow and must fall back
+    const r = rng(7);
+    let answered = 0;
+    for (let t = 0; t < 60; t++) {
+      const n = 4096 + Math.floor(r() * 12000);
+      const levels = [2, 3, 17, 1000, 0][t % 5]!;
+      const nanShare = [0, 0.3, 0.9][t % 3]!;
+      const values = Float32Array.from({ length: n }, () =>
+        r() < nanShare ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
+      );
+      const st = load(kernel, values);
+      const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+      const few = [[5, 50, 95], [0, 100], [50], [10, 20, 80, 90], [49, 51]][t % 5]!;
+      const ref = few.map((p) => npPercentile(sorted, p));
+      for (const count of [st.count, Math.max(1, Math.round(st.count * r() * 2))]) {
+        const bySample = kernel.percentilesBySample(few, count);
+        if (bySample) {
+          answered++;
+          expect(bySample, `${n} ${levels} ${few} count ${count}`).toEqual(ref);
+        }
+        expect(kernel.percentiles(few, { ...st, count })).toEqual(ref);
+      }
+    }
+    expect(answered).toBeGreaterThan(30);
+  });
+
   it('small sets: one value, two values, all equal, all NaN; order of the list kept', () => {
     const cases: number[][] = [[0.25], [1, 2], [3, 3, 3, 3], [5, NaN, 1, NaN, 3, 2, 4], [-1, 1e-8, 7, 7, 7, 0.5]];
     for (const c of cases) {
