@@ -2,11 +2,15 @@
  * End to end: autocannon against the running service (a child process, embedded database) for a
  * 100 ha field (100 × 100 pixels at 10 m) on synthetic Sentinel-2 captures:
  * - GET indices with zonal statistics, cold (first read of the files, fresh process) and warm;
+ * - the framework's limit: Fastify's hello-world answering the same body (bench/hello.ts, a process
+ *   started the same way), in rounds alternating with the warm request's, the ratio of their
+ *   rates and of their CPU per request (goal ≥ 0.5×, issue 25); BENCH_HTTP_QUICK=1 runs only
+ *   these two rows;
  * - the same with the per-pixel GeoJSON, plain and gzip;
  * - a one-year weekly time series over cached statistics;
  * - beside it, the peer: a Python script with rasterio and numpy computing the same statistics for
  *   the same field from the same files (Debian's python3-rasterio), run before and after ours;
- *   our rate ÷ theirs, and PASS/MISS for each target. The service's CPU ms per request (from
+ *   our rate ÷ theirs, and PASS/MISS for each target. The service's CPU µs per request (from
  *   /proc) is printed too: it moves less than latency when others load the machine;
  * - starvation: the warm zonal-statistics request's p99 alone, then with HEAVY_CLIENTS clients
  *   asking for per-pixel GeoJSON that no cache holds (from a worker thread, so that their reading
@@ -22,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { packageRoot } from '../src/platform/paths.js';
-import { type Service, startService, stopService } from './service.js';
+import { type Service, startProcess, startService, stopService } from './service.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
 
 async function cannon(url: string, key: string, seconds: number, connections = 4) {
@@ -33,6 +37,7 @@ async function cannon(url: string, key: string, seconds: number, connections = 4
     p99: r.latency.p99,
     errors: r.errors + r.non2xx,
     total: r.requests.total,
+    seconds: r.duration,
   };
 }
 
@@ -172,6 +177,38 @@ async function measured<T extends { total: number }>(
   return { ...r, cpu: c0 !== null && c1 !== null && r.total ? (c1 - c0) / r.total : null };
 }
 
+type Measured = Awaited<ReturnType<typeof cannon>> & { cpu: number | null };
+
+/**
+ * Rounds of one URL on each process in turn (a, b, a, b, …), so that the machine's other load
+ * falls on both alike; per process: the rate over all its rounds, the median of the rounds' p50,
+ * the worst round's p99, errors, and the process's CPU ms per request over all its rounds.
+ */
+async function alternate(
+  runs: Array<{ svc: Service; url: string }>,
+  key: string,
+  rounds: number,
+  seconds: number,
+): Promise<Measured[]> {
+  const got: Measured[][] = runs.map(() => []);
+  for (let i = 0; i < rounds; i++)
+    for (const [k, r] of runs.entries()) got[k]!.push(await measured(r.svc, () => cannon(r.url, key, seconds)));
+  return got.map((rs) => {
+    const total = rs.reduce((n, r) => n + r.total, 0);
+    const cpus = rs.map((r) => r.cpu);
+    const p50s = rs.map((r) => r.p50).sort((a, b) => a - b);
+    return {
+      rps: total / rs.reduce((n, r) => n + r.seconds, 0),
+      p50: p50s[Math.floor(p50s.length / 2)]!,
+      p99: Math.max(...rs.map((r) => r.p99)),
+      errors: rs.reduce((n, r) => n + r.errors, 0),
+      total,
+      seconds: rs.reduce((n, r) => n + r.seconds, 0),
+      cpu: cpus.every((c) => c !== null) ? rs.reduce((n, r) => n + r.cpu! * r.total, 0) / total : null,
+    };
+  });
+}
+
 interface Peer {
   runs_per_s: number;
   ms_per_run: number;
@@ -194,7 +231,26 @@ function runPeer(job: unknown): Peer | null {
   }
 }
 
-const TARGET = { warmP99: 50, peerRatio: 5, seriesMs: 20, starvation: 2 };
+const TARGET = { warmP99: 50, peerRatio: 5, seriesMs: 20, starvation: 2, helloRatio: 0.5 };
+/** The warm request and the framework's hello-world: rounds of each in turn. */
+const HELLO_ROUNDS = 3;
+const HELLO_S = 4;
+
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
+/** The service's CPU per request in µs (ms/req from `measured` × 1000). */
+const cpu = (r: { cpu: number | null }) => (r.cpu === null ? '' : (r.cpu * 1000).toFixed(0));
+const row = (what: string, r: { rps: number; p50: number; p99: number; errors: number; cpu: number | null }) => ({
+  what,
+  'req/s': r.rps.toFixed(0),
+  'p50 ms': r.p50.toFixed(1),
+  'p99 ms': r.p99.toFixed(1),
+  'CPU µs/req': cpu(r),
+  errors: r.errors,
+});
 
 export default async function httpBench(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fa-bench-'));
@@ -246,7 +302,7 @@ export default async function httpBench(): Promise<void> {
 
     // The peer before and after our runs (the machine is shared): the faster of the two counts.
     const job = { B04: caps[26]!.files.B04, B08: caps[26]!.files.B08, SCL: caps[26]!.scl, field, runs: 60 };
-    const peers = [runPeer(job)];
+    const peers = [process.env.BENCH_HTTP_QUICK ? null : runPeer(job)];
 
     // Cold: a fresh process, each request the first read of its capture's files.
     svc = await startService(dataDir, port);
@@ -265,7 +321,45 @@ export default async function httpBench(): Promise<void> {
     const sample = (await (await fetch(one, { headers: auth })).json()) as {
       zonal_stats: { mean: number; count: number };
     };
-    const warm = await measured(svc, () => cannon(one, key, 8));
+    // The framework's limit: Fastify's hello-world answering this very body (bench/hello.ts).
+    const hello = await startProcess('dist/bench/hello.js', port + 1, {
+      BENCH_HELLO_BODY: JSON.stringify(sample),
+    });
+    const helloUrl = `${hello.base}${new URL(one).pathname}${new URL(one).search}`;
+    const [warm, helloRun] = (await alternate(
+      [
+        { svc, url: one },
+        { svc: hello, url: helloUrl },
+      ],
+      key,
+      HELLO_ROUNDS,
+      HELLO_S,
+    )) as [Measured, Measured];
+    await stopService(hello);
+    const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+    const helloLines = () => {
+      const ratio = warm.rps / helloRun.rps;
+      const us = (r: Measured) => (r.cpu === null ? '?' : (r.cpu * 1000).toFixed(0));
+      console.log(
+        `target: warm single-date statistics ≥ ${TARGET.helloRatio}× Fastify's hello-world answering the same body (same run, ${HELLO_ROUNDS} alternating rounds of ${HELLO_S} s, 4 connections): ${warm.rps.toFixed(0)} ÷ ${helloRun.rps.toFixed(0)} req/s = ${ratio.toFixed(2)}× → ${verdict(ratio >= TARGET.helloRatio)}`,
+      );
+      if (warm.cpu !== null && helloRun.cpu !== null) {
+        const cpuRatio = helloRun.cpu / warm.cpu;
+        console.log(
+          `  by CPU per request of each server process (load-independent): service ${us(warm)} µs, hello-world ${us(helloRun)} µs → ${cpuRatio.toFixed(2)}× → ${verdict(cpuRatio >= TARGET.helloRatio)}`,
+        );
+      }
+    };
+    if (process.env.BENCH_HTTP_QUICK) {
+      await stopService(svc);
+      console.log(`quick run (BENCH_HTTP_QUICK): warm statistics and hello-world only; load average ${loadavg()}`);
+      console.table([
+        row('GET indices, zonal_stats, warm (autocannon)', warm),
+        row("Fastify's hello-world, same body", helloRun),
+      ]);
+      helloLines();
+      return;
+    }
     const geoUrl = one.replace('&geojson=false', '');
     await (await fetch(geoUrl, { headers: auth })).arrayBuffer();
     await (await fetch(geoUrl, { headers: { ...auth, 'accept-encoding': 'gzip' } })).arrayBuffer();
@@ -324,20 +418,8 @@ export default async function httpBench(): Promise<void> {
     peers.push(runPeer(job));
     const peer = peers.filter((p): p is Peer => !!p).sort((a, b) => b.runs_per_s - a.runs_per_s)[0] ?? null;
 
-    const cpu = (r: { cpu: number | null }) => (r.cpu === null ? '' : r.cpu.toFixed(2));
-    const row = (what: string, r: { rps: number; p50: number; p99: number; errors: number; cpu: number | null }) => ({
-      what,
-      'req/s': r.rps.toFixed(0),
-      'p50 ms': r.p50.toFixed(1),
-      'p99 ms': r.p99.toFixed(1),
-      'CPU ms/req': cpu(r),
-      errors: r.errors,
-    });
     console.log(
-      `field ${f.area_ha} ha, ${sample.zonal_stats.count} valid pixels; ${caps.length} weekly captures; NDVI mean ours ${sample.zonal_stats.mean.toFixed(6)}${peer ? `, peer ${peer.mean.toFixed(6)} (${peer.count} px)` : ''}; 4 connections; load average ${os
-        .loadavg()
-        .map((x) => x.toFixed(1))
-        .join(' ')}`,
+      `field ${f.area_ha} ha, ${sample.zonal_stats.count} valid pixels; ${caps.length} weekly captures; NDVI mean ours ${sample.zonal_stats.mean.toFixed(6)}${peer ? `, peer ${peer.mean.toFixed(6)} (${peer.count} px)` : ''}; 4 connections; load average ${loadavg()}`,
     );
     console.table([
       {
@@ -345,10 +427,11 @@ export default async function httpBench(): Promise<void> {
         'req/s': '',
         'p50 ms': cold[4]!.toFixed(1),
         'p99 ms': cold[9]!.toFixed(1),
-        'CPU ms/req': '',
+        'CPU µs/req': '',
         errors: 0,
       },
-      row('GET indices, zonal_stats, warm (autocannon)', warm),
+      row(`GET indices, zonal_stats, warm (autocannon; ${HELLO_ROUNDS} rounds of ${HELLO_S} s)`, warm),
+      row(`Fastify's hello-world answering the same body (bench/hello.ts; rounds between those)`, helloRun),
       row('GET indices, zonal_stats + per-pixel GeoJSON, warm (autocannon)', warmGeo),
       row(`  same, node:http client, identity (${(geoPlain.bytes / 1e6).toFixed(2)} MB)`, geoPlain),
       row(`  same, node:http client, gzip (${(geoGzip.bytes / 1e6).toFixed(2)} MB)`, geoGzip),
@@ -371,14 +454,14 @@ export default async function httpBench(): Promise<void> {
                 'req/s': p.runs_per_s.toFixed(0),
                 'p50 ms': p.ms_per_run.toFixed(1),
                 'p99 ms': '',
-                'CPU ms/req': '',
+                'CPU µs/req': '',
                 errors: 0,
               }
             : null,
         )
         .filter((x) => x),
     ]);
-    const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+    helloLines();
     console.log(
       `target: warm single-date p99 < ${TARGET.warmP99} ms: ${warm.p99.toFixed(1)} ms → ${verdict(warm.p99 < TARGET.warmP99)}`,
     );
@@ -405,10 +488,7 @@ export default async function httpBench(): Promise<void> {
     const starved = mixed.p99 / alone.p99;
     console.log(
       `target: warm zonal_stats p99 beside ${HEAVY_CLIENTS} uncached GeoJSON clients ≤ ${TARGET.starvation}× alone: ${alone.p99.toFixed(1)} ms alone, ${mixed.p99.toFixed(1)} ms mixed = ${starved.toFixed(2)}× → ${verdict(starved <= TARGET.starvation)}` +
-        ` (service CPU during the starvation rounds ${starvationCpuS === null ? '?' : starvationCpuS.toFixed(1)} s; load average ${os
-          .loadavg()
-          .map((x) => x.toFixed(1))
-          .join(' ')})`,
+        ` (service CPU during the starvation rounds ${starvationCpuS === null ? '?' : starvationCpuS.toFixed(1)} s; load average ${loadavg()})`,
     );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 /**
  * The service as a user runs it, for the benches that measure it over HTTP: `dist/src/main.js` in a
  * child process on the embedded default (no DATABASE_URL or REDIS_URL, no demo), ready once
- * `/readyz` answers.
+ * `/readyz` answers; and other processes started the same way (bench/hello.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -20,15 +20,31 @@ export async function startService(
   /** How long to wait for /readyz (a first start on a loaded machine creates the database slowly). */
   startTimeoutMs = 60_000,
 ): Promise<Service> {
-  const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
+  return startProcess(
+    'dist/src/main.js',
+    port,
+    { DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', DEMO: 'false', LOG_LEVEL: 'warn', ...env },
+    startTimeoutMs,
+  );
+}
+
+/**
+ * A script of the package (`dist/...`) in a child process with PORT set, ready once `/readyz`
+ * answers. BENCH_NODE_ARGS (space-separated) go before the script, e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` for a CPU profile of each process under a bench's load
+ * (written when the process exits on SIGTERM).
+ */
+export async function startProcess(
+  script: string,
+  port: number,
+  env: NodeJS.ProcessEnv = {},
+  startTimeoutMs = 60_000,
+): Promise<Service> {
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a);
+  const child = spawn(process.execPath, [...nodeArgs, path.join(packageRoot, script)], {
     env: {
       ...process.env,
       PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      REDIS_URL: '',
-      DEMO: 'false',
-      LOG_LEVEL: 'warn',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

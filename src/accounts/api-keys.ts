@@ -4,7 +4,7 @@
  * brute-force, and every request must verify it cheaply). `prefix` (the first 12 characters) is
  * kept to recognise a key in listings without being able to use it.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import crypto, { createHash, randomBytes } from 'node:crypto';
 import type { Config } from '../platform/config.js';
 import type { Database, Sql } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
@@ -29,8 +29,11 @@ export interface ApiKeyInfo {
   revoked_at: Date | null;
 }
 
+// One-shot crypto.hash (Node ≥ 20.12) where there is one: no Hash object per request.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return oneShot ? oneShot('sha256', key, 'hex') : createHash('sha256').update(key).digest('hex');
 }
 
 export function isWellFormedKey(key: string): boolean {
@@ -101,10 +104,15 @@ export async function revokeApiKey(db: Sql, idOrKey: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-// Resolved keys, kept briefly so that a burst of requests costs one lookup. Revocation in this
-// process takes effect at once; from another process (the CLI) within AUTH_CACHE_MS.
-const AUTH_CACHE_MS = 5_000;
-const authCache = new Map<string, { account: Account; keyId: string; until: number }>();
+/** How long a resolved key is trusted without asking the database again (AUTH_CACHE_MS). */
+export const DEFAULT_AUTH_CACHE_MS = 5_000;
+const AUTH_CACHE_MAX = 10_000;
+
+// Resolved keys, kept briefly so that a burst of requests costs one lookup: keyed by the key's hash
+// (never the key), each entry valid for the database handle that resolved it. Revocation through
+// this process (revokeApiKey: the API, tests) takes effect at once, on every handle; from elsewhere
+// (the CLI, another replica) within the cache time.
+const authCache = new Map<string, { db: Database; result: AuthResult; until: number }>();
 
 export function forgetCachedKeys(): void {
   authCache.clear();
@@ -118,14 +126,21 @@ export type AuthResult =
   | { ok: true; account: Account; keyId: string }
   | { ok: false; reason: 'missing' | 'malformed' | 'unknown' };
 
-/** Parses an Authorization header value and resolves the key to its account. */
-export async function authenticate(db: Database, header: string | undefined): Promise<AuthResult> {
+/**
+ * Parses an Authorization header value and resolves the key to its account; a key resolved less
+ * than `cacheMs` ago is not looked up again (0: every request asks the database).
+ */
+export async function authenticate(
+  db: Database,
+  header: string | undefined,
+  cacheMs = DEFAULT_AUTH_CACHE_MS,
+): Promise<AuthResult> {
   if (!header) return { ok: false, reason: 'missing' };
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m || !isWellFormedKey(m[1]!)) return { ok: false, reason: 'malformed' };
   const hash = hashKey(m[1]!);
   const cached = authCache.get(hash);
-  if (cached && cached.until > Date.now()) return { ok: true, account: cached.account, keyId: cached.keyId };
+  if (cached && cached.db === db && cached.until > Date.now()) return cached.result;
   const rows = await db.query<{ key_id: string; account_id: string; account_name: string; stale: boolean }>(
     `SELECT k.id AS key_id, a.id AS account_id, a.name AS account_name,
             (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute') AS stale
@@ -138,8 +153,14 @@ export async function authenticate(db: Database, header: string | undefined): Pr
     // At most one write a minute per key: usage is visible in `keys list` without a write per request.
     db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.key_id]).catch(() => {});
   }
-  const account = { id: row.account_id, name: row.account_name };
-  if (authCache.size > 10_000) authCache.clear();
-  authCache.set(hash, { account, keyId: row.key_id, until: Date.now() + AUTH_CACHE_MS });
-  return { ok: true, account, keyId: row.key_id };
+  const result: AuthResult = Object.freeze({
+    ok: true,
+    account: Object.freeze({ id: row.account_id, name: row.account_name }),
+    keyId: row.key_id,
+  });
+  if (cacheMs > 0) {
+    if (authCache.size >= AUTH_CACHE_MAX) authCache.clear();
+    authCache.set(hash, { db, result, until: Date.now() + cacheMs });
+  }
+  return result;
 }

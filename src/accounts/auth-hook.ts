@@ -3,7 +3,7 @@
  * plugin that is not encapsulated: the hook applies to the scope it is registered in (/v1), not
  * to the pre-signed downloads beside it.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../platform/errors.js';
 import { AUTH_PLUGIN, SERVICES_PLUGIN } from '../platform/http/context.js';
@@ -26,10 +26,12 @@ const REASONS = {
 export const requireApiKey = fp(
   async (scope: FastifyInstance) => {
     const db = scope.db;
+    const cacheMs = scope.config.authCacheMs;
+    const root = scope.log;
     scope.decorateRequest('account', null as unknown as Account);
     scope.decorateRequest('apiKeyId', '');
     scope.addHook('onRequest', async (request) => {
-      const result = await authenticate(db, request.headers.authorization);
+      const result = await authenticate(db, request.headers.authorization, cacheMs);
       if (!result.ok) {
         throw new AppError('unauthorized', REASONS[result.reason], {
           headers: { 'WWW-Authenticate': 'Bearer realm="field-analysis"' },
@@ -37,7 +39,11 @@ export const requireApiKey = fp(
       }
       request.account = result.account;
       request.apiKeyId = result.keyId;
-      request.log = request.log.child({ account_id: result.account.id });
+      // The request's own logger (Fastify makes one per request) gets the account added to its
+      // bindings in place: a second child logger per request cost more than the rest of this hook.
+      const log = request.log as FastifyBaseLogger & { setBindings?: (b: object) => void };
+      if (log !== root && typeof log.setBindings === 'function') log.setBindings({ account_id: result.account.id });
+      else request.log = log.child({ account_id: result.account.id });
     });
   },
   { name: AUTH_PLUGIN, fastify: '5.x', dependencies: [SERVICES_PLUGIN] },

@@ -5,7 +5,7 @@
  *   is unchanged (see field-state.ts);
  * - statistics and response bodies are keyed by what determines them: the capture (imagery rows
  *   and their files never change), the hash of the field boundary and the hash of the compiled
- *   formula.
+ *   formula; statistics answers by the field's state stamp and the query.
  */
 import type { Database } from '../platform/database.js';
 import { createHash } from 'node:crypto';
@@ -32,6 +32,9 @@ const bodyLimit = () => {
   return mb > 0 ? Math.max(1, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(mb * MB))) : 1;
 };
 
+/** Bound of the statistics answers kept per process (UTF-16 string bytes). */
+export const ANSWER_CACHE_BYTES = 16 * MB;
+
 export class IndexCache {
   /** Per `account/field`: boundary, its hash, the captures over it (see field-state.ts). */
   readonly fields = new LRUCache<string, FieldState>({ max: 2_000 });
@@ -48,6 +51,17 @@ export class IndexCache {
   readonly bodies = new LRUCache<string, CachedBody>({
     maxSize: bodyLimit(),
     sizeCalculation: (b) => (b.raw?.byteLength ?? 0) + (b.gzip?.byteLength ?? 0),
+  });
+  /**
+   * Whole GET indices bodies without GeoJSON (statistics answers), per `account/field|field-state
+   * stamp|query`: what the body is made of is the field's state (the stamp changes with the
+   * boundary and every coverage row) and the query. A warm request is then answered without
+   * choosing the capture, reading the statistics cache or serialising again. Bounded at 16 MiB
+   * of string (ANSWER_CACHE_BYTES; a statistics answer is about 500 bytes).
+   */
+  readonly answers = new LRUCache<string, string>({
+    maxSize: ANSWER_CACHE_BYTES,
+    sizeCalculation: (s) => Math.max(1, 2 * s.length),
   });
   /** Work under way, so that a burst of identical misses computes once. */
   private readonly running = new Map<string, Promise<unknown>>();

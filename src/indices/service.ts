@@ -223,13 +223,14 @@ export async function choose(
   datePath: string,
   formulaPath: string,
   optionsAt: (name: string) => string = (k) => `/query/${k}`,
+  known?: FieldState,
 ): Promise<Chosen> {
   if (!isCalendarDate(q.date))
     throw new AppError('validation_failed', `date ${q.date} is not a calendar date`, {
       errors: [{ path: datePath, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
     });
   const options = hasOptions(q) ? parseStatsOptions(q, optionsAt) : DEFAULT_OPTIONS;
-  const state = await fieldState(deps.db, accountId, fieldId);
+  const state = known ?? (await fieldState(deps.db, accountId, fieldId));
   const { name, program } = resolveProgram(q.index, q.formula, formulaPath);
   // The capture choice follows the mask: each candidate's cloud cover under it (masked-coverage.ts)
   let candidates = state.candidates;
@@ -354,6 +355,35 @@ export async function computeFieldIndex(
   q: IndexQuery,
   opts: { gzip?: boolean } = {},
 ): Promise<IndexResponse> {
+  const cache = cacheFor(deps.db);
+  if (q.geojson === false) {
+    // Statistics answers are kept whole, keyed by the field's state stamp (checked here as on
+    // every request) and the query; a request that fails is never kept, so it fails again.
+    const state = await fieldState(deps.db, accountId, fieldId);
+    const key = `${accountId}/${fieldId}|${state.stamp}|${answerKey(q)}`;
+    const known = cache.answers.get(key);
+    if (known !== undefined) return { payload: known };
+    const { options, program, capture, head } = await choose(
+      deps,
+      accountId,
+      fieldId,
+      q,
+      '/query/date',
+      '/query/formula',
+      undefined,
+      state,
+    );
+    let payload: string;
+    if (!q.zonal_stats) payload = JSON.stringify(head);
+    else {
+      const s = (
+        await statsFor(deps, fieldId, state, [capture.id], program, { order: true, reasons: true, options })
+      ).get(capture.id)!;
+      payload = JSON.stringify({ ...head, zonal_stats: zonal(s) });
+    }
+    cache.answers.set(key, payload);
+    return { payload };
+  }
   const { options, state, name, program, capture, head } = await choose(
     deps,
     accountId,
@@ -363,14 +393,6 @@ export async function computeFieldIndex(
     '/query/formula',
   );
   const withStats = !!q.zonal_stats;
-  if (q.geojson === false) {
-    if (!withStats) return { payload: JSON.stringify(head) };
-    const s = (
-      await statsFor(deps, fieldId, state, [capture.id], program, { order: true, reasons: true, options })
-    ).get(capture.id)!;
-    return { payload: JSON.stringify({ ...head, zonal_stats: zonal(s) }) };
-  }
-  const cache = cacheFor(deps.db);
   const fHash = statsHash(program, options);
   const key = `${fieldId}|${capture.id}|${state.boundaryHash}|${fHash}|${withStats ? 1 : 0}|${name}|${name === 'custom' ? q.formula : ''}`;
   // The pixels are serialised and gzipped in the heavy compute threads (pixel-geojson.ts, at a low
@@ -419,6 +441,21 @@ export async function computeFieldIndex(
   }
   return { payload: body.raw };
 }
+
+/** Everything of the query a GET indices body without GeoJSON depends on, as one text. */
+const answerKey = (q: IndexQuery) =>
+  JSON.stringify([
+    q.index,
+    q.date,
+    !!q.zonal_stats,
+    q.imagery_id,
+    q.formula,
+    q.percentiles,
+    q.histogram,
+    q.weighting,
+    q.scl_exclude,
+    q.cloud_dilation_m,
+  ]);
 
 /** Valid pixels / field pixels; weighting=coverage: valid weight / field weight. */
 export function validFraction(s: CachedStats): number {

@@ -126,6 +126,14 @@ export const ConfigSchema = Type.Object({
     maximum: 16,
     description: 'compute tasks handed to a pool thread at once',
   }),
+  authCacheMs: Type.Integer({
+    env: 'AUTH_CACHE_MS',
+    default: 5000,
+    minimum: 0,
+    maximum: 60_000,
+    description:
+      'how long a resolved API key is trusted without asking the database again (0: every request); a key revoked by the CLI or another replica is refused within this, one revoked through this process at once',
+  }),
   rateLimitPerMinute: Type.Integer({
     env: 'RATE_LIMIT_PER_MINUTE',
     default: 0,
