@@ -15,6 +15,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   faults: async () => (await import('./faults.js')).default,
   bombs: async () => (await import('./bombs.js')).default,
   subscriptions: async () => (await import('./subscriptions.js')).default,
+  dispatch: async () => (await import('./dispatch.js')).default,
   rasters: async () => (await import('./rasters.js')).default,
   dashboard: async () => (await import('./dashboard.js')).default,
   batch: async () => (await import('./batch.js')).default,

@@ -48,6 +48,18 @@ export function outboxChannel(schema: string): string {
   return `fa_outbox.${schema}`.slice(0, 63);
 }
 
+/**
+ * The webhooks are the outbox's only receivers. An event that no active webhook of its account
+ * subscribes to (by its type or `*`) when it is written is written already dispatched: the
+ * dispatcher never reads it, it enters no index of pending events, and nothing is notified. So an
+ * account without webhooks costs the dispatcher nothing, and a webhook receives the events written
+ * while it is active and subscribed (one created, re-enabled or subscribed later does not receive
+ * earlier events, as one disabled meanwhile does not). The check is in the writing statement, in
+ * the caller's transaction; the dispatcher checks again when it fans an event out.
+ */
+const RECEIVED = `SELECT EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = $2 AND w.status = 'active' AND w.events && ARRAY[$3::text, '*']) AS live`;
+const NOTIFY = `CASE WHEN h.live THEN pg_notify(left('fa_outbox.' || current_schema(), 63), '')::text END`;
+
 export async function emit<D extends Record<string, unknown>>(
   tx: Sql,
   accountId: string,
@@ -55,14 +67,18 @@ export async function emit<D extends Record<string, unknown>>(
   data: D,
 ): Promise<OutboxEvent<D>> {
   const id = newId('evt');
-  // One statement: the insert and its notification (delivered at commit, once per transaction).
-  const rows = await tx.query<{ created_at: Date }>(
-    `WITH e AS (INSERT INTO outbox (id, account_id, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING created_at)
-     SELECT e.created_at FROM e, (SELECT pg_notify(left('fa_outbox.' || current_schema(), 63), '')) AS n`,
+  // One statement: the insert and, if some webhook receives it, its notification (delivered at
+  // commit, once per transaction).
+  const rows = await tx.query<{ created_at: Date; live: boolean }>(
+    `WITH h AS (${RECEIVED}),
+          e AS (INSERT INTO outbox (id, account_id, type, data, dispatched_at)
+                SELECT $1, $2, $3, $4::jsonb, CASE WHEN h.live THEN NULL ELSE now() END FROM h
+                RETURNING created_at)
+     SELECT e.created_at, h.live, ${NOTIFY} AS notified FROM e, h`,
     [id, accountId, type, JSON.stringify(data)],
     { prepare: true },
   );
-  tx.afterCommit?.(notify);
+  if (rows[0]!.live) tx.afterCommit?.(notify);
   return { id, account_id: accountId, type, timestamp: rows[0]!.created_at.toISOString(), data };
 }
 
@@ -78,14 +94,17 @@ export async function emitMany<D extends Record<string, unknown>>(
   data: D[],
 ): Promise<number> {
   if (!data.length) return 0;
-  const rows = await tx.query<{ n: number }>(
-    `WITH e AS (INSERT INTO outbox (id, account_id, type, data)
-                SELECT u.id, $2, $3, u.data::jsonb FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS u(id, data, k)
+  const rows = await tx.query<{ n: number; live: boolean }>(
+    `WITH h AS (${RECEIVED}),
+          e AS (INSERT INTO outbox (id, account_id, type, data, dispatched_at)
+                SELECT u.id, $2, $3, u.data::jsonb, CASE WHEN h.live THEN NULL ELSE now() END
+                  FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS u(id, data, k), h
                  ORDER BY u.k RETURNING 1)
-     SELECT count(*)::int AS n FROM e, (SELECT pg_notify(left('fa_outbox.' || current_schema(), 63), '')) AS n`,
+     SELECT (SELECT count(*)::int FROM e) AS n, h.live, ${NOTIFY} AS notified FROM h`,
     [data.map(() => newId('evt')), accountId, type, data.map((d) => JSON.stringify(d))],
+    { prepare: true },
   );
-  tx.afterCommit?.(notify);
+  if (rows[0]!.live) tx.afterCommit?.(notify);
   return rows[0]!.n;
 }
 

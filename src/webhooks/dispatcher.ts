@@ -1,7 +1,9 @@
 /**
- * Fans outbox events out to webhooks. Each batch, in one transaction: take undispatched events
- * and mark them dispatched (one statement; SKIP LOCKED, so several workers share the work without
- * doubling it), create one delivery per (active subscribed webhook, event) in one multi-row
+ * Fans outbox events out to webhooks. Events no webhook receives are written already dispatched
+ * (events/outbox.ts) and never come here. Each batch, in one transaction: take undispatched events
+ * and mark them dispatched, reading back only those an active webhook of their account subscribes
+ * to (one statement; SKIP LOCKED, so several workers share the work without doubling it), then, if
+ * any, the webhooks and one delivery per (active subscribed webhook, event) in one multi-row
  * INSERT. In a process that also delivers, the first attempts it has room for are inserted
  * claimed and handed to its sending slots after the commit (DirectSink, direct-sink.ts). The others
  * go to the queue in one bulk add, as jobs of up to `batchSize` deliveries of one webhook (a slow
@@ -38,17 +40,32 @@ export async function dispatchBatch(
 ): Promise<{ events: number; deliveries: number; jobs: number; direct: number }> {
   const t0 = Date.now(); // before the transaction: the claim's lease ends no earlier than t0 + leaseMs
   const created = await db.transaction(async (tx) => {
-    const events = await tx.query<EventRow & { lease_until: Date }>(
-      `UPDATE outbox o SET dispatched_at = now()
-        WHERE o.id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-        RETURNING o.id, o.seq::int8::float8 AS seq, o.account_id, o.type, o.data, o.created_at,
-                  date_trunc('milliseconds', now()) + ($2 || ' milliseconds')::interval AS lease_until`,
+    // One statement: take the next events (SKIP LOCKED: several workers share them without
+    // doubling), mark them dispatched, and read back only those some active webhook of their
+    // account subscribes to (by type or `*`); the others (their webhook disabled, deleted or
+    // unsubscribed since they were written) need nothing more. `claimed` counts all of them, on
+    // every row, and on the one row (of nulls otherwise) when none is read back.
+    const rows = await tx.query<(EventRow | { [K in keyof EventRow]: null }) & { lease_until: Date; claimed: number }>(
+      `WITH u AS (
+         UPDATE outbox o SET dispatched_at = now()
+          WHERE o.id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+          RETURNING o.id, o.seq, o.account_id, o.type, o.data, o.created_at
+       ), m AS (
+         SELECT u.* FROM u
+          WHERE EXISTS (SELECT 1 FROM webhooks w
+                         WHERE w.account_id = u.account_id AND w.status = 'active' AND w.events && ARRAY[u.type, '*'])
+       )
+       SELECT m.id, m.seq::int8::float8 AS seq, m.account_id, m.type, m.data, m.created_at, c.claimed,
+              date_trunc('milliseconds', now()) + ($2 || ' milliseconds')::interval AS lease_until
+         FROM (SELECT count(*)::int AS claimed FROM u) c LEFT JOIN m ON true`,
       [limit, String(direct?.leaseMs ?? 0)],
       { prepare: true },
     );
+    const claimed = rows[0]?.claimed ?? 0;
+    const events = rows.filter((r): r is EventRow & { lease_until: Date; claimed: number } => r.id !== null);
     if (!events.length)
       return {
-        events: 0,
+        events: claimed,
         jobs: [] as Array<{ deliveryIds: string[]; jobId: string }>,
         direct: [] as Claimed[],
         token: null,
@@ -152,7 +169,7 @@ export async function dispatchBatch(
       if (handed.length && rows.length < cols.id.length) inserted = new Set(rows.map((r) => r.id));
     }
     return {
-      events: events.length,
+      events: claimed,
       jobs,
       direct: inserted ? handed.filter((d) => inserted!.has(d.id)) : handed,
       token,
