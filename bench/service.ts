@@ -20,7 +20,9 @@ export async function startService(
   /** How long to wait for /readyz (a first start on a loaded machine creates the database slowly). */
   startTimeoutMs = 60_000,
 ): Promise<Service> {
-  const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
+  // BENCH_SERVICE_NODE_ARGS: node flags for the service (e.g. --cpu-prof --cpu-prof-dir=/tmp/p) to profile it.
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, path.join(packageRoot, 'dist/src/main.js')], {
     env: {
       ...process.env,
       PORT: String(port),
