@@ -512,12 +512,12 @@ export async function openBatchDownload(
   );
   if (!row) throw notFound('Batch job', id);
   const db = deps.db;
-  // The file's parts a few at a time: memory bounded by the parts, not by the file.
+  // The file's parts one at a time: memory bounded by a part (a chunk's rows), not by the file.
   async function* parts(): AsyncGenerator<Buffer> {
     let after = -1;
     for (;;) {
       const rows = await db.query<{ part: number; content: Uint8Array }>(
-        'SELECT part, content FROM batch_files WHERE job_id = $1 AND part > $2 ORDER BY part LIMIT 4',
+        'SELECT part, content FROM batch_files WHERE job_id = $1 AND part > $2 ORDER BY part LIMIT 1',
         [id, after],
       );
       if (!rows.length) return;
