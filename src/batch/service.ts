@@ -12,7 +12,7 @@ import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { checkIdempotencyKey, idempotentCreate, requestHash } from '../platform/idempotency.js';
 import type { JobQueues } from '../platform/queue/job-queues.js';
-import { checkDownload, expiryFrom, signedDownloadUrl } from '../platform/signed-links.js';
+import { assertDownloadLink, expiryFrom, signedDownloadUrl } from '../platform/signed-links.js';
 import { compileRequest, unitsPer, type BatchRequest } from './execute.js';
 import type { BatchCreate, BatchFormat, BatchJob, BatchListQuery, BatchStatus } from './schemas.js';
 
@@ -492,20 +492,7 @@ export async function openBatchDownload(
   expires: string | undefined,
   signature: string | undefined,
 ): Promise<BatchDownload> {
-  const check =
-    expires !== undefined && /^\d{1,15}$/.test(expires) && signature
-      ? checkDownload(deps.signingKey, id, Number(expires), signature)
-      : 'tampered';
-  if (check === 'tampered')
-    throw new AppError(
-      'invalid_signature',
-      'The download link is not valid (its signature does not match); ask GET /v1/batch/statistics/{id} for a fresh one',
-    );
-  if (check === 'expired')
-    throw new AppError(
-      'link_expired',
-      'The download link has expired; GET /v1/batch/statistics/{id} returns a freshly signed one',
-    );
+  assertDownloadLink(deps.signingKey, id, expires, signature, 'GET /v1/batch/statistics/{id}');
   const [row] = await deps.db.query<{ filename: string; content_type: string; size_bytes: string }>(
     `SELECT filename, content_type, size_bytes FROM batch_jobs WHERE id = $1 AND status = 'ready'`,
     [id],

@@ -1044,6 +1044,21 @@ async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rec
 /** One field's coverage in a group: its pixel counts, or why it could not be computed. */
 export type FieldCoverage = { fieldPixels: number; validPixels: number } | { error: string };
 
+/** The smallest rectangle holding every frame (the union window a group reads once). */
+function unionRect(frames: readonly Rect[]): Rect {
+  let x0 = Infinity,
+    y0 = Infinity,
+    x1 = -Infinity,
+    y1 = -Infinity;
+  for (const f of frames) {
+    x0 = Math.min(x0, f.x0);
+    y0 = Math.min(y0, f.y0);
+    x1 = Math.max(x1, f.x0 + f.w);
+    y1 = Math.max(y1, f.y0 + f.h);
+  }
+  return { x0, y0, w: x1 - x0, h: y1 - y0 };
+}
+
 /**
  * The coverage (field pixels, usable pixels) of a capture over each of a group of nearby fields,
  * exactly as readFieldWindow counts them, reading the files once: each band is opened once and
@@ -1071,17 +1086,7 @@ export async function readFieldCoverages(
   let ok: Uint8Array | null = null;
   let from: Rect | undefined;
   if (framed.length) {
-    let x0 = Infinity,
-      y0 = Infinity,
-      x1 = -Infinity,
-      y1 = -Infinity;
-    for (const f of framed) {
-      x0 = Math.min(x0, f.x0);
-      y0 = Math.min(y0, f.y0);
-      x1 = Math.max(x1, f.x0 + f.w);
-      y1 = Math.max(y1, f.y0 + f.h);
-    }
-    from = { x0, y0, w: x1 - x0, h: y1 - y0 };
+    from = unionRect(framed);
     // Usable pixels of the union once (each block decoded once); any failure: field by field below.
     // A dilation needs the classes around the window, which only readPixels reads.
     const rect = from;
@@ -1162,17 +1167,7 @@ export async function readFieldWindows(
   let px: WindowPixels | null = null;
   let from: Rect | undefined;
   if (framed.length) {
-    let x0 = Infinity,
-      y0 = Infinity,
-      x1 = -Infinity,
-      y1 = -Infinity;
-    for (const f of framed) {
-      x0 = Math.min(x0, f.x0);
-      y0 = Math.min(y0, f.y0);
-      x1 = Math.max(x1, f.x0 + f.w);
-      y1 = Math.max(y1, f.y0 + f.h);
-    }
-    const rect = { x0, y0, w: x1 - x0, h: y1 - y0 };
+    const rect = unionRect(framed);
     from = rect;
     px = await withDecodeBudget(() => readPixels(capture, opened, rect, opts)).catch(() => null);
   }

@@ -5,6 +5,7 @@
  * `bat_`), so a link of one kind never opens another.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { AppError } from './errors.js';
 
 export function signDownload(key: string, id: string, expires: number): string {
   return createHmac('sha256', key).update(`${id}.${expires}`).digest('base64url');
@@ -36,6 +37,31 @@ export function checkDownload(
   const got = Buffer.from(signature);
   if (want.length !== got.length || !timingSafeEqual(want, got)) return 'tampered';
   return expires * 1000 <= now ? 'expired' : 'ok';
+}
+
+/**
+ * A download request's `expires` and `signature` as the query gives them: returns when the link is
+ * good, else throws `invalid_signature` or `link_expired`, naming `fresh` (the request that signs a
+ * new link, e.g. `GET /v1/reports/{id}`).
+ */
+export function assertDownloadLink(
+  key: string,
+  id: string,
+  expires: string | undefined,
+  signature: string | undefined,
+  fresh: string,
+): void {
+  const check =
+    expires !== undefined && /^\d{1,15}$/.test(expires) && signature
+      ? checkDownload(key, id, Number(expires), signature)
+      : 'tampered';
+  if (check === 'tampered')
+    throw new AppError(
+      'invalid_signature',
+      `The download link is not valid (its signature does not match); ask ${fresh} for a fresh one`,
+    );
+  if (check === 'expired')
+    throw new AppError('link_expired', `The download link has expired; ${fresh} returns a freshly signed one`);
 }
 
 /** Links carry whole seconds; the stored expiry is cut to the same second so both agree. */

@@ -5,14 +5,14 @@
 import type { ComputePool } from '../compute/pool.js';
 import { getField } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
-import { AppError, notFound } from '../platform/errors.js';
+import { notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { checkIdempotencyKey, idempotentCreate, requestHash } from '../platform/idempotency.js';
-import { expiryFrom } from '../platform/signed-links.js';
+import { assertDownloadLink, expiryFrom } from '../platform/signed-links.js';
 import type { JobQueues } from '../platform/queue/job-queues.js';
 import { resolveOptions } from './options.js';
 import type { Report, ReportCreate, ReportListQuery } from './schemas.js';
-import { checkDownload, downloadUrl } from './signing.js';
+import { downloadUrl } from './signing.js';
 
 export const REPORT_QUEUE = 'reports';
 
@@ -185,20 +185,7 @@ export async function openDownload(
   expires: string | undefined,
   signature: string | undefined,
 ): Promise<Download> {
-  const check =
-    expires !== undefined && /^\d{1,15}$/.test(expires) && signature
-      ? checkDownload(deps.signingKey, id, Number(expires), signature)
-      : 'tampered';
-  if (check === 'tampered')
-    throw new AppError(
-      'invalid_signature',
-      'The download link is not valid (its signature does not match); ask GET /v1/reports/{id} for a fresh one',
-    );
-  if (check === 'expired')
-    throw new AppError(
-      'link_expired',
-      'The download link has expired; GET /v1/reports/{id} returns a freshly signed one',
-    );
+  assertDownloadLink(deps.signingKey, id, expires, signature, 'GET /v1/reports/{id}');
   const [row] = await deps.db.query<{ content: Uint8Array; filename: string; content_type: string }>(
     `SELECT f.content, r.filename, r.content_type FROM reports r JOIN report_files f ON f.report_id = r.id WHERE r.id = $1 AND r.status = 'ready'`,
     [id],
