@@ -19,7 +19,7 @@ import { DEMO_DATES, DEMO_SCENE, DEMO_SEASON } from '../src/imagery/demo.js';
 import { toWgs84 } from '../src/imagery/crs.js';
 import { writeSyntheticSeason } from '../src/imagery/synthetic.js';
 import { packageRoot } from '../src/platform/paths.js';
-import { type Service, startService, stopService } from './service.js';
+import { type Service, startService, stopService, registerCaptures } from './service.js';
 
 const GOAL = { vsRasterio: 20, seconds10k: 60 };
 const sizes = (v: string | undefined, d: number[]) => (v ? v.split(',').map(Number) : d);
@@ -104,21 +104,7 @@ export default async function batchBench(): Promise<void> {
     svc = await startService(dataDir, port, { COMPUTE_THREADS: '2' }, 300_000);
     const key = /\b(fak_[A-Za-z0-9_-]{43})\b/.exec(svc.output())![1]!;
     const json = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    for (const c of caps) {
-      const r = await fetch(`${svc.base}/v1/imagery`, {
-        method: 'POST',
-        headers: json,
-        body: JSON.stringify({
-          source: 'sentinel-2-l2a',
-          capture_date: c.date,
-          bands: c.files,
-          mask: { href: c.scl, kind: 'scl' },
-          scale: 0.0001,
-          offset: -0.1,
-        }),
-      });
-      if (!r.ok) throw new Error(`registration: ${r.status} ${await r.text()}`);
-    }
+    await registerCaptures(svc.base, key, caps);
     await stopService(svc);
     svc = undefined;
     console.log(

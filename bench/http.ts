@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { packageRoot } from '../src/platform/paths.js';
-import { type Service, startProcess, startService, stopService } from './service.js';
+import { type Service, startProcess, startService, stopService, registerCaptures } from './service.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
 
 async function cannon(url: string, key: string, seconds: number, connections = 4) {
@@ -282,22 +282,7 @@ export default async function httpBench(): Promise<void> {
       });
       heavyFields.push(((await r.json()) as { id: string }).id);
     }
-    const ids: string[] = [];
-    for (const c of caps) {
-      const r = await fetch(`${svc.base}/v1/imagery`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({
-          source: 'sentinel-2-l2a',
-          capture_date: c.date,
-          bands: c.files,
-          mask: { href: c.scl, kind: 'scl' },
-          scale: 0.0001,
-          offset: -0.1,
-        }),
-      });
-      ids.push(((await r.json()) as { id: string }).id);
-    }
+    const ids = await registerCaptures(svc.base, key, caps);
     await stopService(svc);
 
     // The peer before and after our runs (the machine is shared): the faster of the two counts.

@@ -24,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { type Service, startService, stopService } from './service.js';
+import { type Service, startService, stopService, registerCaptures } from './service.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../src/imagery/synthetic.js';
 import { writeCog } from '../src/imagery/cog-writer.js';
 import { colourise, rampTable } from '../src/indices/ramps.js';
@@ -178,21 +178,7 @@ export default async function rastersBench(): Promise<void> {
         body: JSON.stringify({ name: 'bench rasters', boundary: field }),
       })
     ).json()) as { id: string; area_ha: number };
-    for (const c of caps) {
-      const r = await fetch(`${svc.base}/v1/imagery`, {
-        method: 'POST',
-        headers: json,
-        body: JSON.stringify({
-          source: 'sentinel-2-l2a',
-          capture_date: c.date,
-          bands: c.files,
-          mask: { href: c.scl, kind: 'scl' },
-          scale: 0.0001,
-          offset: -0.1,
-        }),
-      });
-      if (!r.ok) throw new Error(`registration: ${r.status} ${await r.text()}`);
-    }
+    await registerCaptures(svc.base, key, caps);
     await stopService(svc);
 
     // ---- A fresh process: cold tiles, then warm.

@@ -68,3 +68,35 @@ export async function stopService(s: Service): Promise<void> {
   s.child.kill('SIGTERM');
   await new Promise((r) => s.child.once('exit', r));
 }
+
+/** A synthetic capture as `writeSyntheticSeason` writes it. */
+export interface SeasonCapture {
+  date: string;
+  files: Record<string, string>;
+  scl: string;
+}
+
+/**
+ * Registers each capture (Sentinel-2 L2A, the processing-baseline offset, its SCL mask) with the
+ * running service and returns the imagery ids in order; a refused registration throws.
+ */
+export async function registerCaptures(base: string, key: string, caps: readonly SeasonCapture[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const c of caps) {
+    const r = await fetch(`${base}/v1/imagery`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        source: 'sentinel-2-l2a',
+        capture_date: c.date,
+        bands: c.files,
+        mask: { href: c.scl, kind: 'scl' },
+        scale: 0.0001,
+        offset: -0.1,
+      }),
+    });
+    if (!r.ok) throw new Error(`registration: ${r.status} ${await r.text()}`);
+    ids.push(((await r.json()) as { id: string }).id);
+  }
+  return ids;
+}
