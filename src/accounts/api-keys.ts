@@ -4,7 +4,7 @@
  * brute-force, and every request must verify it cheaply). `prefix` (the first 12 characters) is
  * kept to recognise a key in listings without being able to use it.
  */
-import crypto, { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Config } from '../platform/config.js';
 import type { Database, Sql } from '../platform/database.js';
 import { newId } from '../platform/ids.js';
@@ -29,11 +29,10 @@ export interface ApiKeyInfo {
   revoked_at: Date | null;
 }
 
-// One-shot crypto.hash (Node ≥ 20.12) where there is one: no Hash object per request.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+// One-shot crypto.hash (Node ≥ 20.12; package.json engines ask 20.19): no Hash object per request.
 
 export function hashKey(key: string): string {
-  return oneShot ? oneShot('sha256', key, 'hex') : createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function isWellFormedKey(key: string): boolean {
