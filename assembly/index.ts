@@ -902,11 +902,10 @@ export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): 
     r ^= r >> 17;
     r ^= r << 5;
     const i = min(n - 1, <i32>((<f64>j + <f64>r * 2.3283064365386963e-10) * step));
+    // branch-free: the loads of several strata overlap (a branch on each would wait for its miss)
     const x = load<f32>(src + (<usize>i << 2));
-    if (x == x) {
-      store<f32>(dst + (<usize>k << 2), x);
-      k++;
-    }
+    store<f32>(dst + (<usize>k << 2), x);
+    k += <i32>(x == x);
   }
   return k;
 }

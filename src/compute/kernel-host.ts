@@ -97,6 +97,8 @@ const JIT_CHUNK = 16384;
  * that has a value; 64 is as good a shift and costs a tenth on a 10,000-pixel field.
  */
 const K_BLOCK = 64;
+/** Values of a bracket under which its ranks are selected without narrowing it first. */
+const NARROW_MIN = 256;
 const NO_STATS: Stats = Object.freeze({ count: 0, min: NaN, max: NaN, mean: NaN, std: NaN });
 
 const modules = new Map<string, WebAssembly.Module>();
@@ -486,28 +488,92 @@ export class Kernel {
     x.bracketPass(this.outPtr, n, brPtr, this.scratchPtr, lims.length);
     const m = i32[20]!;
     if (m === 0) return undefined;
-    // each rank in its bracket, selected there (ranks in increasing order narrow the range)
-    const at = new Map<number, number>();
-    let j = 0;
-    let lo = 0;
-    let prev = -1; // the last place selected in bracket j
+    // the ranks of each bracket (each rank must lie in one, and a bracket's values fit its room)
+    const groups: Array<{ rs: number[]; lo: number; hi: number; start: number; len: number; below: number }> = [];
+    let room = 0;
     for (const r of neededRanks(ps, m)) {
-      while (j < lims.length && r >= i32[16 + j]! + (i32[8 + j]! - j * cap)) {
-        j++;
-        lo = j * cap;
-        prev = -1;
-      }
-      const got = j < lims.length ? i32[8 + j]! - j * cap : 0;
+      let j = 0;
+      while (j < lims.length && r >= i32[16 + j]! + (i32[8 + j]! - j * cap)) j++;
+      if (j >= lims.length) return undefined;
+      const got = i32[8 + j]! - j * cap;
       const below = i32[16 + j]!;
-      if (j >= lims.length || r < below || got > cap) return undefined;
-      const k = j * cap + (r - below);
-      const end = j * cap + got - 1;
-      // the next place after one selected: the smallest value right of it
-      at.set(r, k === prev + 1 ? x.minOf(this.scratchPtr, k, end) : x.selectFR(this.scratchPtr, lo, end, k));
-      lo = k;
-      prev = k;
+      if (r < below || got > cap) return undefined;
+      const g = groups[groups.length - 1];
+      if (g && g.start === j * cap) g.rs.push(r);
+      else groups.push({ rs: [r], lo: lims[j]![0], hi: lims[j]![1], start: j * cap, len: got, below });
+      room = Math.max(room, got);
+    }
+    // each bracket narrowed (narrowBracket), then its ranks selected in what is left
+    const br2 = brPtr + 192;
+    const bufA = align(br2 + 192);
+    const bufB = align(bufA + room * 4 + 16);
+    this.ensure(bufB + room * 4 + 64);
+    const at = new Map<number, number>();
+    for (const g of groups) {
+      const { ptr, len, first } = this.narrowBracket(g, this.scratchPtr + g.start * 4, br2, bufA, bufB);
+      let from = 0;
+      let prev = -1; // the last place selected
+      for (const r of g.rs) {
+        const k = r - first;
+        // the next place after one selected: the smallest value right of it
+        at.set(r, k === prev + 1 ? x.minOf(ptr, k, len - 1) : x.selectFR(ptr, from, len - 1, k));
+        from = k;
+        prev = k;
+      }
     }
     return interpolated(ps, m, at);
+  }
+
+  /**
+   * Narrows the values of one bracket (all in [lo, hi], `len` of them from `ptr`, `below` values
+   * under them) around its ranks `rs` before they are selected: a narrower bracket is placed by
+   * linear interpolation of the ranks between lo and hi (with a margin of an eighth of the values
+   * and 16 more each side), and one vector pass (bracketPass with one bracket) counts the values
+   * below it and copies those inside, into bufA and bufB in turn, while more than NARROW_MIN values
+   * are left. When a rank falls outside the interpolated bracket (a bracket whose values are far
+   * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
+   * the result never depends on the guess. Returns where the values are and the rank of the first.
+   */
+  private narrowBracket(
+    g: { rs: number[]; lo: number; hi: number; len: number; below: number },
+    ptr: number,
+    br: number,
+    bufA: number,
+    bufB: number,
+  ): { ptr: number; len: number; first: number } {
+    const x = this.x;
+    let len = g.len;
+    let first = g.below;
+    let lo = g.lo;
+    let hi = g.hi;
+    let into = bufA;
+    const t0 = g.rs[0]!;
+    const t1 = g.rs[g.rs.length - 1]!;
+    while (len > NARROW_MIN && Number.isFinite(lo) && Number.isFinite(hi) && hi > lo) {
+      const d = len / 8 + 16;
+      const a = t0 - first - d;
+      const b = t1 - first + d;
+      if (a <= 0 && b >= len - 1) break;
+      const f32 = new Float32Array(x.memory.buffer, br, 8);
+      const i32 = new Int32Array(x.memory.buffer, br, 21);
+      f32.fill(NaN);
+      f32[0] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
+      f32[4] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
+      i32[8] = 0;
+      i32[12] = len;
+      x.bracketPass(ptr, len, br, into, 1);
+      const below = i32[16]!;
+      const got = i32[8]!;
+      if (t0 - first < below || t1 - first >= below + got) break;
+      ptr = into;
+      first += below;
+      lo = f32[0]!;
+      hi = f32[4]!;
+      into = into === bufA ? bufB : bufA;
+      if (got === len) break;
+      len = got;
+    }
+    return { ptr, len, first };
   }
 
   /**
