@@ -162,6 +162,50 @@ describe('percentiles by selection and numpy histograms', () => {
     expect(answered).toBeGreaterThan(30);
   });
 
+  it('brackets narrowed by interpolation (smooth, skewed, few levels, all equal, NaN, one value, p0/p100, brackets near 256 values) equal the reference', () => {
+    // after the pass each bracket of over 256 values is narrowed by one-bracket passes placed by
+    // linear interpolation; a skewed bracket makes the guess miss (then the ranks are selected
+    // among the values it had): both must give numpy's values
+    const r = rng(2323);
+    const before = { ...kernel.narrowings };
+    const shapes: Array<(u: number) => number> = [
+      (u) => u * 2 - 1, // smooth
+      (u) => u ** 12, // skewed: most values near 0, a long tail
+      (u) => Math.floor(u * 3) / 3, // three levels (ties across brackets)
+      () => 0.375, // all equal
+      (u) => (u < 0.5 ? -Math.exp(-40 * u) : Math.exp(-40 * (1 - u))), // two sharp peaks
+    ];
+    const lists = [[5, 50, 95], [0, 100], [0.1, 99.9], [50], [49.9, 50, 50.1], [1, 25, 75, 99], [0, 5, 50, 95, 100]];
+    for (let t = 0; t < 60; t++) {
+      const n = t < 20 ? 4096 + Math.floor(r() * 6000) : 8000 + Math.floor(r() * 120_000);
+      const nanShare = [0, 0.5, 0.75, 0.93][t % 4]!;
+      const shape = shapes[t % shapes.length]!;
+      const values = Float32Array.from({ length: n }, () => (r() < nanShare ? NaN : shape(r())));
+      const st = load(kernel, values);
+      const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+      for (const few of [lists[t % lists.length]!, lists[(t + 3) % lists.length]!]) {
+        const ref = few.map((p) => npPercentile(sorted, p));
+        const bySample = kernel.percentilesBySample(few, st.count);
+        if (bySample) expect(bySample, `${n} shape ${t % shapes.length} NaN ${nanShare} ${few}`).toEqual(ref);
+        expect(kernel.percentiles(few, st)).toEqual(ref);
+      }
+    }
+    // both ways out of a narrowing were taken
+    expect(kernel.narrowings.passes - before.passes).toBeGreaterThan(100);
+    expect(kernel.narrowings.misses - before.misses).toBeGreaterThan(0);
+    // one valid value among 8,000 NaN, and one value repeated: p0 and p100 are that value
+    for (const values of [
+      Float32Array.from({ length: 8000 }, (_, i) => (i === 4321 ? -0.125 : NaN)),
+      Float32Array.from({ length: 9000 }, (_, i) => (i % 3 ? 0.8125 : NaN)),
+    ]) {
+      const st = load(kernel, values);
+      const v = values.find((x) => !Number.isNaN(x))!;
+      expect(kernel.percentiles([0, 5, 50, 95, 100], st)).toEqual([v, v, v, v, v]);
+      const bySample = kernel.percentilesBySample([0, 50, 100], st.count);
+      if (bySample) expect(bySample).toEqual([v, v, v]);
+    }
+  });
+
   it('small sets: one value, two values, all equal, all NaN; order of the list kept', () => {
     const cases: number[][] = [[0.25], [1, 2], [3, 3, 3, 3], [5, NaN, 1, NaN, 3, 2, 4], [-1, 1e-8, 7, 7, 7, 0.5]];
     for (const c of cases) {
