@@ -889,23 +889,23 @@ export function bucketGather(src: usize, n: i32, lo: f32, scale: f32, nb: i32, s
 // ---------- percentiles by sampled brackets ----------
 
 /**
- * `s` values of src, one at a pseudo-random place (xorshift32 from `seed`) in each of s equal
- * strata (in index order, so the reads go forward), the non-NaN ones copied to dst; returns how
- * many were copied.
+ * `s` values of src, one at a pseudo-random place (the high 16 bits of a linear congruential
+ * generator from `seed`) in each of s nearly equal strata (16.16 fixed point; in index order, so the
+ * reads go forward), the non-NaN ones copied to dst; returns how many were copied. Integer
+ * arithmetic only, and no branch on a value: the loads of several strata overlap.
  */
 export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): i32 {
-  let r = seed | 1;
+  let r = seed;
   let k = 0;
-  const step = <f64>n / <f64>s;
+  const step: u64 = (<u64>n << 16) / <u64>s; // below n × 2^16 / s: every place is below n
+  let at: u64 = 0;
   for (let j = 0; j < s; j++) {
-    r ^= r << 13;
-    r ^= r >> 17;
-    r ^= r << 5;
-    const i = min(n - 1, <i32>((<f64>j + <f64>r * 2.3283064365386963e-10) * step));
-    // branch-free: the loads of several strata overlap (a branch on each would wait for its miss)
-    const x = load<f32>(src + (<usize>i << 2));
+    r = r * 1664525 + 1013904223;
+    const i = <usize>((at + ((<u64>(r >>> 16) * step) >> 16)) >> 16);
+    const x = load<f32>(src + (i << 2));
     store<f32>(dst + (<usize>k << 2), x);
     k += <i32>(x == x);
+    at += step;
   }
   return k;
 }

@@ -553,6 +553,9 @@ export class Kernel {
     let lo = g.lo;
     let hi = g.hi;
     let into = bufA;
+    if (len <= NARROW_MIN) return { ptr, len, first };
+    const f32 = new Float32Array(x.memory.buffer, br, 8);
+    const i32 = new Int32Array(x.memory.buffer, br, 21);
     const t0 = g.rs[0]!;
     const t1 = g.rs[g.rs.length - 1]!;
     while (len > NARROW_MIN && Number.isFinite(lo) && Number.isFinite(hi) && hi > lo) {
@@ -560,8 +563,6 @@ export class Kernel {
       const a = t0 - first - d;
       const b = t1 - first + d;
       if (a <= 0 && b >= len - 1) break;
-      const f32 = new Float32Array(x.memory.buffer, br, 8);
-      const i32 = new Int32Array(x.memory.buffer, br, 21);
       f32.fill(NaN);
       f32[0] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
       f32[4] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
