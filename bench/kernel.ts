@@ -176,6 +176,58 @@ function cpuPerCall(variants: Record<string, () => void>, calls: number): Record
 const f2 = (x: number) => x.toFixed(2);
 
 /**
+ * Where the CPU time of the percentile path goes (Kernel.percentilesBySample on the run's values):
+ * prefix timings, each call cut by an exception at the first kernel call of the next phase (the
+ * cut's own cost measured and taken out). Phases: drawing the sample (and placing its brackets'
+ * ranks), selecting the brackets' ends in it, the bracket pass over the window, narrowing the
+ * brackets and selecting the ranks.
+ */
+function percentileBreakdown(k: Kernel, ps: number[], count: number, calls: number): Record<string, number> {
+  type Fn = (...a: number[]) => number;
+  const holder = k as unknown as { x: Record<string, Fn> };
+  const x = holder.x;
+  const cut = new Error('cut');
+  let stage = 99;
+  let passed = false;
+  const proxy: Record<string, Fn> = { ...x };
+  const wrap = (name: string, stopAt: number) => {
+    const fn = x[name]!;
+    proxy[name] = (...a: number[]) => {
+      if (stage === stopAt || (stage === 3 && passed)) throw cut;
+      const r = fn(...a);
+      if (name === 'bracketPass') passed = true;
+      return r;
+    };
+  };
+  wrap('sampleValid', 0);
+  wrap('selectFR', 1);
+  wrap('bracketPass', 2);
+  wrap('minOf', -1);
+  const upTo = (s: number) => () => {
+    stage = s;
+    passed = false;
+    try {
+      k.percentilesBySample(ps, count);
+    } catch (e) {
+      if (e !== cut) throw e;
+    }
+  };
+  holder.x = proxy;
+  try {
+    const t = cpuPerCall({ c0: upTo(0), c1: upTo(1), c2: upTo(2), c3: upTo(3), all: upTo(99) }, calls);
+    return {
+      sample: t.c1! - t.c0!,
+      'ends in the sample': t.c2! - t.c1!,
+      bracketPass: t.c3! - t.c2!,
+      'narrowing + selection': t.all! - t.c3!,
+      total: t.all! - t.c0!,
+    };
+  } finally {
+    holder.x = x;
+  }
+}
+
+/**
  * Issue 23: NDVI over a round field (a 64-gon filling the window, which has n pixels) with the
  * service's default path (pixel centres: values+stats, the mask the centres inside) against the
  * same with coverage weights (every touched pixel in the kernel's pass, then the edge pixels
@@ -188,6 +240,7 @@ const f2 = (x: number) => x.toFixed(2);
 async function statisticsRows(): Promise<void> {
   const program = compileFormula(FORMULAS.NDVI);
   const rows: Array<Record<string, string>> = [];
+  const breakdown: Array<Record<string, string | number>> = [];
   for (const n of [10_000, 10_000_000]) {
     const side = Math.round(Math.sqrt(n));
     const m = side * side;
@@ -248,6 +301,12 @@ async function statisticsRows(): Promise<void> {
     };
     const r = await measure(m, variants);
     const cpu = cpuPerCall(variants, m > 1e6 ? 3 : 2000);
+    const st = kc.run(program);
+    breakdown.push({
+      pixels: m.toLocaleString('en'),
+      'fused (CPU µs)': cpu.fused!,
+      ...percentileBreakdown(kc, [5, 50, 95], st.count, m > 1e6 ? 3 : 2000),
+    });
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
     rows.push({
       pixels: m.toLocaleString('en'),
@@ -270,6 +329,14 @@ async function statisticsRows(): Promise<void> {
     'values+stats) against coverage weights and against percentiles 5, 50, 95 (one pass over sampled brackets):',
   );
   console.table(rows);
+  console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
+  console.table(
+    breakdown.map((b) =>
+      Object.fromEntries(
+        Object.entries(b).map(([key, v]) => [key, typeof v === 'number' ? (v < 100 ? v.toFixed(2) : v.toFixed(0)) : v]),
+      ),
+    ),
+  );
 }
 
 export default async function kernelBench(): Promise<void> {
