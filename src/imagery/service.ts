@@ -285,8 +285,9 @@ export class FieldSnapshot {
       [this.accountId],
     );
     const version = `${v!.n}|${v!.at?.getTime() ?? ''}`;
-    if (version !== this.version) {
-      // Registrations running at once wait for one load.
+    // Registrations running at once share a load; one that checked another version than the load
+    // in flight was started for loads again once it is done.
+    while (version !== this.version) {
       this.loading ??= this.db
         .query<Candidate>('SELECT id, boundary, bbox FROM fields WHERE account_id = $1 ORDER BY created_at, id', [
           this.accountId,
