@@ -9,6 +9,12 @@
  * union would exceed MAX_PIXELS (large fields) is cut into several groups, which bounds a task's
  * memory; and when there are fewer groups than compute threads, the largest are halved so every
  * thread gets one.
+ *
+ * A tile under a field that straddles two groups' cells is read and decoded by both. A caller that
+ * keeps every thread busy with other captures (a subscription poll registers several Items at
+ * once) passes threads 1 and the WHOLE limits: larger cells, no halving, so that a tile is decoded
+ * once per capture (the bench's 1,000 fields over a 32 km scene: one group instead of four, whose
+ * shared tile row and column were 16 % more tiles inflated).
  */
 import type { Boundary } from '../fields/index.js';
 import { fromWgs84, type CrsRef } from './crs.js';
@@ -19,6 +25,21 @@ export const MAX_CELL = 2048;
 const TILE = 256;
 /** Largest union window of a group in pixels (a larger field goes alone, as its own window). */
 export const MAX_PIXELS = 6_000_000;
+
+export interface GroupLimits {
+  /** Largest cell edge in pixels (a multiple of 256). */
+  maxCell: number;
+  /** Largest union window of a group in pixels. */
+  maxPixels: number;
+}
+
+/**
+ * Limits for coverage only, when other captures keep the threads busy: a coverage task holds one
+ * byte per pixel of its union (the usable-pixel mask; blocks are decoded one at a time), so a
+ * 4,096² cell costs 16 MiB where batch statistics' windows (every band, 2 bytes a pixel) keep
+ * MAX_PIXELS.
+ */
+export const WHOLE: GroupLimits = { maxCell: 4096, maxPixels: 4096 * 4096 };
 
 export interface GridInfo {
   epsg: CrsRef;
@@ -90,14 +111,14 @@ function groupOf(wins: Win[]): Group {
 }
 
 /** The fields by cell: edges ≤ MAX_CELL, multiples of TILE, as equal as that allows over their extent. */
-function cellsOf(wins: Win[]): Map<string, Win[]> {
+function cellsOf(wins: Win[], maxCell: number): Map<string, Win[]> {
   const cells = new Map<string, Win[]>();
   if (!wins.length) return cells;
   const extent = Math.max(
     Math.max(...wins.map((w) => w.x1)) - Math.min(...wins.map((w) => w.x0)),
     Math.max(...wins.map((w) => w.y1)) - Math.min(...wins.map((w) => w.y0)),
   );
-  const cell = Math.min(MAX_CELL, Math.max(TILE, Math.ceil(extent / Math.ceil(extent / MAX_CELL) / TILE) * TILE));
+  const cell = Math.min(maxCell, Math.max(TILE, Math.ceil(extent / Math.ceil(extent / maxCell) / TILE) * TILE));
   for (const w of wins) {
     // Half a pixel of tolerance: a field drawn on a pixel edge stays on its side after reprojection
     const key = `${Math.floor((w.r + 0.5) / cell)},${Math.floor((w.c + 0.5) / cell)}`;
@@ -112,7 +133,12 @@ function cellsOf(wins: Win[]): Map<string, Win[]> {
  * The fields (indices into `boundaries`) in groups, each of nearby fields; every index appears
  * once. A boundary that cannot be projected goes alone (its task reports why).
  */
-export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: number): number[][] {
+export function coverageGroups(
+  boundaries: Boundary[],
+  grid: GridInfo,
+  threads: number,
+  limits: GroupLimits = { maxCell: MAX_CELL, maxPixels: MAX_PIXELS },
+): number[][] {
   const project = fromWgs84(grid.epsg) as (p: [number, number]) => number[];
   const alone: number[][] = [];
   const placed: Win[] = [];
@@ -127,7 +153,7 @@ export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: 
     else alone.push([i]);
   }
   const groups: Group[] = [];
-  const cells = cellsOf(placed);
+  const cells = cellsOf(placed, limits.maxCell);
   for (const key of [...cells.keys()].sort()) {
     // Row by row inside the cell; a new group when the union would pass MAX_PIXELS (the union
     // grown field by field: recomputing it over the group for every field was quadratic)
@@ -140,7 +166,7 @@ export function coverageGroups(boundaries: Boundary[], grid: GridInfo, threads: 
         x1: Math.max(cur.x1, w.x1),
         y1: Math.max(cur.y1, w.y1),
       };
-      if (cur.wins.length && area(grown) > MAX_PIXELS) {
+      if (cur.wins.length && area(grown) > limits.maxPixels) {
         groups.push(cur);
         cur = { wins: [w], x0: w.x0, y0: w.y0, x1: w.x1, y1: w.y1 };
       } else {

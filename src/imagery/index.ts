@@ -1,6 +1,12 @@
 /** The imagery feature's public entry: captures as other features see them, CRS helpers, linking. */
 export { fromWgs84, toWgs84, type CrsRef } from './crs.js';
-export { linkFieldImagery, registerImagery, type ImageryDeps, type StacOrigin } from './service.js';
+export {
+  FieldSnapshot,
+  linkFieldImagery,
+  registerImagery,
+  type ImageryDeps,
+  type StacOrigin,
+} from './service.js';
 export { captureFromStac, EARTH_SEARCH_ASSET_KEYS } from './stac.js';
 export type { ImageryCreate } from './schemas.js';
 export { coverageGroups, MAX_PIXELS as MAX_GROUP_PIXELS, type GridInfo } from './coverage-groups.js';

@@ -23,7 +23,7 @@ import { LocalPathError, registrationRules, resolveLocal } from './local-path.js
 import { foreignUploads } from './upload-files.js';
 import { isUploadHref, uploadIdOf } from './upload-ref.js';
 import { limitOf } from './decode-limits.js';
-import { coverageGroups, type GridInfo } from './coverage-groups.js';
+import { coverageGroups, WHOLE, type GridInfo } from './coverage-groups.js';
 import { CAPTURE_BANDS, coverageBands, ImageryError, type CaptureBand, type CaptureSource } from './window-reader.js';
 
 export interface ImageryDeps {
@@ -258,6 +258,54 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
 
 type Covered = { field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number };
 
+type Candidate = { id: string; boundary: Boundary; bbox: [number, number, number, number] };
+
+/**
+ * An account's fields with their boundaries, loaded once and reused by the registrations of one
+ * caller (a subscription poll: every Item of a tile meets the same 1,000 fields, whose boundaries
+ * were one SELECT of 1,000 JSON boundaries per Item). Before each use, one small statement checks
+ * the fields have not changed (their count and newest updated_at: a field created, deleted or
+ * redrawn changes one of them) and they are loaded again if they have; so an Item sees the fields
+ * as they are when it is registered, as with the SELECT per Item.
+ */
+export class FieldSnapshot {
+  private version: string | null = null;
+  private fields: Candidate[] = [];
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Database,
+    private readonly accountId: string,
+  ) {}
+
+  /** Fields whose box meets `bbox` (lon/lat), in the order the account's fields were loaded. */
+  async candidates(bbox: readonly number[]): Promise<Array<{ id: string; boundary: Boundary }>> {
+    const [v] = await this.db.query<{ n: number; at: Date | null }>(
+      'SELECT count(*)::int AS n, max(updated_at) AS at FROM fields WHERE account_id = $1',
+      [this.accountId],
+    );
+    const version = `${v!.n}|${v!.at?.getTime() ?? ''}`;
+    // Registrations running at once share a load; one that checked another version than the load
+    // in flight was started for loads again once it is done.
+    while (version !== this.version) {
+      this.loading ??= this.db
+        .query<Candidate>('SELECT id, boundary, bbox FROM fields WHERE account_id = $1 ORDER BY created_at, id', [
+          this.accountId,
+        ])
+        .then((rows) => {
+          this.fields = rows.map((r) => ({ ...r, bbox: r.bbox.map(Number) as Candidate['bbox'] }));
+          this.version = version;
+        })
+        .finally(() => {
+          this.loading = null;
+        });
+      await this.loading;
+    }
+    const [x0, y0, x1, y1] = bbox as [number, number, number, number];
+    return this.fields.filter((f) => f.bbox[0] <= x1 && f.bbox[2] >= x0 && f.bbox[1] <= y1 && f.bbox[3] >= y0);
+  }
+}
+
 /**
  * Each candidate field's coverage by the capture, the fields in groups of nearby ones
  * (coverage-groups.ts), each group one compute task that reads the files once, the groups on
@@ -270,6 +318,7 @@ async function coveredFields(
   candidates: Array<{ id: string; boundary: Boundary }>,
   grid: GridInfo,
   mask?: MaskRequest,
+  concurrent = false,
 ): Promise<Covered[]> {
   const bands = coverageBands(capture);
   const results: Array<Covered | null> = candidates.map(() => null);
@@ -279,7 +328,8 @@ async function coveredFields(
     coverageGroups(
       candidates.map((f) => f.boundary),
       grid,
-      deps.compute.size,
+      concurrent ? 1 : deps.compute.size,
+      ...(concurrent ? [WHOLE] : []),
     ).map(async (group) => {
       const done = await deps.compute
         .coverageBatch({
@@ -323,6 +373,19 @@ export interface StacOrigin {
   mask?: MaskRequest;
 }
 
+/** How a caller that registers many captures (a subscription poll) wants them registered. */
+export interface RegisterOptions {
+  stac?: StacOrigin;
+  /**
+   * Other captures are registered at once and keep the compute threads busy: a capture's fields
+   * are not split across threads, and its groups are larger (coverage-groups.ts WHOLE), so no
+   * tile is decoded twice for one capture.
+   */
+  concurrent?: boolean;
+  /** The account's fields, loaded once for many registrations (else one SELECT per registration). */
+  fields?: FieldSnapshot;
+}
+
 /**
  * With `opts.stac`, the capture is stored only if the account has no capture of that collection
  * and Item id yet (the unique index, ON CONFLICT DO NOTHING): null then, and nothing is linked or
@@ -333,13 +396,13 @@ export async function registerImagery(
   deps: ImageryDeps,
   accountId: string,
   input: ImageryCreate,
-  opts: { stac: StacOrigin },
+  opts: RegisterOptions & { stac: StacOrigin },
 ): Promise<Imagery | null>;
 export async function registerImagery(
   deps: ImageryDeps,
   accountId: string,
   input: ImageryCreate,
-  opts: { stac?: StacOrigin } = {},
+  opts: RegisterOptions = {},
 ): Promise<Imagery | null> {
   const { capture, source, date, cloud } = normalise(input);
   const stac = opts.stac;
@@ -351,12 +414,14 @@ export async function registerImagery(
   const [finestBand, finest] = entries.reduce((a, b) => (Math.abs(b[1].resX) < Math.abs(a[1].resX) ? b : a));
   const footprint = footprintOf(finestBand, finest);
   const bbox = bboxOf(footprint.coordinates[0]!);
-  const candidates = await deps.db.query<{ id: string; boundary: Boundary }>(
-    `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
-    [accountId, bbox[0], bbox[1], bbox[2], bbox[3]],
-  );
+  const candidates = opts.fields
+    ? await opts.fields.candidates(bbox)
+    : await deps.db.query<{ id: string; boundary: Boundary }>(
+        `SELECT id, boundary FROM fields WHERE account_id = $1 AND bbox[1] <= $4 AND bbox[3] >= $2 AND bbox[2] <= $5 AND bbox[4] >= $3`,
+        [accountId, bbox[0], bbox[1], bbox[2], bbox[3]],
+      );
   const mask = stac?.mask && Object.keys(stac.mask).length ? stac.mask : undefined;
-  const covered = await coveredFields(deps, capture, candidates, finest, mask);
+  const covered = await coveredFields(deps, capture, candidates, finest, mask, opts.concurrent);
   const id = newId('img');
   const row = await deps.db.transaction(async (tx) => {
     const [r] = await tx.query<ImageryRow>(

@@ -420,4 +420,102 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     expect(later[plainImg!.id]).toBe(31.67);
     await other.close();
   });
+
+  it('Items registered at once share one load of the fields: one event per field and capture, a field change seen, a failed Item kept', async () => {
+    const many = await startStacApiServer();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/imagery/subscriptions',
+      headers: t.auth(),
+      payload: { stac_api_url: many.url, start_date: '2020-04-01' },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const manyId = res.json().id as string;
+    // Four passes; the second's red band is on a port nothing listens on (a COG host down: transient).
+    const items = ['01', '02', '03', '04'].map((d) =>
+      realItem(cogs, `S2A_29RKH_202004${d}_0_L2A`, `2020-04-${d}T11:34:20.000000Z`),
+    );
+    const goodRed = items[1]!.assets.red!.href;
+    items[1]!.assets.red!.href = 'http://127.0.0.1:1/B04.tif';
+    many.publish(...items);
+    const fieldsBefore = (
+      await t.db.query<{ id: string }>('SELECT id FROM fields WHERE account_id = $1', [t.accountId])
+    )
+      .map((r) => r.id)
+      .sort();
+    // After the first Item is handled (its slot still held, so the last Item starts later): a field
+    // is drawn and another deleted; the Items that start afterwards link the fields as they are then.
+    let added = '';
+    let changed = false;
+    const sub = await claimSubscription(t.db, manyId, 'batcher', 60_000);
+    const result = await pollSubscription(
+      pollDeps({
+        itemsAtOnce: 2,
+        onItem: async () => {
+          if (changed) return;
+          changed = true;
+          added = (
+            await t.app.inject({
+              method: 'POST',
+              url: '/v1/fields',
+              headers: t.auth(),
+              payload: { name: 'Sahara mid-poll', boundary: square(-11.4, 24.7, 0.01) },
+            })
+          ).json().id;
+          const del = await t.app.inject({ method: 'DELETE', url: `/v1/fields/${otherField}`, headers: t.auth() });
+          expect(del.statusCode).toBe(204);
+        },
+      }),
+      sub!,
+      'batcher',
+    );
+    // The second Item failed (its host is down); an Item whose links were being written as the field
+    // was deleted fails too (its FOREIGN KEY), as with a SELECT per Item: both are left for the next poll.
+    expect(result).toMatchObject({ outcome: 'ok', seen: 4 });
+    expect(result.registered + result.failed).toBe(4);
+    expect(result.failed).toBeGreaterThanOrEqual(1);
+    expect(result.error).toMatch(/left for the next poll/);
+    const linked = async () =>
+      t.db.query<{ imagery_id: string; field_id: string; item: string }>(
+        `SELECT f.imagery_id, f.field_id, i.stac_item_id AS item FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id
+          WHERE i.subscription_id = $1`,
+        [manyId],
+      );
+    const announced = async () =>
+      (await events()).filter((e) => e.subscription_id === manyId).map((e) => `${e.imagery_id} ${e.field_id}`);
+    // Exactly one imagery.available per linked (field, capture), none for a field not linked; the
+    // deleted field's links went with it (its events of captures registered before stay: history).
+    const check = async () => {
+      const links = (await linked()).map((l) => `${l.imagery_id} ${l.field_id}`).sort();
+      const evs = (await announced()).sort();
+      expect(new Set(evs).size).toBe(evs.length);
+      expect(evs.filter((e) => !e.endsWith(` ${otherField}`))).toEqual(links);
+    };
+    await check();
+    // The last Item started after the change: the new field linked, the deleted one not.
+    const last = (await linked()).filter((l) => l.item === items[3]!.id).map((l) => l.field_id);
+    expect(last).toContain(added);
+    expect(last).not.toContain(otherField);
+    expect(last.sort()).toEqual([...fieldsBefore.filter((f) => f !== otherField), added].sort());
+    // The cursor stops before the failed Item; once its file is back, the next poll registers it.
+    const [row] = await t.db.query<{ cursor: Date }>('SELECT cursor FROM imagery_subscriptions WHERE id = $1', [
+      manyId,
+    ]);
+    expect(row!.cursor.getTime()).toBeLessThanOrEqual(Date.parse('2020-04-02T11:34:20Z'));
+    items[1]!.assets.red!.href = goodRed;
+    many.publish(items[1]!);
+    const registered = (await linked()).map((l) => l.item);
+    expect(registered).toContain(items[3]!.id);
+    expect(registered).not.toContain(items[1]!.id);
+    const again = await pollSubscription(
+      pollDeps(),
+      (await claimSubscription(t.db, manyId, 'batcher', 60_000))!,
+      'batcher',
+    );
+    expect(again).toMatchObject({ outcome: 'ok', registered: result.failed, failed: 0 });
+    await check();
+    const second = (await linked()).filter((l) => l.item === items[1]!.id).map((l) => l.field_id);
+    expect(second.sort()).toEqual([...fieldsBefore.filter((f) => f !== otherField), added].sort());
+    await many.close();
+  });
 });

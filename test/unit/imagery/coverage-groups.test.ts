@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Boundary } from '../../../src/fields/index.js';
-import { coverageGroups, MAX_PIXELS } from '../../../src/imagery/coverage-groups.js';
+import { coverageGroups, MAX_PIXELS, WHOLE } from '../../../src/imagery/coverage-groups.js';
 import { fromWgs84, toWgs84 } from '../../../src/imagery/crs.js';
 
 const grid = { epsg: 32631, originX: 600_000, originY: 5_620_000, resX: 10, resY: -10 };
@@ -48,6 +48,41 @@ describe('coverage groups', () => {
       const w = Math.max(...wins.map((x) => x[2])) - Math.min(...wins.map((x) => x[0]));
       const h = Math.max(...wins.map((x) => x[3])) - Math.min(...wins.map((x) => x[1]));
       expect(w * h).toBeLessThanOrEqual(MAX_PIXELS);
+    }
+  });
+
+  /** The 256² tiles of the grid a group's union window meets. */
+  const tilesOf = (g: number[]): string[] => {
+    const wins = g.map((i) => windowOf(boundaries[i]!));
+    const [x0, y0] = [Math.max(0, Math.min(...wins.map((x) => x[0]))), Math.max(0, Math.min(...wins.map((x) => x[1])))];
+    const [x1, y1] = [Math.max(...wins.map((x) => x[2])), Math.max(...wins.map((x) => x[3]))];
+    const out: string[] = [];
+    for (let ty = Math.floor(y0 / 256); ty <= Math.floor((y1 - 1) / 256); ty++)
+      for (let tx = Math.floor(x0 / 256); tx <= Math.floor((x1 - 1) / 256); tx++) out.push(`${tx},${ty}`);
+    return out;
+  };
+
+  it('with the WHOLE limits and one thread, the 1,000 fields are one group: no tile read twice', () => {
+    const bench = boundaries.slice(0, 1000).map((_, i) => i);
+    const split = coverageGroups(boundaries.slice(0, 1000), grid, 2);
+    const whole = coverageGroups(boundaries.slice(0, 1000), grid, 1, WHOLE);
+    expect(whole).toHaveLength(1);
+    expect([...whole[0]!].sort((a, b) => a - b)).toEqual(bench);
+    const once = new Set(tilesOf(bench)).size;
+    // the default groups read the tiles under the fields straddling their cells twice
+    expect(split.flatMap(tilesOf).length).toBeGreaterThan(once);
+    expect(whole.flatMap(tilesOf).length).toBe(once);
+  });
+
+  it('with the WHOLE limits, every field once and groups within WHOLE.maxPixels, large fields included', () => {
+    const groups = coverageGroups(boundaries, grid, 1, WHOLE);
+    expect(groups.flat().sort((a, b) => a - b)).toEqual(boundaries.map((_, i) => i));
+    for (const g of groups) {
+      if (g.length < 2) continue;
+      const wins = g.map((i) => windowOf(boundaries[i]!));
+      const w = Math.max(...wins.map((x) => x[2])) - Math.min(...wins.map((x) => x[0]));
+      const h = Math.max(...wins.map((x) => x[3])) - Math.min(...wins.map((x) => x[1]));
+      expect(w * h).toBeLessThanOrEqual(WHOLE.maxPixels);
     }
   });
 });
