@@ -108,7 +108,13 @@ describe.each(queueBackends)('prescription files for farm terminals on $name', (
         },
       ]);
       // A tampered link is refused as for any report.
-      expect((await c.download(r.download_url.replace(/signature=(.)/, (_m, ch: string) => `signature=${ch === 'x' ? 'y' : 'x'}`))).statusCode).toBe(403);
+      expect(
+        (
+          await c.download(
+            r.download_url.replace(/signature=(.)/, (_m: string, ch: string) => `signature=${ch === 'x' ? 'y' : 'x'}`),
+          )
+        ).statusCode,
+      ).toBe(403);
     }
   }, 60_000);
 
