@@ -27,7 +27,7 @@ import { domainProblems } from './problem-map.js';
 import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from './platform/http/connection.js';
 import { registerNulGuard } from './platform/http/nul-guard.js';
 import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
-import { registerRequestLog } from './platform/http/request-log.js';
+import { registerRequestHooks } from './platform/http/request-log.js';
 import { dashboardDir } from './platform/paths.js';
 import type { Runtime } from './runtime.js';
 import { servicesPlugin } from './services.js';
@@ -48,7 +48,7 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
-    // One line per request, with the route and account, from registerRequestLog.
+    // One line per request, with the route and account, from registerRequestHooks.
     logController: new LogController({ disableRequestLogging: true }),
     // On SIGTERM the server stops accepting connections; a request already on an open connection
     // is served in full (Fastify's default would answer it with a bare 503 while closing).
@@ -76,23 +76,21 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
 
-  app.addHook('onRequest', async (req, reply) => {
-    reply.header('X-Request-Id', req.id);
-  });
   // Bodies are JSON only: without this, text/plain would be parsed and fail validation as 400
   // instead of being refused as 415.
   app.removeContentTypeParser('text/plain');
   registerProblemHandlers(app, domainProblems);
+  // X-Request-Id, the request log and the request histogram: one hook at each end of a request.
+  registerRequestHooks(app);
   registerNulGuard(app);
   registerLingeringAnswers(app);
-  registerRequestLog(app);
   await app.register(servicesPlugin, s);
   await registerLoadShedding(app, s.config.shed, s.compute);
   await registerOpenApi(app, s.config.publicBaseUrl);
   healthRoutes(app, s);
   // The dashboard page (dist/dashboard, built by npm run build), which talks to /v1 like any client.
   dashboardRoutes(app, dashboardDir);
-  registerMetrics(app);
+  registerMetrics(app, { observeRequests: false });
 
   await app.register(
     async (v1) => {

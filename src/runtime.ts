@@ -58,6 +58,9 @@ export interface Runtime extends PlatformServices {
   close(graceMs?: number): Promise<void>;
 }
 
+/** The dispatcher's fallback poll on the embedded database (250 ms on PostgreSQL). */
+const EMBEDDED_DISPATCH_POLL_MS = 2_000;
+
 export interface RuntimeOverrides {
   /** An already-open database (tests): not closed by the runtime. */
   db?: Database;
@@ -208,7 +211,9 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
     const dispatcher = new Dispatcher(db, queues, {
       batchSize: config.webhooks.batchSize,
       direct,
-      pollMs: o.pollMs,
+      // The poll is a fallback for a wake-up missed: on the embedded database every event is written
+      // by this process, whose commits wake the dispatcher at once, so it need not poll often.
+      pollMs: o.pollMs ?? (db.kind === 'pglite' ? EMBEDDED_DISPATCH_POLL_MS : undefined),
       sweepMs: Math.min(30_000, config.webhooks.sweepGraceMs),
       sweepGraceMs: config.webhooks.sweepGraceMs,
       onError: (err) => log('outbox dispatch failed', err),

@@ -66,13 +66,14 @@ function linger(
  * body (bounded) and close only if the client is still sending at the bound.
  */
 export function registerLingeringAnswers(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
+  // A callback hook: no promise per request.
+  app.addHook('onSend', (request, reply, payload, done) => {
     const req = request.raw;
     // `complete` is false while a real request's body is still arriving (inject() has no such flag).
-    if (req.complete !== false) return payload;
+    if (req.complete !== false) return done(null, payload);
     if (String(reply.getHeader('connection') ?? '').toLowerCase() === 'close') reply.removeHeader('connection');
     reply.raw.once('finish', () => drainBody(req, () => app.server.listening));
-    return payload;
+    done(null, payload);
   });
 }
 

@@ -3,8 +3,10 @@
  * lease that a heartbeat renews while the handler runs. A process that dies leaves an expired lease
  * and the job is claimed again (that does not count as a failed attempt; after 5 such stalls the
  * job is failed, so a job that kills its worker cannot loop forever). Works on PGlite (one
- * process) and on PostgreSQL (many processes). In-process enqueues wake the consumer at once;
- * other processes' jobs are found by polling.
+ * process) and on PostgreSQL (many processes). In-process enqueues wake the consumer at once,
+ * delayed jobs and retries at their time; other processes' jobs are found by polling. On the
+ * embedded database, where there are no other processes, an idle consumer's polls back off (to
+ * 10 × the poll interval, at most 5 s): they only find jobs whose lease ran out.
  */
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../database.js';
@@ -20,9 +22,18 @@ interface Consumer {
   concurrency: number;
   running: Map<string, Promise<void>>;
   timer: NodeJS.Timeout | null;
+  /** When `timer` fires (ms since the epoch). */
+  due: number;
   polling: boolean;
   again: boolean;
+  /** The next idle poll's interval: `pollMs`, doubled after each poll that found nothing. */
+  idleMs: number;
+  /** Wake-ups asked for (delayed jobs, retries), ascending, not yet passed by a poll. */
+  wakes: number[];
 }
+
+/** Wake-ups remembered per consumer; past that, the latest are dropped (an idle poll finds them). */
+const MAX_WAKES = 1000;
 
 interface ClaimedRow {
   id: string;
@@ -39,6 +50,7 @@ export class DatabaseQueues implements JobQueues {
   private readonly ns: string;
   private readonly leaseMs: number;
   private readonly pollMs: number;
+  private readonly idlePollMaxMs: number;
   private readonly retainMs: number;
   private readonly worker = `${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly consumers = new Map<string, Consumer>();
@@ -52,6 +64,10 @@ export class DatabaseQueues implements JobQueues {
     this.ns = opts.prefix ? `${opts.prefix}:` : '';
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.pollMs = opts.pollMs ?? 500;
+    this.idlePollMaxMs = Math.max(
+      this.pollMs,
+      opts.idlePollMaxMs ?? (this.db.kind === 'pglite' ? Math.min(10 * this.pollMs, 5000) : this.pollMs),
+    );
     this.retainMs = opts.retainMs ?? 3_600_000;
   }
 
@@ -115,8 +131,11 @@ export class DatabaseQueues implements JobQueues {
       concurrency: Math.max(1, opts.concurrency ?? 1),
       running: new Map(),
       timer: null,
+      due: Number.POSITIVE_INFINITY,
       polling: false,
       again: false,
+      idleMs: this.pollMs,
+      wakes: [],
     };
     this.consumers.set(queue, c);
     this.unobserve.push(observeQueues(this, queue));
@@ -127,24 +146,37 @@ export class DatabaseQueues implements JobQueues {
     this.schedule(c, 0);
   }
 
+  /** Asks for a poll in `ms` (0: at once; during a poll, right after it). No wake-up asked for is lost. */
   private schedule(c: Consumer, ms: number): void {
     if (this.closed) return;
-    if (c.polling) {
-      if (ms === 0) c.again = true;
-      return;
-    }
+    if (ms > 0) {
+      const at = Date.now() + ms;
+      let i = c.wakes.length;
+      while (i > 0 && c.wakes[i - 1]! > at) i--;
+      if (c.wakes[i - 1] !== at) c.wakes.splice(i, 0, at);
+      if (c.wakes.length > MAX_WAKES) c.wakes.length = MAX_WAKES;
+    } else if (c.polling) c.again = true;
+    if (!c.polling) this.arm(c, ms);
+  }
+
+  /** The consumer's timer, at `ms` from now unless it is due earlier already. */
+  private arm(c: Consumer, ms: number): void {
+    const at = Date.now() + ms;
     if (c.timer) {
       // Keep an earlier wake-up; replace a later one.
-      if (ms > 0) return;
+      if (c.due <= at) return;
       clearTimeout(c.timer);
     }
+    c.due = at;
     c.timer = setTimeout(() => void this.poll(c), ms);
   }
 
   private async poll(c: Consumer): Promise<void> {
     c.timer = null;
+    c.due = Number.POSITIVE_INFINITY;
     if (this.closed) return;
     c.polling = true;
+    const started = Date.now();
     let claimed: ClaimedRow[] = [];
     try {
       const free = c.concurrency - c.running.size;
@@ -162,10 +194,21 @@ export class DatabaseQueues implements JobQueues {
     }
     for (const row of claimed) this.run(c, row);
     if (this.closed) return;
-    const full = c.running.size >= c.concurrency;
-    const more = (claimed.length > 0 && !full) || c.again;
+    // Wake-ups due when this poll began have been served by it.
+    let served = 0;
+    while (served < c.wakes.length && c.wakes[served]! <= started) served++;
+    if (served) c.wakes.splice(0, served);
+    if (claimed.length) c.idleMs = this.pollMs;
+    if (c.running.size >= c.concurrency) return; // a finishing job asks for the next poll
+    const more = claimed.length > 0 || c.again;
     c.again = false;
-    if (!full) this.schedule(c, more ? 0 : this.pollMs);
+    if (more) return this.arm(c, 0);
+    // Nothing to do: the next poll a little later each time, up to the bound, or at the next
+    // wake-up asked for if that comes first.
+    const idle = c.idleMs;
+    c.idleMs = Math.min(2 * idle, this.idlePollMaxMs);
+    const next = c.wakes[0];
+    this.arm(c, next === undefined ? idle : Math.max(0, Math.min(idle, next - Date.now())));
   }
 
   private async claim(queue: string, n: number): Promise<ClaimedRow[]> {

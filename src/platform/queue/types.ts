@@ -53,6 +53,13 @@ export interface JobQueuesOptions {
   leaseMs?: number;
   /** Polling interval of the database queue, and BullMQ's stalled-job check interval. */
   pollMs?: number;
+  /**
+   * Database queue: the longest interval an idle consumer's polls back off to (doubling from
+   * `pollMs` after each poll that found nothing). Default: 10 × `pollMs`, at most 5 s, on the
+   * embedded database (one process: its own enqueues wake it at once), `pollMs` (no back-off) on
+   * PostgreSQL, where other processes' jobs are found by polling.
+   */
+  idlePollMaxMs?: number;
   /** How long finished jobs are kept (for counts and jobId de-duplication). */
   retainMs?: number;
 }
