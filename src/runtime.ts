@@ -239,6 +239,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       chunkFeatures: config.batch.chunkFeatures,
       maxFeatures: config.batch.maxFeatures,
       maxAttempts: config.batch.maxAttempts,
+      partBytes: config.batch.partBytes,
       maxBodyBytes: config.batch.maxBodyBytes,
       onChunk: o.batchChunk,
     };

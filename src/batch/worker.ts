@@ -73,10 +73,10 @@ export async function processBatchJob(deps: BatchDeps, job: BatchQueueJob, ctx?:
     await deps.onChunk?.('computed', job.job_id, job.chunk);
     const units = (chunk.end_seq - chunk.first_seq) * (Number(row.total) / Math.max(1, row.feature_count));
     const stored = await deps.db.query(
-      `UPDATE batch_chunks SET done = true, body = $3, row_count = $4, errors = $5::jsonb, units = $6
+      `UPDATE batch_chunks SET done = true, body = $3::text[], row_count = $4, errors = $5::jsonb, units = $6
         WHERE job_id = $1 AND chunk = $2 AND NOT done
           AND EXISTS (SELECT 1 FROM batch_jobs WHERE id = $1 AND status = 'running') RETURNING chunk`,
-      [job.job_id, job.chunk, result.body, result.rows, JSON.stringify(result.errors), String(units)],
+      [job.job_id, job.chunk, result.parts, result.rows, JSON.stringify(result.errors), String(units)],
     );
     batchChunks.inc({ outcome: stored.length ? 'stored' : 'already_done' });
     if (stored.length) await deps.onChunk?.('stored', job.job_id, job.chunk);
@@ -105,7 +105,8 @@ async function writeFile(deps: BatchDeps, id: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
     const [locked] = await tx.query<{ status: string }>('SELECT status FROM batch_jobs WHERE id = $1 FOR UPDATE', [id]);
     if (locked?.status !== 'running') return;
-    // The file: the header, then every chunk's rows in chunk order, copied inside the database.
+    // The file: the header, then every chunk's rows in chunk order, copied inside the database, a
+    // part per stored part of a chunk (about BATCH_PART_BYTES each: the download holds one).
     await tx.query('DELETE FROM batch_files WHERE job_id = $1', [id]);
     await tx.query('INSERT INTO batch_files (job_id, part, content) VALUES ($1, 0, $2::bytea)', [
       id,
@@ -113,7 +114,9 @@ async function writeFile(deps: BatchDeps, id: string): Promise<void> {
     ]);
     await tx.query(
       `INSERT INTO batch_files (job_id, part, content)
-       SELECT job_id, chunk + 1, convert_to(body, 'UTF8') FROM batch_chunks WHERE job_id = $1 AND row_count > 0`,
+       SELECT c.job_id, row_number() OVER (ORDER BY c.chunk, u.ord), convert_to(u.piece, 'UTF8')
+         FROM batch_chunks c, unnest(c.body) WITH ORDINALITY AS u(piece, ord)
+        WHERE c.job_id = $1 AND c.row_count > 0`,
       [id],
     );
     const [size] = await tx.query<{ n: string }>(

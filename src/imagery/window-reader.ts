@@ -1143,18 +1143,30 @@ function cutBands(px: WindowPixels, from: Rect, frame: Rect): WindowPixels {
 }
 
 /**
+ * The windows of a group read (readFieldWindows), made one at a time: `window(k)` cuts field k's
+ * window from the union's pixels when asked, so a caller that uses each window and lets it go holds
+ * one field's window at a time, not the group's (a group has hundreds of fields: their windows
+ * together were tens of MB per task in each compute thread, freed only by the next GC).
+ */
+export interface GroupWindows {
+  readonly length: number;
+  /** Field k's window or its error; a promise only when the union could not be read (each field read alone). */
+  window(k: number): GroupWindow | Promise<GroupWindow>;
+}
+
+/**
  * The windows of a capture over each of a group of nearby fields, exactly as readFieldWindow makes
  * them one by one, reading the files once (batch statistics): every band, the mask (and a
  * dilation's classes) over the union of the fields' windows, each block decoded once, then cut per
- * field. A field whose own window cannot be made gets its error; when the union cannot be read,
- * each field is read on its own, so a failure stays with the fields it concerns.
+ * field when asked. A field whose own window cannot be made gets its error; when the union cannot
+ * be read, each field is read on its own, so a failure stays with the fields it concerns.
  */
 export async function readFieldWindows(
   capture: CaptureSource,
   boundaries: Boundary[],
   needed: CaptureBand[],
   opts: ReadOptions,
-): Promise<GroupWindow[]> {
+): Promise<GroupWindows> {
   const opened = await openBands(capture, needed, opts);
   const frames = boundaries.map((b): FieldFrame | Error => {
     try {
@@ -1173,23 +1185,26 @@ export async function readFieldWindows(
   }
   // Why each pixel is unusable, once over the union: each field cuts its part.
   const whyAll = px && from ? whyUnusable(opened, px, from.w * from.h, opts.mask) : null;
-  const out: GroupWindow[] = [];
-  for (const [k, f] of frames.entries()) {
-    if (f instanceof Error) {
-      out.push({ error: f.message });
-      continue;
-    }
+  const alone = async (k: number): Promise<GroupWindow> => {
     try {
-      out.push(
-        px && whyAll
-          ? framed.length === 1
-            ? fieldWindow(opened, f, px, opts.mask, whyAll)
-            : fieldWindow(opened, f, cutBands(px, from!, f), opts.mask, cut(whyAll, from!, f))
-          : await readFieldWindow(capture, boundaries[k]!, needed, opts),
-      );
+      return await readFieldWindow(capture, boundaries[k]!, needed, opts);
     } catch (err) {
-      out.push({ error: (err as Error).message });
+      return { error: (err as Error).message };
     }
-  }
-  return out;
+  };
+  return {
+    length: frames.length,
+    window(k) {
+      const f = frames[k]!;
+      if (f instanceof Error) return { error: f.message };
+      if (!px || !whyAll) return alone(k);
+      try {
+        return framed.length === 1
+          ? fieldWindow(opened, f, px, opts.mask, whyAll)
+          : fieldWindow(opened, f, cutBands(px, from!, f), opts.mask, cut(whyAll, from!, f));
+      } catch (err) {
+        return { error: (err as Error).message };
+      }
+    },
+  };
 }

@@ -531,6 +531,14 @@ export const ConfigSchema = Type.Object({
       maximum: 64,
       description: 'batch chunks computed at once per worker process (their reads share the compute threads)',
     }),
+    partBytes: Type.Integer({
+      env: 'BATCH_PART_BYTES',
+      default: 256 * 1024,
+      minimum: 1,
+      maximum: 64 * MB,
+      description:
+        'bytes of rows per stored part of a batch statistics file (whole rows): the download holds one part at a time',
+    }),
     maxAttempts: Type.Integer({
       env: 'BATCH_MAX_ATTEMPTS',
       default: 5,

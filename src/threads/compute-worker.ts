@@ -40,7 +40,7 @@ import {
   readFieldCoverages,
   readFieldWindow,
   readFieldWindows,
-  type GroupWindow,
+  type GroupWindows,
   type CaptureBand,
   type CaptureSource,
   type FieldWindow,
@@ -257,11 +257,12 @@ function statsOn(
 /**
  * Batch statistics: the capture read once per band set over the group's fields (the coverage
  * bands for the counts; each program's bands, weighted as asked, for its statistics), then the
- * kernel per field and program on the shared pixels.
+ * kernel per field and program on the shared pixels. Each field's window is cut when its turn
+ * comes and dropped after it: the thread holds the union's pixels and one field's window.
  */
 async function runFieldStatsBatch(t: FieldStatsBatchTask): Promise<FieldStatsBatchResult> {
   const n = t.boundaries.length;
-  const reads = new Map<string, Promise<GroupWindow[]>>();
+  const reads = new Map<string, Promise<GroupWindows>>();
   const read = (bands: CaptureBand[], weighting?: 'centre' | 'coverage') => {
     const key = `${[...bands].sort().join(',')}|${weighting ?? 'centre'}`;
     let p = reads.get(key);
@@ -279,7 +280,8 @@ async function runFieldStatsBatch(t: FieldStatsBatchTask): Promise<FieldStatsBat
   if (t.coverage.length) {
     const wins = await read(coverageBands(t.capture));
     for (const i of t.coverage) {
-      const w = wins[i]!;
+      let w = wins.window(i);
+      if (w instanceof Promise) w = await w;
       out.coverage[i] = 'error' in w ? { error: w.error } : { fieldPixels: w.fieldPixels, validPixels: w.validPixels };
     }
   }
@@ -288,11 +290,13 @@ async function runFieldStatsBatch(t: FieldStatsBatchTask): Promise<FieldStatsBat
     const wins = await read(bands, t.stats?.weighting);
     const per: FieldStatsBatchResult['stats'][number] = new Array(n).fill(null);
     for (const i of fields) {
-      const w = wins[i]!;
+      let w = wins.window(i);
+      if (w instanceof Promise) w = await w;
       if ('error' in w) {
         per[i] = { error: w.error };
         continue;
       }
+      // No await from here to the result: the kernel is this task's (see runFieldIndex).
       const r = statsOn(w, program, t.stats, false);
       per[i] = {
         stats: r.stats,
