@@ -508,8 +508,10 @@ export async function openBatchDownload(
     let after = -1;
     for (;;) {
       const rows = await db.query<{ part: number; content: string }>(
-        `SELECT part, convert_from(content, 'UTF8') AS content FROM batch_files WHERE job_id = $1 AND part > $2
-          ORDER BY part LIMIT 1`,
+        // The part chosen first, converted after: in the target list of the same SELECT, the
+        // conversion (cheap by its declared cost) ran on every remaining part below the sort.
+        `SELECT part, convert_from(content, 'UTF8') AS content
+           FROM (SELECT part, content FROM batch_files WHERE job_id = $1 AND part > $2 ORDER BY part LIMIT 1) p`,
         [id, after],
       );
       if (!rows.length) return;

@@ -651,12 +651,22 @@ interface CachedFrame extends FieldFrame {
 
 /**
  * Frames depend only on the fine grid and the boundary, not on the capture: the captures of one
- * tile (every Item of a subscription's MGRS tile) share them. Least recently used first out,
- * bounded by the bytes of their masks.
+ * tile (every Item of a subscription's MGRS tile) share them, and so do the 30-odd captures a
+ * batch chunk's fields are read from. Least recently used first out, bounded by FRAME_CACHE_MB per
+ * thread (default 16) of their masks, weights, key and the objects around them. A batch job
+ * passes every one of its fields through it: at 32 MB counting the masks only, each thread's
+ * cache filled towards that bound with frames of chunks long done (10,000 parcels of 1-50 ha:
+ * ~3 KB each, 30 MB; 1,000 parcels never came near), while what a chunk needs is ~3 KB × its
+ * fields (1,000) × the chunks in flight (2).
  */
-const FRAME_CACHE_BYTES = 32 * 1_048_576;
+const FRAME_CACHE_BYTES = Math.max(0, Number(process.env.FRAME_CACHE_MB ?? 16)) * 1_048_576;
+/** A frame's bytes beyond its arrays and key: the objects, typed-array headers and map entry. */
+const FRAME_OVERHEAD = 320;
 const frames = new Map<string, CachedFrame>();
 let frameBytes = 0;
+
+const frameSize = (f: CachedFrame, key: string) =>
+  f.inside.byteLength + (f.weights?.byteLength ?? 0) + (f.partial?.byteLength ?? 0) + key.length + FRAME_OVERHEAD;
 
 function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
   const { g } = opened;
@@ -672,11 +682,11 @@ function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
   for (let k = 0; k < f.inside.length; k++) fieldPixels += f.inside[k]!;
   const frame: CachedFrame = { ...f, fieldPixels };
   frames.set(key, frame);
-  frameBytes += f.inside.length + key.length;
+  frameBytes += frameSize(frame, key);
   for (const [k, old] of frames) {
     if (frameBytes <= FRAME_CACHE_BYTES) break;
     frames.delete(k);
-    frameBytes -= old.inside.length + k.length;
+    frameBytes -= frameSize(old, k);
   }
   return frame;
 }

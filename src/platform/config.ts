@@ -81,6 +81,14 @@ export const ConfigSchema = Type.Object({
     defaultText: 'number of cores',
     description: 'size of the compute worker pool',
   }),
+  heapGrowingPercent: Type.Integer({
+    env: 'HEAP_GROWING_PERCENT',
+    default: 50,
+    minimum: 0,
+    maximum: 300,
+    description:
+      "V8's old generation may grow to (1 + this/100) × what the last full GC kept before the next one (every thread of the process); 0: V8's own factor (up to 4×)",
+  }),
   dataDir: Type.String({
     env: 'DATA_DIR',
     default: './data',
