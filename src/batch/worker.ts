@@ -113,10 +113,14 @@ async function writeFile(deps: BatchDeps, id: string): Promise<void> {
       Buffer.from(head),
     ]);
     await tx.query(
+      // Numbered from the parts of the chunks before (a window over the chunks, not over the
+      // parts: sorting the parts themselves, 33 MB at 10,000 parcels, spilled to a temporary file).
       `INSERT INTO batch_files (job_id, part, content)
-       SELECT c.job_id, row_number() OVER (ORDER BY c.chunk, u.ord), convert_to(u.piece, 'UTF8')
-         FROM batch_chunks c, unnest(c.body) WITH ORDINALITY AS u(piece, ord)
-        WHERE c.job_id = $1 AND c.row_count > 0`,
+       SELECT c.job_id, c.before + u.ord, convert_to(u.piece, 'UTF8')
+         FROM (SELECT job_id, body, coalesce(sum(array_length(body, 1)) OVER (ORDER BY chunk
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+                 FROM batch_chunks WHERE job_id = $1 AND row_count > 0) c,
+              unnest(c.body) WITH ORDINALITY AS u(piece, ord)`,
       [id],
     );
     const [size] = await tx.query<{ n: string }>(
