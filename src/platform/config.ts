@@ -547,6 +547,14 @@ export const ConfigSchema = Type.Object({
       description:
         'bytes of rows per stored part of a batch statistics file (whole rows): the download holds one part at a time',
     }),
+    stallMs: Type.Integer({
+      env: 'BATCH_STALL_MS',
+      default: 300_000,
+      minimum: 1000,
+      maximum: 86_400_000,
+      description:
+        'an unfinished batch job none of whose chunks started for this long gets its chunks that are on no queue enqueued again',
+    }),
     maxAttempts: Type.Integer({
       env: 'BATCH_MAX_ATTEMPTS',
       default: 5,
