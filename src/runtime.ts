@@ -31,7 +31,7 @@ import { ensureDefaultSubscriptions } from './subscriptions/index.js';
 import { demoStacUrl } from './imagery/demo-catalogue.js';
 import { REPORT_QUEUE, type ReportDeps } from './reports/service.js';
 import { BATCH_QUEUE, type BatchDeps } from './batch/service.js';
-import { processBatchJob, type BatchQueueJob } from './batch/worker.js';
+import { processBatchJob, startBatchSweeper, type BatchQueueJob } from './batch/worker.js';
 import { StacClient } from './subscriptions/stac-client.js';
 import { startSubscriptionScheduler, type SubscriptionScheduler } from './subscriptions/scheduler.js';
 import type { PollDeps } from './subscriptions/poller.js';
@@ -244,6 +244,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       chunkFeatures: config.batch.chunkFeatures,
       maxFeatures: config.batch.maxFeatures,
       maxAttempts: config.batch.maxAttempts,
+      partBytes: config.batch.partBytes,
       maxBodyBytes: config.batch.maxBodyBytes,
       onChunk: o.batchChunk,
     };
@@ -269,6 +270,9 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       queues.process<BatchQueueJob>(BATCH_QUEUE, (job, ctx) => processBatchJob(batch, job, ctx), {
         concurrency: config.batch.concurrency,
       });
+      closers.push(
+        startBatchSweeper({ ...batch, stallMs: config.batch.stallMs }, (err) => log('batch sweep failed', err)),
+      );
       // Jobs in hand: a batch job holds up to WEBHOOK_BATCH_SIZE deliveries, a retry job one; the
       // HTTP requests themselves are limited by the delivery worker's WEBHOOK_CONCURRENCY slots.
       const jobConcurrency = Math.max(8, Math.ceil(config.webhooks.concurrency / 4));

@@ -57,7 +57,8 @@ export interface ChunkFeature {
 }
 
 export interface ChunkResult {
-  body: string;
+  /** The rows as text, in parts of about `partBytes` (whole rows; their concatenation is the chunk's rows). */
+  parts: string[];
   rows: number;
   errors: Array<{ feature_id: string; error: string }>;
 }
@@ -66,7 +67,11 @@ export interface ExecuteDeps {
   db: Database;
   compute: ComputePool;
   roots: string[];
+  /** UTF-8 bytes of rows per stored part (BATCH_PART_BYTES); a part holds whole rows, at least one. */
+  partBytes?: number;
 }
+
+export const DEFAULT_PART_BYTES = 256 * 1024;
 
 interface CaptureRow {
   id: string;
@@ -390,8 +395,10 @@ export async function executeChunk(
     );
   }
 
-  // The rows, feature by feature in the job's order, then index by index.
-  const out: string[] = [];
+  // The rows, feature by feature in the job's order, then index by index, joined into parts of
+  // about partBytes as they are made: the rows' short strings die young (a chunk's 28,000 row
+  // strings kept to one join at the end were promoted and swelled the old generation).
+  const parts = new RowParts(deps.partBytes ?? DEFAULT_PART_BYTES);
   let rows = 0;
   const extra = extraColumns(options);
   for (const s of subjects) {
@@ -404,12 +411,12 @@ export async function executeChunk(
       const elements = seriesElements(chosen, maxCloud, s.stats[p]!);
       for (const e of elements) {
         const st = e.imagery_id ? s.stats[p]!.get(e.imagery_id)! : undefined;
-        out.push(formatRow(req.format, s.feature.feature_id, name, e, st, extra));
+        parts.push(formatRow(req.format, s.feature.feature_id, name, e, st, extra));
         rows++;
       }
     }
   }
-  return { body: out.join(''), rows, errors };
+  return { parts: parts.finish(), rows, errors };
 
   /** The subject's intervals with their best capture, among the captures with the program's bands. */
   function intervalsOf(s: Subject, bands: readonly string[]) {
@@ -438,6 +445,36 @@ export async function executeChunk(
       cands,
       days.map((d): [number, number] => [d, d]),
     );
+  }
+}
+
+/**
+ * Rows joined into parts of at least `partBytes` UTF-8 bytes (the last may be shorter), whole rows
+ * each: the parts' concatenation is the rows'. A part is joined as soon as it is full, so a row's
+ * string lives only until its part is made.
+ */
+export class RowParts {
+  private readonly parts: string[] = [];
+  private lines: string[] = [];
+  private bytes = 0;
+
+  constructor(private readonly partBytes: number) {}
+
+  push(line: string): void {
+    this.lines.push(line);
+    this.bytes += Buffer.byteLength(line);
+    if (this.bytes >= this.partBytes) {
+      this.parts.push(this.lines.join(''));
+      this.lines = [];
+      this.bytes = 0;
+    }
+  }
+
+  finish(): string[] {
+    if (this.lines.length) this.parts.push(this.lines.join(''));
+    this.lines = [];
+    this.bytes = 0;
+    return this.parts;
   }
 }
 

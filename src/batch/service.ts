@@ -31,6 +31,8 @@ export interface BatchDeps {
   maxFeatures: number;
   /** Runs of a chunk's queue job before the job fails (a worker that dies counts). */
   maxAttempts: number;
+  /** UTF-8 bytes of rows per stored part of a chunk and of the file (BATCH_PART_BYTES). */
+  partBytes?: number;
   /** Called as a chunk starts, has computed and has stored its rows (tests stop a worker there). */
   onChunk?: (stage: 'start' | 'computed' | 'stored', jobId: string, chunk: number) => Promise<void> | void;
 }
@@ -499,16 +501,21 @@ export async function openBatchDownload(
   );
   if (!row) throw notFound('Batch job', id);
   const db = deps.db;
-  // The file's parts one at a time: memory bounded by a part (a chunk's rows), not by the file.
+  // The file's parts one at a time, as text (UTF-8 in the database: the rows' own bytes), not as
+  // bytea, which both drivers decode through a hex string twice the part's size: memory bounded by
+  // a part (BATCH_PART_BYTES of rows), not by the file.
   async function* parts(): AsyncGenerator<Buffer> {
     let after = -1;
     for (;;) {
-      const rows = await db.query<{ part: number; content: Uint8Array }>(
-        'SELECT part, content FROM batch_files WHERE job_id = $1 AND part > $2 ORDER BY part LIMIT 1',
+      const rows = await db.query<{ part: number; content: string }>(
+        // The part chosen first, converted after: in the target list of the same SELECT, the
+        // conversion (cheap by its declared cost) ran on every remaining part below the sort.
+        `SELECT part, convert_from(content, 'UTF8') AS content
+           FROM (SELECT part, content FROM batch_files WHERE job_id = $1 AND part > $2 ORDER BY part LIMIT 1) p`,
         [id, after],
       );
       if (!rows.length) return;
-      for (const r of rows) yield Buffer.from(r.content.buffer, r.content.byteOffset, r.content.byteLength);
+      for (const r of rows) yield Buffer.from(r.content, 'utf8');
       after = rows[rows.length - 1]!.part;
     }
   }

@@ -14,11 +14,11 @@ import { registry } from '../platform/metrics.js';
 import type { JobContext } from '../platform/queue/job-queues.js';
 import { expiryFrom, signedDownloadUrl } from '../platform/signed-links.js';
 import { compileRequest, executeChunk, extraColumns, header, type ChunkFeature } from './execute.js';
-import { assembleJobId, BATCH_COLUMNS, BATCH_QUEUE, type BatchDeps, type BatchRow } from './service.js';
+import { assembleJobId, BATCH_COLUMNS, BATCH_QUEUE, chunkJobId, type BatchDeps, type BatchRow } from './service.js';
 
 export const batchChunks = new Counter({
   name: 'batch_chunks_total',
-  help: 'Batch statistics chunks computed, by outcome (stored, or replaced nothing: already done)',
+  help: 'Batch statistics chunks, by outcome (stored; replaced nothing: already done; requeued: its queue job was lost)',
   labelNames: ['outcome'] as const,
   registers: [registry],
 });
@@ -73,10 +73,10 @@ export async function processBatchJob(deps: BatchDeps, job: BatchQueueJob, ctx?:
     await deps.onChunk?.('computed', job.job_id, job.chunk);
     const units = (chunk.end_seq - chunk.first_seq) * (Number(row.total) / Math.max(1, row.feature_count));
     const stored = await deps.db.query(
-      `UPDATE batch_chunks SET done = true, body = $3, row_count = $4, errors = $5::jsonb, units = $6
+      `UPDATE batch_chunks SET done = true, body = $3::text[], row_count = $4, errors = $5::jsonb, units = $6
         WHERE job_id = $1 AND chunk = $2 AND NOT done
           AND EXISTS (SELECT 1 FROM batch_jobs WHERE id = $1 AND status = 'running') RETURNING chunk`,
-      [job.job_id, job.chunk, result.body, result.rows, JSON.stringify(result.errors), String(units)],
+      [job.job_id, job.chunk, result.parts, result.rows, JSON.stringify(result.errors), String(units)],
     );
     batchChunks.inc({ outcome: stored.length ? 'stored' : 'already_done' });
     if (stored.length) await deps.onChunk?.('stored', job.job_id, job.chunk);
@@ -105,15 +105,22 @@ async function writeFile(deps: BatchDeps, id: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
     const [locked] = await tx.query<{ status: string }>('SELECT status FROM batch_jobs WHERE id = $1 FOR UPDATE', [id]);
     if (locked?.status !== 'running') return;
-    // The file: the header, then every chunk's rows in chunk order, copied inside the database.
+    // The file: the header, then every chunk's rows in chunk order, copied inside the database, a
+    // part per stored part of a chunk (about BATCH_PART_BYTES each: the download holds one).
     await tx.query('DELETE FROM batch_files WHERE job_id = $1', [id]);
     await tx.query('INSERT INTO batch_files (job_id, part, content) VALUES ($1, 0, $2::bytea)', [
       id,
       Buffer.from(head),
     ]);
     await tx.query(
+      // Numbered from the parts of the chunks before (a window over the chunks, not over the
+      // parts: sorting the parts themselves, 33 MB at 10,000 parcels, spilled to a temporary file).
       `INSERT INTO batch_files (job_id, part, content)
-       SELECT job_id, chunk + 1, convert_to(body, 'UTF8') FROM batch_chunks WHERE job_id = $1 AND row_count > 0`,
+       SELECT c.job_id, c.before + u.ord, convert_to(u.piece, 'UTF8')
+         FROM (SELECT job_id, body, coalesce(sum(array_length(body, 1)) OVER (ORDER BY chunk
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+                 FROM batch_chunks WHERE job_id = $1 AND row_count > 0) c,
+              unnest(c.body) WITH ORDINALITY AS u(piece, ord)`,
       [id],
     );
     const [size] = await tx.query<{ n: string }>(
@@ -150,4 +157,71 @@ async function writeFile(deps: BatchDeps, id: string): Promise<void> {
       size_bytes: Number(size!.n),
     });
   });
+}
+
+/**
+ * Chunks of unfinished jobs whose queue job is gone (Redis restarted without its data, its keys
+ * deleted, a queue job removed by hand): a job none of whose chunks has started for `stallMs`
+ * (its updated_at) gets each chunk that is not done and not waiting, delayed or running on the
+ * queue enqueued again under the same id, and its file job when every chunk is done. A chunk
+ * stores its rows once whichever run stores them first, so a chunk enqueued again that was not
+ * lost after all stores nothing twice. Returns how many queue jobs it enqueued.
+ */
+export async function sweepLostChunks(deps: BatchDeps & { stallMs: number }): Promise<number> {
+  const stale = await deps.db.query<{ id: string; left: number }>(
+    `SELECT j.id, (SELECT count(*)::int FROM batch_chunks c WHERE c.job_id = j.id AND NOT c.done) AS left
+       FROM batch_jobs j
+      WHERE j.status IN ('pending', 'running') AND j.updated_at < now() - ($1 || ' milliseconds')::interval
+      ORDER BY j.updated_at LIMIT 20`,
+    [String(deps.stallMs)],
+  );
+  let enqueued = 0;
+  for (const j of stale) {
+    // Not swept again before another stallMs (unless a chunk starts meanwhile, which also moves it).
+    await deps.db.query(`UPDATE batch_jobs SET updated_at = now() WHERE id = $1`, [j.id]);
+    if (j.left === 0) {
+      if (!(await deps.queues.pending(BATCH_QUEUE, assembleJobId(j.id)))) {
+        await deps.queues.enqueue(
+          BATCH_QUEUE,
+          { job_id: j.id, file: true },
+          { jobId: assembleJobId(j.id), attempts: deps.maxAttempts, backoffMs: [1000, 5000] },
+        );
+        enqueued++;
+      }
+      continue;
+    }
+    const open = await deps.db.query<{ chunk: number }>(
+      'SELECT chunk FROM batch_chunks WHERE job_id = $1 AND NOT done ORDER BY chunk LIMIT 10000',
+      [j.id],
+    );
+    const lost: number[] = [];
+    for (const c of open) if (!(await deps.queues.pending(BATCH_QUEUE, chunkJobId(j.id, c.chunk)))) lost.push(c.chunk);
+    if (!lost.length) continue;
+    await deps.queues.enqueueMany(
+      BATCH_QUEUE,
+      lost.map((chunk) => ({
+        data: { job_id: j.id, chunk },
+        opts: { jobId: chunkJobId(j.id, chunk), attempts: deps.maxAttempts, backoffMs: [1000, 5000] },
+      })),
+    );
+    batchChunks.inc({ outcome: 'requeued' }, lost.length);
+    enqueued += lost.length;
+  }
+  return enqueued;
+}
+
+export function startBatchSweeper(deps: BatchDeps & { stallMs: number }, onError: (err: unknown) => void): () => void {
+  let running = false;
+  const t = setInterval(
+    () => {
+      if (running) return;
+      running = true;
+      sweepLostChunks(deps)
+        .catch(onError)
+        .finally(() => (running = false));
+    },
+    Math.max(200, Math.min(30_000, Math.floor(deps.stallMs / 2))),
+  );
+  t.unref();
+  return () => clearInterval(t);
 }

@@ -651,12 +651,22 @@ interface CachedFrame extends FieldFrame {
 
 /**
  * Frames depend only on the fine grid and the boundary, not on the capture: the captures of one
- * tile (every Item of a subscription's MGRS tile) share them. Least recently used first out,
- * bounded by the bytes of their masks.
+ * tile (every Item of a subscription's MGRS tile) share them, and so do the 30-odd captures a
+ * batch chunk's fields are read from. Least recently used first out, bounded by FRAME_CACHE_MB per
+ * thread (default 16) of their masks, weights, key and the objects around them. A batch job
+ * passes every one of its fields through it: at 32 MB counting the masks only, each thread's
+ * cache filled towards that bound with frames of chunks long done (10,000 parcels of 1-50 ha:
+ * ~3 KB each, 30 MB; 1,000 parcels never came near), while what a chunk needs is ~3 KB × its
+ * fields (1,000) × the chunks in flight (2).
  */
-const FRAME_CACHE_BYTES = 32 * 1_048_576;
+const FRAME_CACHE_BYTES = Math.max(0, Number(process.env.FRAME_CACHE_MB ?? 16)) * 1_048_576;
+/** A frame's bytes beyond its arrays and key: the objects, typed-array headers and map entry. */
+const FRAME_OVERHEAD = 320;
 const frames = new Map<string, CachedFrame>();
 let frameBytes = 0;
+
+const frameSize = (f: CachedFrame, key: string) =>
+  f.inside.byteLength + (f.weights?.byteLength ?? 0) + (f.partial?.byteLength ?? 0) + key.length + FRAME_OVERHEAD;
 
 function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
   const { g } = opened;
@@ -672,11 +682,11 @@ function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
   for (let k = 0; k < f.inside.length; k++) fieldPixels += f.inside[k]!;
   const frame: CachedFrame = { ...f, fieldPixels };
   frames.set(key, frame);
-  frameBytes += f.inside.length + key.length;
+  frameBytes += frameSize(frame, key);
   for (const [k, old] of frames) {
     if (frameBytes <= FRAME_CACHE_BYTES) break;
     frames.delete(k);
-    frameBytes -= old.inside.length + k.length;
+    frameBytes -= frameSize(old, k);
   }
   return frame;
 }
@@ -1143,18 +1153,30 @@ function cutBands(px: WindowPixels, from: Rect, frame: Rect): WindowPixels {
 }
 
 /**
+ * The windows of a group read (readFieldWindows), made one at a time: `window(k)` cuts field k's
+ * window from the union's pixels when asked, so a caller that uses each window and lets it go holds
+ * one field's window at a time, not the group's (a group has hundreds of fields: their windows
+ * together were tens of MB per task in each compute thread, freed only by the next GC).
+ */
+export interface GroupWindows {
+  readonly length: number;
+  /** Field k's window or its error; a promise only when the union could not be read (each field read alone). */
+  window(k: number): GroupWindow | Promise<GroupWindow>;
+}
+
+/**
  * The windows of a capture over each of a group of nearby fields, exactly as readFieldWindow makes
  * them one by one, reading the files once (batch statistics): every band, the mask (and a
  * dilation's classes) over the union of the fields' windows, each block decoded once, then cut per
- * field. A field whose own window cannot be made gets its error; when the union cannot be read,
- * each field is read on its own, so a failure stays with the fields it concerns.
+ * field when asked. A field whose own window cannot be made gets its error; when the union cannot
+ * be read, each field is read on its own, so a failure stays with the fields it concerns.
  */
 export async function readFieldWindows(
   capture: CaptureSource,
   boundaries: Boundary[],
   needed: CaptureBand[],
   opts: ReadOptions,
-): Promise<GroupWindow[]> {
+): Promise<GroupWindows> {
   const opened = await openBands(capture, needed, opts);
   const frames = boundaries.map((b): FieldFrame | Error => {
     try {
@@ -1173,23 +1195,26 @@ export async function readFieldWindows(
   }
   // Why each pixel is unusable, once over the union: each field cuts its part.
   const whyAll = px && from ? whyUnusable(opened, px, from.w * from.h, opts.mask) : null;
-  const out: GroupWindow[] = [];
-  for (const [k, f] of frames.entries()) {
-    if (f instanceof Error) {
-      out.push({ error: f.message });
-      continue;
-    }
+  const alone = async (k: number): Promise<GroupWindow> => {
     try {
-      out.push(
-        px && whyAll
-          ? framed.length === 1
-            ? fieldWindow(opened, f, px, opts.mask, whyAll)
-            : fieldWindow(opened, f, cutBands(px, from!, f), opts.mask, cut(whyAll, from!, f))
-          : await readFieldWindow(capture, boundaries[k]!, needed, opts),
-      );
+      return await readFieldWindow(capture, boundaries[k]!, needed, opts);
     } catch (err) {
-      out.push({ error: (err as Error).message });
+      return { error: (err as Error).message };
     }
-  }
-  return out;
+  };
+  return {
+    length: frames.length,
+    window(k) {
+      const f = frames[k]!;
+      if (f instanceof Error) return { error: f.message };
+      if (!px || !whyAll) return alone(k);
+      try {
+        return framed.length === 1
+          ? fieldWindow(opened, f, px, opts.mask, whyAll)
+          : fieldWindow(opened, f, cutBands(px, from!, f), opts.mask, cut(whyAll, from!, f));
+      } catch (err) {
+        return { error: (err as Error).message };
+      }
+    },
+  };
 }

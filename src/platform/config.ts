@@ -81,6 +81,14 @@ export const ConfigSchema = Type.Object({
     defaultText: 'number of cores',
     description: 'size of the compute worker pool',
   }),
+  heapGrowingPercent: Type.Integer({
+    env: 'HEAP_GROWING_PERCENT',
+    default: 50,
+    minimum: 0,
+    maximum: 300,
+    description:
+      "V8's old generation may grow to (1 + this/100) × what the last full GC kept before the next one (every thread of the process); 0: V8's own factor (up to 4×)",
+  }),
   dataDir: Type.String({
     env: 'DATA_DIR',
     default: './data',
@@ -530,6 +538,22 @@ export const ConfigSchema = Type.Object({
       minimum: 1,
       maximum: 64,
       description: 'batch chunks computed at once per worker process (their reads share the compute threads)',
+    }),
+    partBytes: Type.Integer({
+      env: 'BATCH_PART_BYTES',
+      default: 256 * 1024,
+      minimum: 1,
+      maximum: 64 * MB,
+      description:
+        'bytes of rows per stored part of a batch statistics file (whole rows): the download holds one part at a time',
+    }),
+    stallMs: Type.Integer({
+      env: 'BATCH_STALL_MS',
+      default: 300_000,
+      minimum: 1000,
+      maximum: 86_400_000,
+      description:
+        'an unfinished batch job none of whose chunks started for this long gets its chunks that are on no queue enqueued again',
     }),
     maxAttempts: Type.Integer({
       env: 'BATCH_MAX_ATTEMPTS',

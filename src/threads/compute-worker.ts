@@ -40,7 +40,7 @@ import {
   readFieldCoverages,
   readFieldWindow,
   readFieldWindows,
-  type GroupWindow,
+  type GroupWindows,
   type CaptureBand,
   type CaptureSource,
   type FieldWindow,
@@ -257,53 +257,71 @@ function statsOn(
 /**
  * Batch statistics: the capture read once per band set over the group's fields (the coverage
  * bands for the counts; each program's bands, weighted as asked, for its statistics), then the
- * kernel per field and program on the shared pixels.
+ * kernel per field and program on the shared pixels. Each field's window is cut when its turn
+ * comes and dropped after it: the thread holds the union's pixels and one field's window.
  */
 async function runFieldStatsBatch(t: FieldStatsBatchTask): Promise<FieldStatsBatchResult> {
   const n = t.boundaries.length;
-  const reads = new Map<string, Promise<GroupWindow[]>>();
-  const read = (bands: CaptureBand[], weighting?: 'centre' | 'coverage') => {
+  // One read per band set (and weighting): the counts and the programs that read the same bands
+  // share it, and each field's window is cut once for all of them.
+  const reads = new Map<
+    string,
+    { bands: CaptureBand[]; weighting?: 'coverage'; coverage: boolean; programs: number[] }
+  >();
+  const use = (bands: CaptureBand[], weighting?: 'centre' | 'coverage') => {
     const key = `${[...bands].sort().join(',')}|${weighting ?? 'centre'}`;
-    let p = reads.get(key);
-    if (!p) {
-      p = readFieldWindows(t.capture, t.boundaries, bands, {
-        roots: t.roots,
-        ...(t.mask ? { mask: t.mask } : {}),
-        ...(weighting === 'coverage' ? { weighting } : {}),
-      });
-      reads.set(key, p);
+    let r = reads.get(key);
+    if (!r) {
+      r = { bands, ...(weighting === 'coverage' ? { weighting } : {}), coverage: false, programs: [] };
+      reads.set(key, r);
     }
-    return p;
+    return r;
   };
-  const out: FieldStatsBatchResult = { coverage: new Array(n).fill(null), stats: [] };
-  if (t.coverage.length) {
-    const wins = await read(coverageBands(t.capture));
-    for (const i of t.coverage) {
-      const w = wins[i]!;
-      out.coverage[i] = 'error' in w ? { error: w.error } : { fieldPixels: w.fieldPixels, validPixels: w.validPixels };
-    }
-  }
-  for (const { program, fields } of t.programs) {
-    const bands = program.bands.length ? (program.bands as CaptureBand[]) : coverageBands(t.capture);
-    const wins = await read(bands, t.stats?.weighting);
-    const per: FieldStatsBatchResult['stats'][number] = new Array(n).fill(null);
-    for (const i of fields) {
-      const w = wins[i]!;
-      if ('error' in w) {
-        per[i] = { error: w.error };
-        continue;
+  if (t.coverage.length) use(coverageBands(t.capture)).coverage = true;
+  for (const [p, { program }] of t.programs.entries())
+    use(
+      program.bands.length ? (program.bands as CaptureBand[]) : coverageBands(t.capture),
+      t.stats?.weighting,
+    ).programs.push(p);
+  const out: FieldStatsBatchResult = {
+    coverage: new Array(n).fill(null),
+    stats: t.programs.map(() => new Array(n).fill(null)),
+  };
+  const counted = new Set(t.coverage);
+  const wanted = t.programs.map(({ fields }) => new Set(fields));
+  for (const r of reads.values()) {
+    const fields = new Set<number>(r.coverage ? t.coverage : []);
+    for (const p of r.programs) for (const i of t.programs[p]!.fields) fields.add(i);
+    if (!fields.size) continue;
+    const wins: GroupWindows = await readFieldWindows(t.capture, t.boundaries, r.bands, {
+      roots: t.roots,
+      ...(t.mask ? { mask: t.mask } : {}),
+      ...(r.weighting ? { weighting: r.weighting } : {}),
+    });
+    for (const i of [...fields].sort((a, b) => a - b)) {
+      let w = wins.window(i);
+      if (w instanceof Promise) w = await w;
+      if (r.coverage && counted.has(i))
+        out.coverage[i] =
+          'error' in w ? { error: w.error } : { fieldPixels: w.fieldPixels, validPixels: w.validPixels };
+      for (const p of r.programs) {
+        if (!wanted[p]!.has(i)) continue;
+        if ('error' in w) {
+          out.stats[p]![i] = { error: w.error };
+          continue;
+        }
+        // No await from here to the result: the kernel is this task's (see runFieldIndex).
+        const s = statsOn(w, t.programs[p]!.program, t.stats, false);
+        out.stats[p]![i] = {
+          stats: s.stats,
+          fieldPixels: s.fieldPixels,
+          ...(s.percentiles !== undefined ? { percentiles: s.percentiles } : {}),
+          ...(s.bins ? { bins: s.bins } : {}),
+          ...(s.reasons ? { reasons: s.reasons } : {}),
+          ...(s.fieldWeight !== undefined ? { fieldWeight: s.fieldWeight } : {}),
+        };
       }
-      const r = statsOn(w, program, t.stats, false);
-      per[i] = {
-        stats: r.stats,
-        fieldPixels: r.fieldPixels,
-        ...(r.percentiles !== undefined ? { percentiles: r.percentiles } : {}),
-        ...(r.bins ? { bins: r.bins } : {}),
-        ...(r.reasons ? { reasons: r.reasons } : {}),
-        ...(r.fieldWeight !== undefined ? { fieldWeight: r.fieldWeight } : {}),
-      };
     }
-    out.stats.push(per);
   }
   return out;
 }

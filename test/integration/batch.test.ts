@@ -4,7 +4,8 @@
  * row for row, what GET /v1/fields/{id}/indices/timeseries answers for each field, index and
  * interval; ad-hoc polygons give the same rows as the same boundaries registered, and an invalid
  * one fails alone; percentiles; cancel; Idempotency-Key; the signed link; batch.completed; every
- * kind of bad input is a 4xx problem.
+ * kind of bad input is a 4xx problem. Files are stored in parts of 700 bytes (BATCH_PART_BYTES), so
+ * every file here is many parts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -91,7 +92,9 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'batch-'));
-    t = await buildServiceApp(backend, { env: { IMAGERY_ROOTS: dir, BATCH_CHUNK_FEATURES: '2' } });
+    t = await buildServiceApp(backend, {
+      env: { IMAGERY_ROOTS: dir, BATCH_CHUNK_FEATURES: '2', BATCH_PART_BYTES: '700' },
+    });
     const seeded = await seedSeason(t, dir, { size: SCENE.size });
     fieldIds.set('demo', seeded.fieldId);
     for (const [name, x, y, w, h] of PARCELS) {

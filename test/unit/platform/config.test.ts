@@ -103,7 +103,7 @@ describe('configuration', () => {
 
 describe("the configuration tables (docs/configuration.md, and the README's common rows)", () => {
   /** Variables read outside the schema: by the compute threads or by Node itself. */
-  const readElsewhere = ['KERNEL_JIT', 'WINDOW_CACHE_MB', 'GEOJSON_CACHE_MB', 'NODE_EXTRA_CA_CERTS'];
+  const readElsewhere = ['KERNEL_JIT', 'WINDOW_CACHE_MB', 'FRAME_CACHE_MB', 'GEOJSON_CACHE_MB', 'NODE_EXTRA_CA_CERTS'];
   const tableOf = (file: string): Map<string, string> => {
     const rows = new Map<string, string>();
     for (const line of readFileSync(path.join(packageRoot, file), 'utf8').split('\n')) {

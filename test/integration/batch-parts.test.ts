@@ -1,0 +1,145 @@
+/**
+ * A batch statistics file stored in parts (BATCH_PART_BYTES) and downloaded part by part, on each
+ * database backend: the downloaded bytes are exactly the header and the chunks' rows in chunk
+ * order, whatever the part size; a chunk stored before parts existed (one body, which migration
+ * 0025 makes a one-part array) gives the same bytes; multi-byte characters survive the text path.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RowParts } from '../../src/batch/execute.js';
+import { openBatchDownload, type BatchDeps } from '../../src/batch/service.js';
+import { processBatchJob } from '../../src/batch/worker.js';
+import { loadMigrations, migrate, type Database } from '../../src/platform/database.js';
+import { signedDownloadUrl } from '../../src/platform/signed-links.js';
+import { dbBackends, disposeDatabase, freshDatabase } from '../helpers/backends.js';
+
+const HEADER =
+  'field_id,index,interval_start,interval_end,date,imagery_id,count,min,max,mean,std,valid_fraction,cloud_cover\n';
+const REQUEST = {
+  indices: [{ name: 'NDVI' }],
+  start_date: '2025-04-01',
+  end_date: '2025-06-30',
+  interval: 'weekly',
+  format: 'csv',
+  max_cloud_cover: 20,
+  options: {},
+};
+
+/** Rows of chunk `c`: ids with 2-, 3- and 4-byte UTF-8 characters, quoted ones, rows of varied length. */
+function chunkRows(c: number, n: number): string[] {
+  const ids = ['parcelle-é', '田んぼ', 'field 🌾', '"quoted, id"', 'plain'];
+  return Array.from({ length: n }, (_, i) => {
+    const id = ids[(c + i) % ids.length]!;
+    const cell = /[",]/.test(id) ? `"${id.replace(/"/g, '""')}"` : id;
+    return `${cell}-${c}-${i},NDVI,2025-04-01,2025-04-07,2025-04-03,img_${c}_${i},${100 + i},0.1,0.9,${(i / 7).toString()},0.05,0.97,${i % 3 === 0 ? '' : '3.2'}\n`;
+  });
+}
+
+describe.each(dbBackends)('batch file parts on $name', (backend) => {
+  let db: Database;
+  const signingKey = 'parts-test-signing-key-0123456789abcdef';
+  // What storing and serving a file uses of the batch dependencies (no chunk is computed here).
+  const deps = () =>
+    ({ db, signingKey, publicBaseUrl: 'http://127.0.0.1', urlTtlMs: 3_600_000 }) as unknown as BatchDeps;
+
+  beforeAll(async () => {
+    db = await freshDatabase(backend);
+    await db.query(`INSERT INTO accounts (id, name) VALUES ('acc_parts', 'parts')`);
+  }, 60_000);
+  afterAll(async () => {
+    if (db) await disposeDatabase(db);
+  });
+
+  /** A job whose chunks are done with these bodies, its file made by the file job, then downloaded. */
+  async function fileOf(id: string, bodies: Array<string[] | null>, rowCounts: number[]): Promise<Buffer> {
+    await db.query(
+      `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
+       VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', $3, $3, $4)`,
+      [id, JSON.stringify(REQUEST), bodies.length, String(bodies.length)],
+    );
+    for (const [c, body] of bodies.entries())
+      await db.query(
+        `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
+         VALUES ($1, $2, $2, $2 + 1, true, $3, $4::text[])`,
+        [id, c, rowCounts[c], body],
+      );
+    await processBatchJob(deps(), { job_id: id, file: true });
+    const [job] = await db.query<{ status: string; expires_at: Date; size_bytes: string }>(
+      'SELECT status, expires_at, size_bytes FROM batch_jobs WHERE id = $1',
+      [id],
+    );
+    expect(job!.status).toBe('ready');
+    const url = new URL(signedDownloadUrl('http://127.0.0.1', signingKey, 'batch/statistics', id, job!.expires_at));
+    const dl = await openBatchDownload(
+      deps(),
+      id,
+      url.searchParams.get('expires') ?? undefined,
+      url.searchParams.get('signature') ?? undefined,
+    );
+    const got: Buffer[] = [];
+    for await (const b of dl.stream) got.push(b as Buffer);
+    const bytes = Buffer.concat(got);
+    expect(dl.size).toBe(bytes.length);
+    expect(Number(job!.size_bytes)).toBe(bytes.length);
+    return bytes;
+  }
+
+  it('the download is the header and every chunk’s rows in order, byte for byte, for any part size', async () => {
+    const chunks = [chunkRows(0, 40), [], chunkRows(2, 1), chunkRows(3, 57)];
+    const expected = Buffer.from(HEADER + chunks.map((r) => r.join('')).join(''), 'utf8');
+    const counts = chunks.map((r) => r.length);
+    // Before parts: one body per chunk (as migration 0025 keeps an old one); an empty chunk has none.
+    const whole = await fileOf(
+      'bat_parts_whole',
+      chunks.map((r) => (r.length ? [r.join('')] : null)),
+      counts,
+    );
+    expect(whole.equals(expected)).toBe(true);
+    for (const partBytes of [1, 100, 1000, 1 << 20]) {
+      const bodies = chunks.map((rows) => {
+        const p = new RowParts(partBytes);
+        for (const r of rows) p.push(r);
+        return rows.length ? p.finish() : null;
+      });
+      // Parts hold whole rows and are cut once they reach partBytes.
+      for (const b of bodies.filter((x): x is string[] => !!x)) {
+        for (const part of b.slice(0, -1)) expect(Buffer.byteLength(part)).toBeGreaterThanOrEqual(partBytes);
+        for (const part of b) expect(part.endsWith('\n')).toBe(true);
+      }
+      const got = await fileOf(`bat_parts_${partBytes}`, bodies, counts);
+      expect(got.equals(expected), `part size ${partBytes}`).toBe(true);
+      const [n] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM batch_files WHERE job_id = $1', [
+        `bat_parts_${partBytes}`,
+      ]);
+      expect(n!.n).toBe(1 + bodies.reduce((a, b) => a + (b?.length ?? 0), 0));
+    }
+  });
+
+  it('migration 0025 keeps a chunk body stored before it: it becomes a one-part array', async () => {
+    const old = await freshDatabase(backend, { migrate: false });
+    try {
+      await migrate(
+        old,
+        loadMigrations().filter((m) => m.version < 25),
+      );
+      await old.query(`INSERT INTO accounts (id, name) VALUES ('acc_old', 'old')`);
+      await old.query(
+        `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
+         VALUES ('bat_old', 'acc_old', 'running', $1::jsonb, 'csv', 2, 2, 2)`,
+        [JSON.stringify(REQUEST)],
+      );
+      const body = chunkRows(7, 3).join('');
+      await old.query(
+        `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
+         VALUES ('bat_old', 0, 0, 1, true, 3, $1), ('bat_old', 1, 1, 2, false, 0, NULL)`,
+        [body],
+      );
+      expect(await migrate(old)).toContain(25);
+      const rows = await old.query<{ chunk: number; body: string[] | null }>(
+        `SELECT chunk, body FROM batch_chunks WHERE job_id = 'bat_old' ORDER BY chunk`,
+      );
+      expect(rows.map((r) => r.body)).toEqual([[body], null]);
+    } finally {
+      await disposeDatabase(old);
+    }
+  });
+});
