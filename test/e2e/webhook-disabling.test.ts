@@ -18,6 +18,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // The first retry comes 1.5 s after a failure: the 5th failure is recorded well before that, even
 // on a busy machine; the others are short.
 const DELAYS = '1500ms,100ms,100ms,100ms,100ms';
+// Every attempt is answered (503) after 100 ms: 2 s is ample, and it bounds how long an attempt in
+// flight when the webhook was disabled can take, which is how long the test waits for quiet.
+const TIMEOUT_MS = 2_000;
 
 describe.each(queueBackends)('webhook disabling on $name', (backend) => {
   let pki: TestPki;
@@ -29,7 +32,11 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
     // Registration passes; every event fails after 100 ms (so that many are in flight at once).
     rx.respond = (r) =>
       r.headers['x-service-event'] === 'webhook.test' ? { status: 200 } : { status: 503, delayMs: 100 };
-    const env = { WEBHOOK_RETRY_DELAYS: DELAYS, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+    const env = {
+      WEBHOOK_RETRY_DELAYS: DELAYS,
+      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    };
     apps.direct = await buildServiceApp(backend, { env, ca: [pki.ca] });
     // Every first attempt a queue job of its own: the jobs run concurrently.
     apps.queued = await buildServiceApp(backend, {
@@ -70,7 +77,8 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
       await until('disabled', async () => (await get(`/v1/webhooks/${wh.id}`)).status === 'disabled', 15_000);
       // Attempts in flight when it was disabled finish and are recorded. Wait until nothing changes
       // for longer than the timeout (the slowest in flight is recorded by then) and the first retry
-      // delay (a retry not stopped would have been sent by then).
+      // delay (a retry not stopped would have been sent by then): 1 s past the longer of the two.
+      const quietMs = Math.max(TIMEOUT_MS, 1_500) + 1_000;
       type Log = {
         total: number;
         data: Array<{
@@ -83,7 +91,7 @@ describe.each(queueBackends)('webhook disabling on $name', (backend) => {
       let log: Log = { total: 0, data: [] };
       let seen = '';
       let since = Date.now();
-      for (const end = Date.now() + 40_000; Date.now() - since < 6_000; await sleep(250)) {
+      for (const end = Date.now() + 40_000; Date.now() - since < quietMs; await sleep(250)) {
         log = await get(`/v1/webhooks/${wh.id}/deliveries?per_page=100`);
         const now = `${log.data.reduce((n, d) => n + d.attempt_count, 0)}/${mine().length}`;
         if (now !== seen) [seen, since] = [now, Date.now()];

@@ -253,17 +253,16 @@ describe.each(backends)('job queue contract: $name', (backend) => {
       dir = mkdtempSync(path.join(os.tmpdir(), 'pglite-kill-'));
       const seed = await openDatabase({ dataDir: dir });
       await migrate(seed);
+      if (!backend.redisUrl) {
+        // The database queue: enqueue through the child's database, closed before the child starts.
+        const pq = await createJobQueues({ db: seed, prefix });
+        await pq.enqueue('kill', { precious: 1 }, { jobId: 'precious' });
+        await pq.close();
+      }
       await seed.close();
       env.DB_DIR = dir;
     }
-    if (!backend.redisUrl && !backend.db.url) {
-      // enqueue through the child's database: open, enqueue, close before the child starts
-      const pre = await openDatabase({ dataDir: dir });
-      const pq = await createJobQueues({ db: pre, prefix });
-      await pq.enqueue('kill', { precious: 1 }, { jobId: 'precious' });
-      await pq.close();
-      await pre.close();
-    } else {
+    if (backend.redisUrl || backend.db.url) {
       const pq = await make(prefix, 800);
       await pq.enqueue('kill', { precious: 1 }, { jobId: 'precious' });
     }
