@@ -163,9 +163,12 @@ export class Mix {
     }
   }
 
+  /** Set: every request is of this kind (the per-kind cost steps of bench/load). */
+  only: Kind | null = null;
+
   next(): Planned {
     const i = this.n++;
-    let kind = this.slots[i % this.slots.length]!;
+    let kind = this.only ?? this.slots[i % this.slots.length]!;
     const now = Date.now();
     if (kind === 'report') {
       while (this.reportTimes.length && now - this.reportTimes[0]! > 1000) this.reportTimes.shift();
