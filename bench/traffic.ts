@@ -32,7 +32,11 @@ export async function prepareReceivers(scratch: string, count = 2): Promise<{ ca
   const pki = makePki();
   const caFile = path.join(scratch, 'ca.pem');
   writeFileSync(caFile, pki.ca);
-  const receivers = await Promise.all(Array.from({ length: count }, () => startReceiver(pki)));
+  // Node's default keep-alive timeout (5 s), as a real receiver has: with the test helper's 1 s,
+  // the service's agent keeps no connection to it and every delivery paid a TLS handshake.
+  const receivers = await Promise.all(
+    Array.from({ length: count }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })),
+  );
   return { caFile, receivers };
 }
 
