@@ -271,7 +271,7 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     }
   });
 
-  it("successes on a webhook with no failures leave its row alone within a second of its last success; a failure count is still reset", async () => {
+  it('successes on a webhook with no failures leave its row alone within a second of its last success; a failure count is still reset', async () => {
     const wh = hooks.other;
     const delivery = async () => {
       const id = newId('dlv');
