@@ -80,7 +80,9 @@ export async function dispatchBatch(
     );
     const claimed = rows[0]?.claimed ?? 0;
     const hooks = rows[0]?.hooks ?? [];
-    const events = rows.filter((r): r is EventRow & { lease_until: Date; claimed: number; hooks: null } => r.id !== null);
+    const events = rows.filter(
+      (r): r is EventRow & { lease_until: Date; claimed: number; hooks: null } => r.id !== null,
+    );
     if (!events.length)
       return {
         events: claimed,
