@@ -63,6 +63,8 @@ export interface CostSources {
 
 interface Snapshot {
   at: number;
+  /** This process: the load generator and the webhook receivers. */
+  bench: number;
   cpu: Map<number, { group: Group; ms: number }>;
   xacts: number;
   commands: Map<string, number>;
@@ -74,6 +76,8 @@ export interface Cost {
   /** CPU ms per request by group, idle background subtracted. */
   cpuPerReq: Record<Group, number>;
   totalPerReq: number;
+  /** CPU ms per request of the bench process itself (autocannon, the HTTPS receivers). */
+  benchPerReq: number;
   xactsPerReq: number;
   commandsPerReq: number;
   topCommands: Array<[string, number]>;
@@ -112,7 +116,8 @@ export class CostMeter {
     } catch {
       /* no figures */
     }
-    return { at: performance.now(), cpu, xacts: x?.n ?? 0, commands };
+    const own = process.cpuUsage();
+    return { at: performance.now(), bench: (own.user + own.system) / 1000, cpu, xacts: x?.n ?? 0, commands };
   }
 
   /** Clears pg_stat_statements (private cluster only). */
@@ -174,6 +179,7 @@ export class CostMeter {
       requests,
       cpuPerReq,
       totalPerReq: cpuPerReq.api + cpuPerReq.worker + cpuPerReq.postgres + cpuPerReq.redis,
+      benchPerReq: (b.bench - a.bench) / n,
       xactsPerReq: (b.xacts - a.xacts) / n,
       commandsPerReq: commands.reduce((t, c) => t + c[1], 0),
       topCommands: commands.slice(0, 6),

@@ -28,6 +28,10 @@ const PRIVATE = process.env.BENCH_LOAD_SERVERS === 'private';
 /** Set (to a rate): after the steps, one step per request kind at that rate, with its costs. */
 const PROFILE_RATE = Number(process.env.BENCH_LOAD_PROFILE ?? 0);
 const KINDS: Kind[] = ['indices', 'timeseries', 'patch', 'report', 'poll'];
+/** Run every step even after one missed the p99 limit (a loaded machine: the costs per request). */
+const ALL_STEPS = process.env.BENCH_LOAD_ALL_STEPS === '1';
+/** Issue 25's goal: this rate held at p99 ≤ 500 ms with no error at all. */
+const GOAL_RATE = 640;
 
 export default async function loadBench(): Promise<void> {
   let privatePg: PrivatePostgres | null = null;
@@ -92,6 +96,7 @@ async function run(privatePg: PrivatePostgres | null, privateRedis: PrivateRedis
     const rows: Array<Record<string, string | number>> = [];
     const costs: Array<Record<string, string | number>> = [];
     let reached: { rate: number; achieved: number } | null = null;
+    let goal = false;
     const sampler = setInterval(() => cluster.sample(), 1000);
     try {
       for (const rate of RATES) {
@@ -136,15 +141,19 @@ async function run(privatePg: PrivatePostgres | null, privateRedis: PrivateRedis
         await sleep(2000); // the deliveries of the last PATCHes belong to this step
         const cost = await meter.cost(before, await meter.snapshot(), answered);
         costs.push({ 'offered req/s': rate, ...costRow(cost, !!privateRedis) });
-        if (r.latency.p99 > P99_LIMIT_MS) break;
-        if (errorRate < 0.01) reached = { rate, achieved };
+        if (rate >= GOAL_RATE && r.latency.p99 <= P99_LIMIT_MS && failed === 0) goal = true;
+        if (r.latency.p99 > P99_LIMIT_MS) {
+          if (ALL_STEPS) continue;
+          break;
+        }
+        if (errorRate < 0.01 && (!reached || rate > reached.rate)) reached = { rate, achieved };
       }
     } finally {
       clearInterval(sampler);
     }
     console.table(rows);
     console.log(
-      `CPU ms per request answered (step and 2 s after it, idle background subtracted; api, worker: the service processes; postgres: ${privatePg ? 'every process of the private cluster' : "the backends of the bench's database"}; redis: redis-server${privateRedis ? '' : ', shared: other clients included'}):`,
+      `CPU ms per request answered (step and 2 s after it, idle background subtracted; api, worker: the service processes; postgres: ${privatePg ? 'every process of the private cluster' : "the backends of the bench's database"}; redis: redis-server${privateRedis ? '' : ', shared: other clients included'}; bench process: autocannon and the HTTPS receivers, not in the total):`,
     );
     console.table(costs);
     const total = costs.find((c) => Number(c['offered req/s']) === (PROFILE_RATE || 160));
@@ -154,6 +163,13 @@ async function run(privatePg: PrivatePostgres | null, privateRedis: PrivateRedis
       reached
         ? `rate reached with p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors: ${reached.rate} req/s offered, ${reached.achieved.toFixed(1)} req/s achieved`
         : `no step stayed within p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors`,
+    );
+    console.log(
+      `goal (issue 25): ${GOAL_RATE} req/s offered held at p99 ≤ ${P99_LIMIT_MS} ms with 0 errors: ${goal ? 'PASS' : 'MISS'}` +
+        ` (load average ${os
+          .loadavg()
+          .map((x) => x.toFixed(1))
+          .join(', ')}; on a loaded machine compare the CPU ms per request instead)`,
     );
 
     const drainStart = Date.now();
@@ -174,6 +190,14 @@ async function run(privatePg: PrivatePostgres | null, privateRedis: PrivateRedis
         'drain s': ((Date.now() - drainStart) / 1000).toFixed(1),
       },
     ]);
+    const [slow] = await seeds.db.query<{ retried: number; dl: number | null; rp: number | null }>(
+      `SELECT (SELECT count(*) FILTER (WHERE attempt_count > 1) FROM deliveries)::int AS retried,
+              (SELECT extract(epoch FROM max(updated_at - created_at)) FROM deliveries)::float8 AS dl,
+              (SELECT extract(epoch FROM max(completed_at - created_at)) FROM reports)::float8 AS rp`,
+    );
+    console.log(
+      `deliveries attempted more than once: ${slow!.retried}; longest from event to recorded delivery ${slow!.dl?.toFixed(1) ?? '-'} s, from report request to ready ${slow!.rp?.toFixed(1) ?? '-'} s`,
+    );
     console.log(
       done
         ? 'every accepted report became ready or failed, and every webhook event was received by every subscribed receiver'
@@ -231,6 +255,7 @@ function costRow(c: Cost, privateRedis: boolean): Record<string, string | number
     worker: f(c.cpuPerReq.worker),
     postgres: f(c.cpuPerReq.postgres),
     redis: f(c.cpuPerReq.redis),
+    'bench process': f(c.benchPerReq),
     'pg xacts/req': f(c.xactsPerReq),
     ...(c.statementsPerReq === null ? {} : { 'pg stmts/req': f(c.statementsPerReq) }),
     [privateRedis ? 'redis cmds/req' : 'redis cmds/req (all clients)']: f(c.commandsPerReq),
