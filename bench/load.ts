@@ -164,7 +164,7 @@ async function run(privatePg: PrivatePostgres | null, privateRedis: PrivateRedis
     console.log(
       reached
         ? `rate reached with p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors: ${reached.rate} req/s offered, ${reached.achieved.toFixed(1)} req/s achieved` +
-          (missed.length ? ` (steps over the p99 limit: ${missed.join(', ')} req/s)` : '')
+            (missed.length ? ` (steps over the p99 limit: ${missed.join(', ')} req/s)` : '')
         : `no step stayed within p99 ≤ ${P99_LIMIT_MS} ms and < 1 % errors`,
     );
     console.log(
