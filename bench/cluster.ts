@@ -72,7 +72,10 @@ export interface ServiceProcess {
 }
 
 function spawnService(name: string, role: 'api' | 'worker', env: Record<string, string>, port: number): ServiceProcess {
-  const child = spawn(process.execPath, [path.join(packageRoot, 'dist/src/main.js')], {
+  // BENCH_NODE_ARGS (space-separated) go before the script, e.g. `--cpu-prof --cpu-prof-dir=DIR`
+  // for a CPU profile of each process (written when it exits on SIGTERM).
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a);
+  const child = spawn(process.execPath, [...nodeArgs, path.join(packageRoot, 'dist/src/main.js')], {
     env: { ...process.env, ...env, ROLE: role, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -346,9 +349,14 @@ export class PrivatePostgres {
     readonly port: number,
     private readonly bin: string,
     private readonly asPostgres: boolean,
+    private readonly settings: string[] = [],
   ) {}
 
-  static async start(): Promise<PrivatePostgres> {
+  /**
+   * `settings`: server options (`-c name=value` each) in place of the drills' default (fsync off:
+   * a throw-away cluster need not survive a machine crash).
+   */
+  static async start(settings = ['fsync=off']): Promise<PrivatePostgres> {
     const versions = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true'], {
       encoding: 'utf8',
     })
@@ -366,7 +374,7 @@ export class PrivatePostgres {
       const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
       chownSync(dir, uid, gid);
     }
-    const pg = new PrivatePostgres(dir, await freePort(), bin, asPostgres);
+    const pg = new PrivatePostgres(dir, await freePort(), bin, asPostgres, settings);
     try {
       pg.run('initdb', ['-D', path.join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
       await pg.up();
@@ -379,6 +387,10 @@ export class PrivatePostgres {
 
   get url(): string {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  get dataDir(): string {
+    return path.join(this.dir, 'data');
   }
 
   private run(tool: string, args: string[]): void {
@@ -397,7 +409,10 @@ export class PrivatePostgres {
       '-t',
       '60',
       '-o',
-      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+      [
+        `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
+        ...this.settings.map((s) => `-c ${s}`),
+      ].join(' '),
       'start',
     ]);
   }

@@ -32,7 +32,11 @@ export async function prepareReceivers(scratch: string, count = 2): Promise<{ ca
   const pki = makePki();
   const caFile = path.join(scratch, 'ca.pem');
   writeFileSync(caFile, pki.ca);
-  const receivers = await Promise.all(Array.from({ length: count }, () => startReceiver(pki)));
+  // Node's default keep-alive timeout (5 s), as a real receiver has: with the test helper's 1 s,
+  // the service's agent keeps no connection to it and every delivery paid a TLS handshake.
+  const receivers = await Promise.all(
+    Array.from({ length: count }, () => startReceiver(pki, '/hook', { keepAliveTimeoutMs: 5000 })),
+  );
   return { caFile, receivers };
 }
 
@@ -163,9 +167,12 @@ export class Mix {
     }
   }
 
+  /** Set: every request is of this kind (the per-kind cost steps of bench/load). */
+  only: Kind | null = null;
+
   next(): Planned {
     const i = this.n++;
-    let kind = this.slots[i % this.slots.length]!;
+    let kind = this.only ?? this.slots[i % this.slots.length]!;
     const now = Date.now();
     if (kind === 'report') {
       while (this.reportTimes.length && now - this.reportTimes[0]! > 1000) this.reportTimes.shift();

@@ -57,8 +57,23 @@ export function outboxChannel(schema: string): string {
  * earlier events, as one disabled meanwhile does not). The check is in the writing statement, in
  * the caller's transaction; the dispatcher checks again when it fans an event out.
  */
-const RECEIVED = `SELECT EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = $2 AND w.status = 'active' AND w.events && ARRAY[$3::text, '*']) AS live`;
-const NOTIFY = `CASE WHEN h.live THEN pg_notify(left('fa_outbox.' || current_schema(), 63), '')::text END`;
+/** `live`: whether an active webhook of `account` receives events of `type` (SQL expressions). */
+export const receivedSql = (account: string, type: string) =>
+  `SELECT EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = ${account} AND w.status = 'active' AND w.events && ARRAY[${type}::text, '*']) AS live`;
+/** Notifies the schema's outbox channel (at commit) when `live` holds. */
+export const notifySql = (live: string) =>
+  `CASE WHEN ${live} THEN pg_notify(left('fa_outbox.' || current_schema(), 63), '')::text END`;
+const RECEIVED = receivedSql('$2', '$3');
+const NOTIFY = notifySql('h.live');
+
+/**
+ * For a statement that writes its own outbox row (an emit inside a single statement, which
+ * commits on its own): tells this process's listeners once it has committed, as `emit` does
+ * after its transaction.
+ */
+export function notifyCommitted(): void {
+  setImmediate(notify);
+}
 
 export async function emit<D extends Record<string, unknown>>(
   tx: Sql,

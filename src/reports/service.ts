@@ -141,6 +141,7 @@ export async function getReport(deps: ReportDeps, accountId: string, id: string)
   const [row] = await deps.db.query<ReportRow>(
     `SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`,
     [id, accountId],
+    { prepare: true }, // the poll: parsed and planned once per connection
   );
   if (!row) throw notFound('Report', id);
   return toReport(deps, (await renewExpired(deps, accountId, [row]))[0]!);

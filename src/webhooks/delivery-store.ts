@@ -114,6 +114,13 @@ async function onDeadlockRetry<T>(fn: () => Promise<T>): Promise<T> {
  * came in: a webhook's count becomes its failures after its last success in the batch, or grows by
  * all of them. Only attempts this statement inserted count, so running it again after a lost
  * answer (or a deadlock) counts nothing twice. Returns the webhooks it updated, with their state.
+ *
+ * Successes only, on a webhook with no failures counted whose last_success_at is less than a
+ * second older than theirs, leave its row alone: a busy endpoint's row is not rewritten (and
+ * locked until commit, the delivering workers queueing on it) by every batch. The trade:
+ * last_success_at (not shown by the API) may lag the last success by up to a second. A
+ * concurrent failure is still counted; a success racing it either resets the count or, if it
+ * saw the count at 0, is ordered before it, as either order is possible.
  */
 export async function recordAttempts(db: Database, rows: AttemptRow[]): Promise<Failing[]> {
   return onDeadlockRetry(() =>
@@ -150,7 +157,10 @@ export async function recordAttempts(db: Database, rows: AttemptRow[]): Promise<
             SET consecutive_failures = CASE WHEN n.reset THEN 0 ELSE w.consecutive_failures END + n.fails,
                 last_success_at = CASE WHEN n.ok_at IS NULL THEN w.last_success_at ELSE GREATEST(COALESCE(w.last_success_at, n.ok_at), n.ok_at) END
            FROM n
-          WHERE w.id = n.webhook_id AND (n.reset OR n.fails > 0 OR n.gone OR w.status = 'active' AND w.consecutive_failures >= $12)
+          WHERE w.id = n.webhook_id
+            AND (n.reset AND (w.consecutive_failures <> 0 OR w.last_success_at IS NULL
+                              OR n.ok_at >= w.last_success_at + interval '1 second')
+                 OR n.fails > 0 OR n.gone OR w.status <> 'active' OR w.consecutive_failures >= $12)
           RETURNING w.id, w.status, w.consecutive_failures
        )
        SELECT w.id, w.status, w.consecutive_failures, n.gone FROM w JOIN n ON n.webhook_id = w.id`,

@@ -18,6 +18,14 @@ import type { Claimed } from './delivery-store.js';
 import { DIRECT_MAX, type DirectSink } from './direct-sink.js';
 import { enqueueDeliveries, jobIdFor, WEBHOOK_QUEUE, type DeliveryQueue } from './service.js';
 
+interface Hook {
+  id: string;
+  account_id: string;
+  events: string[];
+  url: string;
+  secret_sealed: string;
+}
+
 interface EventRow {
   id: string;
   seq: number;
@@ -45,7 +53,11 @@ export async function dispatchBatch(
     // account subscribes to (by type or `*`); the others (their webhook disabled, deleted or
     // unsubscribed since they were written) need nothing more. `claimed` counts all of them, on
     // every row, and on the one row (of nulls otherwise) when none is read back.
-    const rows = await tx.query<(EventRow | { [K in keyof EventRow]: null }) & { lease_until: Date; claimed: number }>(
+    // The same statement reads the active webhooks of those events' accounts (on its first row
+    // only): no second round trip inside the transaction.
+    const rows = await tx.query<
+      (EventRow | { [K in keyof EventRow]: null }) & { lease_until: Date; claimed: number; hooks: Hook[] | null }
+    >(
       `WITH u AS (
          UPDATE outbox o SET dispatched_at = now()
           WHERE o.id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
@@ -54,15 +66,23 @@ export async function dispatchBatch(
          SELECT u.* FROM u
           WHERE EXISTS (SELECT 1 FROM webhooks w
                          WHERE w.account_id = u.account_id AND w.status = 'active' AND w.events && ARRAY[u.type, '*'])
+       ), hk AS (
+         SELECT json_agg(json_build_object('id', w.id, 'account_id', w.account_id, 'events', w.events, 'url', w.url,
+                                           'secret_sealed', w.secret_sealed) ORDER BY w.id) AS hooks
+           FROM webhooks w WHERE w.status = 'active' AND w.account_id IN (SELECT account_id FROM m)
        )
        SELECT m.id, m.seq::int8::float8 AS seq, m.account_id, m.type, m.data, m.created_at, c.claimed,
-              date_trunc('milliseconds', now()) + ($2 || ' milliseconds')::interval AS lease_until
-         FROM (SELECT count(*)::int AS claimed FROM u) c LEFT JOIN m ON true`,
+              date_trunc('milliseconds', now()) + ($2 || ' milliseconds')::interval AS lease_until,
+              CASE WHEN row_number() OVER () = 1 THEN hk.hooks END AS hooks
+         FROM (SELECT count(*)::int AS claimed FROM u) c CROSS JOIN hk LEFT JOIN m ON true`,
       [limit, String(direct?.leaseMs ?? 0)],
       { prepare: true },
     );
     const claimed = rows[0]?.claimed ?? 0;
-    const events = rows.filter((r): r is EventRow & { lease_until: Date; claimed: number } => r.id !== null);
+    const hooks = rows[0]?.hooks ?? [];
+    const events = rows.filter(
+      (r): r is EventRow & { lease_until: Date; claimed: number; hooks: null } => r.id !== null,
+    );
     if (!events.length)
       return {
         events: claimed,
@@ -74,18 +94,6 @@ export async function dispatchBatch(
     // The claim of the direct deliveries; exact to the millisecond, so it survives the round trip
     // as a Date and identifies the claim later (renewal).
     const token = events[0]!.lease_until;
-    const accounts = [...new Set(events.map((e) => e.account_id))];
-    const hooks = await tx.query<{
-      id: string;
-      account_id: string;
-      events: string[];
-      url: string;
-      secret_sealed: string;
-    }>(
-      `SELECT id, account_id, events, url, secret_sealed FROM webhooks WHERE status = 'active' AND account_id = ANY($1) ORDER BY id`,
-      [accounts],
-      { prepare: true },
-    );
     const cols: {
       id: string[];
       webhook: string[];

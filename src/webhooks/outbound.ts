@@ -169,43 +169,63 @@ export async function postJson(
   const address = target.address;
   return new Promise<PostResult>((resolve) => {
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    let req: ReturnType<typeof https.request>;
     const finish = (r: Omit<PostResult, 'latencyMs' | 'address'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       resolve({ ...r, latencyMs: performance.now() - started, address });
     };
-    const req = https.request(
-      {
-        ...target.options,
-        headers: {
-          ...headers,
-          'content-length': String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length),
-          'user-agent': USER_AGENT,
+    // A kept-alive connection the receiver closed just as it was reused fails with a reset before
+    // any answer (the receiver closed it idle, without reading the request): sent once more on a
+    // new connection, within the same timeout, instead of failing the attempt and waiting for the
+    // first retry (a minute). Only then: a reset on a new connection, or after an answer began,
+    // is the attempt's outcome.
+    const send = (again: boolean) => {
+      let answered = false;
+      req = https.request(
+        {
+          ...target.options,
+          headers: {
+            ...headers,
+            'content-length': String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length),
+            'user-agent': USER_AGENT,
+          },
         },
-      },
-      (res) => {
-        let read = 0;
-        res.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
-        });
-        const done = () => {
-          const status = res.statusCode ?? 0;
-          finish({ ok: status >= 200 && status < 300, status });
-        };
-        res.on('end', done);
-        res.on('close', done);
-        res.on('error', done);
-      },
-    );
-    const timer = setTimeout(() => {
+        (res) => {
+          answered = true;
+          let read = 0;
+          res.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read > maxBytes) res.destroy(); // enough: the body is discarded anyway
+          });
+          const done = () => {
+            const status = res.statusCode ?? 0;
+            finish({ ok: status >= 200 && status < 300, status });
+          };
+          res.on('end', done);
+          res.on('close', done);
+          res.on('error', done);
+        },
+      );
+      const sent = req;
+      sent.on('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (again && !answered && !settled && sent.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')) {
+          send(false);
+          return;
+        }
+        finish({ ok: false, error: classify(err as NodeJS.ErrnoException) });
+      });
+      if (typeof body === 'string') sent.end(body, 'utf8');
+      else sent.end(body);
+    };
+    timer = setTimeout(() => {
       finish({ ok: false, error: { kind: 'timeout', message: `no complete response within ${timeoutMs} ms` } });
       req.destroy();
     }, timeoutMs);
-    req.on('error', (err) => finish({ ok: false, error: classify(err as NodeJS.ErrnoException) }));
-    if (typeof body === 'string') req.end(body, 'utf8');
-    else req.end(body);
+    send(true);
   });
 }
 

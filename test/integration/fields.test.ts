@@ -320,6 +320,47 @@ describe.each(dbBackends)('fields on $name', (backend) => {
     }
   });
 
+  it('concurrent PATCHes of one field: each change and its event exactly once, dates checked on the latest row', async () => {
+    const f = (await create({ name: 'busy', boundary: square(6, 51) })).json();
+    const before = (await listOutbox(t.db, t.accountId, 'field.updated')).filter((e) => e.data.field_id === f.id);
+    expect(before).toHaveLength(0);
+    const patch = (payload: object) =>
+      t.app.inject({ method: 'PATCH', url: `/v1/fields/${f.id}`, headers: t.auth(), payload });
+    // 24 PATCHes at once, each to a crop type of its own: 24 changes, 24 events, none lost.
+    const crops = Array.from({ length: 24 }, (_, i) => `crop-${i}`);
+    const answers = await Promise.all(crops.map((crop_type) => patch({ crop_type })));
+    for (const a of answers) expect(a.statusCode).toBe(200);
+    const events = (await listOutbox(t.db, t.accountId, 'field.updated')).filter((e) => e.data.field_id === f.id);
+    expect(events).toHaveLength(24);
+    for (const e of events) expect(e.data.changed_fields).toEqual(['crop_type']);
+    // Every answer's updated_at is its event's, and the field holds the crop of the last event.
+    expect(new Set(events.map((e) => e.data.updated_at))).toEqual(new Set(answers.map((a) => a.json().updated_at)));
+    const last = answers.find((a) => a.json().updated_at === events.at(-1)!.data.updated_at)!.json();
+    const now = (await t.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: t.auth() })).json();
+    expect(now.crop_type).toBe(last.crop_type);
+
+    // A planting date and an earlier harvest date sent at once: whichever runs second sees the
+    // other's date and is refused; never are both applied.
+    for (let round = 0; round < 5; round++) {
+      await patch({ planting_date: null, harvest_date: null });
+      const [p, h] = await Promise.all([patch({ planting_date: '2025-05-01' }), patch({ harvest_date: '2025-04-01' })]);
+      expect([p.statusCode, h.statusCode].sort()).toEqual([200, 400]);
+      const g = (await t.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: t.auth() })).json();
+      expect(g.planting_date !== null && g.harvest_date !== null).toBe(false);
+    }
+  });
+
+  it('a PATCH of a field that does not exist answers 404, also with invalid values', async () => {
+    for (const payload of [
+      { name: 'x' },
+      { planting_date: '2025-02-30' },
+      { boundary: { type: 'Point', coordinates: [0, 0] } },
+    ]) {
+      const res = await t.app.inject({ method: 'PATCH', url: '/v1/fields/fld_missing', headers: t.auth(), payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(404);
+    }
+  });
+
   it('an event emitted in a transaction that then fails is rolled back with it', async () => {
     const before = (await listOutbox(t.db, t.accountId)).length;
     await expect(

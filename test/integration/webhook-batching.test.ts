@@ -13,6 +13,7 @@ import type { Database } from '../../src/platform/database.js';
 import { newId } from '../../src/platform/ids.js';
 import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
 import { directSink, processDeliveryJob } from '../../src/webhooks/delivery.js';
+import { recordAttempts } from '../../src/webhooks/delivery-store.js';
 import { dispatchBatch, sweepOverdue } from '../../src/webhooks/dispatcher.js';
 import { registry } from '../../src/platform/metrics.js';
 import { WEBHOOK_QUEUE, type WebhookDeps } from '../../src/webhooks/service.js';
@@ -268,5 +269,66 @@ describe.each(dbBackends)('batched webhook deliveries on $name', (backend) => {
     } finally {
       ok.respond = respond;
     }
+  });
+
+  it('successes on a webhook with no failures leave its row alone within a second of its last success; a failure count is still reset', async () => {
+    const wh = hooks.other;
+    const delivery = async () => {
+      const id = newId('dlv');
+      await db.query(
+        `INSERT INTO deliveries (id, webhook_id, account_id, event_id, event_type, body, status, next_attempt_at)
+         VALUES ($1, $2, $3, $4, 'field.updated', '{}', 'pending', now())`,
+        [id, wh, accountId, newId('evt')],
+      );
+      return id;
+    };
+    const succeed = async (id: string) => {
+      const at = new Date();
+      return recordAttempts(db, [
+        {
+          id,
+          webhook_id: wh,
+          attempt: 1,
+          attempted_at: at,
+          status_code: 200,
+          error: null,
+          latency_ms: 1,
+          first_attempt_at: at,
+          ok: true,
+          next_attempt_at: null,
+          job_id: null,
+        },
+      ]);
+    };
+    const row = async () =>
+      (
+        await db.query<{ v: string; n: number; last: Date | null; status: string }>(
+          `SELECT xmin::text AS v, consecutive_failures AS n, last_success_at AS last, status FROM webhooks WHERE id = $1`,
+          [wh],
+        )
+      )[0]!;
+    // First success: the row is written.
+    expect((await succeed(await delivery())).map((h) => h.id)).toEqual([wh]);
+    const first = await row();
+    expect(first.last).toBeInstanceOf(Date);
+    // Another within the second: the delivery is recorded, the webhook's row is not rewritten.
+    const d2 = await delivery();
+    expect(await succeed(d2)).toEqual([]);
+    expect((await row()).v).toBe(first.v);
+    const [rec] = await db.query<{ status: string }>('SELECT status FROM deliveries WHERE id = $1', [d2]);
+    expect(rec!.status).toBe('succeeded');
+    // Failures counted: a success within the second resets them all the same.
+    await db.query('UPDATE webhooks SET consecutive_failures = 3 WHERE id = $1', [wh]);
+    expect((await succeed(await delivery())).map((h) => h.id)).toEqual([wh]);
+    expect((await row()).n).toBe(0);
+    // A last success more than a second old is moved forward.
+    await db.query(`UPDATE webhooks SET last_success_at = now() - interval '5 seconds' WHERE id = $1`, [wh]);
+    const before = (await row()).last!.getTime();
+    await succeed(await delivery());
+    expect((await row()).last!.getTime()).toBeGreaterThan(before + 4000);
+    // A disabled webhook is always named (its direct deliveries stop).
+    await db.query(`UPDATE webhooks SET status = 'disabled', last_success_at = now() WHERE id = $1`, [wh]);
+    expect((await succeed(await delivery())).map((h) => [h.id, h.status])).toEqual([[wh, 'disabled']]);
+    await db.query(`UPDATE webhooks SET status = 'active' WHERE id = $1`, [wh]);
   });
 });

@@ -13,7 +13,8 @@ import type { Database } from '../../src/platform/database.js';
 import { newId } from '../../src/platform/ids.js';
 import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
 import { processDeliveryJob } from '../../src/webhooks/delivery.js';
-import { dispatchBatch } from '../../src/webhooks/dispatcher.js';
+import type { DirectSink } from '../../src/webhooks/direct-sink.js';
+import { dispatchBatch, sweepOverdue } from '../../src/webhooks/dispatcher.js';
 import type { WebhookDeps } from '../../src/webhooks/service.js';
 import { SecretBox } from '../../src/webhooks/signing.js';
 import { dbBackends, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
@@ -213,5 +214,47 @@ describe.each(dbBackends)('outbox events and their receivers on $name', (backend
     const first = got[0]!.body as { event: string; timestamp: string; data: Record<string, unknown> };
     expect(first.event).toBe('imagery.available');
     expect(Object.keys(first.data).sort()).toEqual(['capture_date', 'cloud_cover', 'field_id', 'imagery_id', 'source']);
+  });
+
+  it('60 events claimed in one batch for two webhooks; the process dies between the claim and the sending: once the claims lapse each event reaches each webhook exactly once', async () => {
+    const acc = await account('crash');
+    const hookA = await addHook(acc, ['field.updated']);
+    const hookB = await addHook(acc, ['*']);
+    const ids: string[] = [];
+    await db.transaction(async (tx) => {
+      for (let k = 0; k < 60; k++)
+        ids.push((await emit(tx, acc, 'field.updated', { field_id: `fld_c${k}`, changed_fields: ['name'] })).id);
+    });
+    // A process that delivers: every delivery is handed to it, inserted claimed for 300 ms, and
+    // it dies before sending any (the hand-over is dropped).
+    const handed: string[] = [];
+    const dying: DirectSink = {
+      leaseMs: 300,
+      room: () => 1000,
+      totalRoom: () => 1000,
+      whenRoom: () => {},
+      deliver: (rows) => void handed.push(...rows.map((r) => r.id)),
+      drain: async () => {},
+    };
+    const r = await dispatchBatch(db, queues, 500, 50, dying);
+    expect(r).toMatchObject({ events: 60, deliveries: 120, jobs: 0, direct: 120 });
+    expect(handed).toHaveLength(120);
+    expect(await dispatchBatch(db, queues, 500, 50)).toMatchObject({ events: 0 }); // each event claimed once
+    // While claimed, the sweeper leaves them alone; once lapsed, it queues every one.
+    expect(await sweepOverdue(db, queues, 0)).toBe(0);
+    await new Promise((res) => setTimeout(res, 400));
+    expect(await sweepOverdue(db, queues, 0)).toBe(120);
+    const before = receiver.received.length;
+    await deliver(ids);
+    await deliver(ids); // jobs run again send nothing more
+    const got = receiver.received.slice(before).map((x) => String(x.headers['x-service-delivery']));
+    expect(got).toHaveLength(120);
+    expect(new Set(got)).toEqual(new Set(handed));
+    const rows = await db.query<{ webhook_id: string; n: number; ok: number }>(
+      `SELECT webhook_id, count(*)::int AS n, count(*) FILTER (WHERE status = 'succeeded')::int AS ok
+         FROM deliveries WHERE event_id = ANY($1) GROUP BY webhook_id ORDER BY webhook_id`,
+      [ids],
+    );
+    expect(rows).toEqual([hookA, hookB].sort().map((webhook_id) => ({ webhook_id, n: 60, ok: 60 })));
   });
 });

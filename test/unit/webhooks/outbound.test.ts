@@ -15,6 +15,8 @@ import {
   verifyServiceSignature,
 } from '../../../src/webhooks/signing.js';
 import { createHmac } from 'node:crypto';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { makePki, startReceiver, type Receiver, type TestPki } from '../../helpers/tls.js';
 import { EMBEDDED_PRIVATE, answering } from '../../helpers/addresses.js';
 
@@ -207,5 +209,43 @@ describe('postJson against a real HTTPS receiver', () => {
       ok: false,
       error: { kind: 'invalid_url' },
     });
+  });
+
+  it('a kept-alive connection the receiver resets as it is reused: sent again on a new one, within the same attempt', async () => {
+    // The receiver keeps connections alive but resets one the moment a second request arrives on
+    // it (as a receiver closing an idle connection while the request is on its way).
+    const seen: Array<{ socket: number; n: number }> = [];
+    const sockets = new WeakMap<object, { id: number; n: number }>();
+    let next = 0;
+    const server = https.createServer({ key: pki.key, cert: pki.cert }, (req, res) => {
+      const s = sockets.get(req.socket) ?? { id: ++next, n: 0 };
+      sockets.set(req.socket, s);
+      s.n++;
+      seen.push({ socket: s.id, n: s.n });
+      if (s.n > 1) {
+        req.socket.destroy();
+        return;
+      }
+      req.resume();
+      req.on('end', () => res.writeHead(200).end('ok'));
+    });
+    server.keepAliveTimeout = 5000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    try {
+      const o = { ...opts(), cacheResolution: true };
+      expect(await postJson(url, '{"n":1}', {}, o)).toMatchObject({ ok: true, status: 200 });
+      await new Promise((r) => setTimeout(r, 50)); // the connection is back in the agent's pool
+      expect(await postJson(url, '{"n":2}', {}, o)).toMatchObject({ ok: true, status: 200 });
+      // The second went out on the first connection (reset), then on a new one.
+      expect(seen).toEqual([
+        { socket: 1, n: 1 },
+        { socket: 1, n: 2 },
+        { socket: 2, n: 1 },
+      ]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });
