@@ -565,9 +565,24 @@ function whyUnusable(opened: OpenedBands, px: WindowPixels, n: number, mask?: Ma
 
 /** 1 where a pixel of `px` is usable (see whyUnusable). */
 function usablePixels(opened: OpenedBands, px: WindowPixels, n: number, mask?: MaskRequest): Uint8Array {
-  const why = whyUnusable(opened, px, n, mask);
-  for (let k = 0; k < n; k++) why[k] = why[k] === 0 ? 1 : 0;
-  return why;
+  // the same tests as whyUnusable, without the reasons
+  const ok = new Uint8Array(n).fill(1);
+  for (const b of opened.bands) {
+    const { data, dtype, nodata } = px.bands[b]!;
+    const zero = dtype !== 'f32';
+    for (let k = 0; k < n; k++) {
+      const v = data[k]!;
+      if ((zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) ok[k] = 0;
+    }
+  }
+  const cls = px.mask;
+  if (cls) {
+    const excluded = classTable(mask);
+    for (let k = 0; k < n; k++) if (excluded[cls[k]!] === 1) ok[k] = 0;
+  }
+  const dil = px.dilated;
+  if (dil) for (let k = 0; k < n; k++) if (dil[k] === 1) ok[k] = 0;
+  return ok;
 }
 
 /** The reasons of the pixels `inside` marks, every excluded class listed (zero or not). */
@@ -632,17 +647,22 @@ async function readFieldWindowIn(
 }
 
 /**
- * A field's usable pixels: those `ok` (a mask over `from`) marks among its inside pixels. A row of
- * `from` that `dirty` leaves 0 has every pixel usable: its inside pixels count without a look.
+ * A field's usable pixels: those `ok` (a mask over `from`) marks among its inside pixels. Where
+ * `dirty` says no pixel of the field's part of a row was cleared, its inside pixels on that row
+ * count without a look at the mask.
  */
 function validIn(f: CachedFrame, usable: Usable, from: Rect): number {
   let validPixels = 0;
   const { inside, w, h, rowPixels } = f;
-  const { ok, dirty } = usable;
+  const { ok, dirty, chunks } = usable;
   const uw = from.w;
+  const c0 = (f.x0 - from.x0) >> CHUNK_BITS;
+  const c1 = (f.x0 - from.x0 + w - 1) >> CHUNK_BITS;
   for (let j = 0; j < h; j++) {
     const y = f.y0 - from.y0 + j;
-    if (dirty[y] === 0) {
+    let clean = true;
+    for (let c = y * chunks + c0, e = y * chunks + c1; clean && c <= e; c++) clean = dirty[c] === 0;
+    if (clean) {
       validPixels += rowPixels[j]!;
       continue;
     }
@@ -654,12 +674,29 @@ function validIn(f: CachedFrame, usable: Usable, from: Rect): number {
 }
 
 /**
- * A usable-pixel mask over a window (1 usable), with per row whether any pixel of it may be 0
- * (`dirty`: 0 only when every pixel of the row is 1; a 1 may be conservative).
+ * A usable-pixel mask over a window (1 usable), with per row and run of 2^CHUNK_BITS columns
+ * whether any pixel of it may be 0 (`dirty[row * chunks + (column >> CHUNK_BITS)]`: 0 only when
+ * every pixel of the run is 1; a 1 may be conservative).
  */
 export interface Usable {
   ok: Uint8Array;
   dirty: Uint8Array;
+  chunks: number;
+}
+
+const CHUNK_BITS = 6;
+
+function usableMask(w: number, h: number, dirty: boolean): Usable {
+  const chunks = ((w - 1) >> CHUNK_BITS) + 1;
+  const d = new Uint8Array(chunks * h);
+  if (dirty) d.fill(1);
+  return { ok: new Uint8Array(w * h).fill(1), dirty: d, chunks };
+}
+
+/** Marks columns [i0, i1) of row j as possibly cleared. */
+function markDirty(dirty: Uint8Array, chunks: number, j: number, i0: number, i1: number): void {
+  if (i1 <= i0) return;
+  for (let c = j * chunks + (i0 >> CHUNK_BITS), e = j * chunks + ((i1 - 1) >> CHUNK_BITS); c <= e; c++) dirty[c] = 1;
 }
 
 /** A field's frame, its count of inside pixels and its inside pixels per row, kept per thread across captures on one grid. */
@@ -733,7 +770,7 @@ async function clearUnusable(
   signal: AbortSignal | undefined,
   skipCleared: boolean,
 ): Promise<void> {
-  const { ok, dirty } = usable;
+  const { ok, dirty, chunks } = usable;
   const dtype = dtypeOf(grid.image, band);
   const outside = dtype === 'f32' ? NaN : 0;
   const { cols, rows } = mapOnto(grid, g, rect);
@@ -767,11 +804,12 @@ async function clearUnusable(
       const o = j * w;
       if (j < firstRow[0]! || j >= firstRow[cy1 - cy0]!) {
         ok.fill(0, o, o + w);
-        dirty[j] = 1;
-      } else if (i0 > 0 || i1 < w) {
+        markDirty(dirty, chunks, j, 0, w);
+      } else {
         ok.fill(0, o, o + i0);
         ok.fill(0, o + i1, o + w);
-        dirty[j] = 1;
+        markDirty(dirty, chunks, j, 0, i0);
+        markDirty(dirty, chunks, j, i1, w);
       }
     }
   }
@@ -791,7 +829,7 @@ async function clearUnusable(
       if (jA >= jB) continue;
       // the element of file column part.cx0 in this row; column c + k is at s + k * spp
       const s = ((r - part.by0) * part.width + part.cx0 - part.bx0) * spp + part.inner;
-      if (clearRow(ok, w, jA, jB, data, s, spp, firstCol, f0, n, verdicts)) dirty.fill(1, jA, jB);
+      clearRow(usable, w, jA, jB, data, s, spp, firstCol, f0, n, verdicts);
     }
   };
   const read = await visitWindowRaw(grid.raster, [cx0, cy0, cx1, cy1], index - 1, visit, {
@@ -885,7 +923,7 @@ function verdictsOf(dtype: Dtype, bad: (v: number) => boolean): Verdicts {
  * once for four). Whether it cleared any.
  */
 function clearRow(
-  ok: Uint8Array,
+  u: Usable,
   w: number,
   jA: number,
   jB: number,
@@ -897,29 +935,33 @@ function clearRow(
   n: number,
   v: Verdicts,
 ): boolean {
-  if (v.kind === 'f32') return clearRowF32(ok, w, jA, jB, data as Float32Array, s, spp, first, f0, n, v.bad);
+  if (v.kind === 'f32') return clearRowF32(u, w, jA, jB, data as Float32Array, s, spp, first, f0, n, v.bad);
   if (v.bad === 0) return false;
   // int16 samples come as a Uint16Array over their bits (the table and the bad values are so)
   const src = data as Uint8Array | Uint16Array;
   if (v.bad <= 2) {
-    if (src instanceof Uint8Array) return clearRowFew8(ok, w, jA, jB, src, s, spp, first, f0, n, v.a, v.b);
-    return clearRowFew16(ok, w, jA, jB, src, s, spp, first, f0, n, v.a, v.b);
+    if (src instanceof Uint8Array) return clearRowFew8(u, w, jA, jB, src, s, spp, first, f0, n, v.a, v.b);
+    return clearRowFew16(u, w, jA, jB, src, s, spp, first, f0, n, v.a, v.b);
   }
-  if (src instanceof Uint8Array) return clearRowTable8(ok, w, jA, jB, src, s, spp, first, f0, n, v.table);
-  return clearRowTable16(ok, w, jA, jB, src, s, spp, first, f0, n, v.table);
+  if (src instanceof Uint8Array) return clearRowTable8(u, w, jA, jB, src, s, spp, first, f0, n, v.table);
+  return clearRowTable16(u, w, jA, jB, src, s, spp, first, f0, n, v.table);
 }
 
-/** Clears the fine pixels of file column k (see clearRow). */
-function clearColumn(ok: Uint8Array, w: number, jA: number, jB: number, first: Int32Array, c: number): void {
+/** Clears the fine pixels of file column c (see clearRow). */
+function clearColumn(u: Usable, w: number, jA: number, jB: number, first: Int32Array, c: number): void {
   const iA = first[c]!;
   const iB = first[c + 1]!;
-  for (let j = jA; j < jB; j++) for (let i = j * w + iA, e = j * w + iB; i < e; i++) ok[i] = 0;
+  const { ok, dirty, chunks } = u;
+  for (let j = jA; j < jB; j++) {
+    for (let i = j * w + iA, e = j * w + iB; i < e; i++) ok[i] = 0;
+    markDirty(dirty, chunks, j, iA, iB);
+  }
 }
 
 // One loop per array type and test: each stays monomorphic. The common case (nothing bad) only
 // reads the samples.
 function clearRowFew16(
-  ok: Uint8Array,
+  u: Usable,
   w: number,
   jA: number,
   jB: number,
@@ -937,13 +979,13 @@ function clearRowFew16(
     const x = src[s + k * spp]!;
     if (x === a || x === b) {
       hit = true;
-      clearColumn(ok, w, jA, jB, first, f0 + k);
+      clearColumn(u, w, jA, jB, first, f0 + k);
     }
   }
   return hit;
 }
 function clearRowFew8(
-  ok: Uint8Array,
+  u: Usable,
   w: number,
   jA: number,
   jB: number,
@@ -961,13 +1003,13 @@ function clearRowFew8(
     const x = src[s + k * spp]!;
     if (x === a || x === b) {
       hit = true;
-      clearColumn(ok, w, jA, jB, first, f0 + k);
+      clearColumn(u, w, jA, jB, first, f0 + k);
     }
   }
   return hit;
 }
 function clearRowTable16(
-  ok: Uint8Array,
+  u: Usable,
   w: number,
   jA: number,
   jB: number,
@@ -983,13 +1025,13 @@ function clearRowTable16(
   for (let k = 0; k < n; k++) {
     if (t[src[s + k * spp]!] === 0) {
       hit = true;
-      clearColumn(ok, w, jA, jB, first, f0 + k);
+      clearColumn(u, w, jA, jB, first, f0 + k);
     }
   }
   return hit;
 }
 function clearRowTable8(
-  ok: Uint8Array,
+  u: Usable,
   w: number,
   jA: number,
   jB: number,
@@ -1005,13 +1047,13 @@ function clearRowTable8(
   for (let k = 0; k < n; k++) {
     if (t[src[s + k * spp]!] === 0) {
       hit = true;
-      clearColumn(ok, w, jA, jB, first, f0 + k);
+      clearColumn(u, w, jA, jB, first, f0 + k);
     }
   }
   return hit;
 }
 function clearRowF32(
-  ok: Uint8Array,
+  u: Usable,
   w: number,
   jA: number,
   jB: number,
@@ -1027,7 +1069,7 @@ function clearRowF32(
   for (let k = 0; k < n; k++) {
     if (bad(src[s + k * spp]!)) {
       hit = true;
-      clearColumn(ok, w, jA, jB, first, f0 + k);
+      clearColumn(u, w, jA, jB, first, f0 + k);
     }
   }
   return hit;
@@ -1152,7 +1194,7 @@ function andGather(
  */
 async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rect, opts: ReadOptions): Promise<Usable> {
   const { g } = opened;
-  const usable: Usable = { ok: new Uint8Array(rect.w * rect.h).fill(1), dirty: new Uint8Array(rect.h) };
+  const usable = usableMask(rect.w, rect.h, false);
   // The mask first (SCL: a quarter of the pixels, one byte each): blocks of the bands under pixels
   // it has cleared (clouds, no data) are then neither read nor decoded.
   let first = true;
@@ -1248,8 +1290,8 @@ export async function readFieldCoverages(
       (opts.mask?.cloud_dilation_m ?? 0) > 0
         ? readPixels(capture, opened, rect, opts).then(
             (px): Usable => ({
+              ...usableMask(rect.w, rect.h, true),
               ok: usablePixels(opened, px, rect.w * rect.h, opts.mask),
-              dirty: new Uint8Array(rect.h).fill(1),
             }),
           )
         : usableOver(capture, opened, rect, opts),

@@ -661,6 +661,17 @@ describe('usable-pixel counts against a reference', () => {
       });
       expect(got, `excluded ${set ? JSON.stringify(set) : 'default'}`).toEqual(want);
     }
+    // With a dilation (the window copy path): what each field's own window counts
+    const dil = { cloud_dilation_m: 30 };
+    const own = await Promise.all(
+      boundaries.map((b) =>
+        readFieldWindow(cap, b, ['B04', 'B08'], { roots, mask: dil }).then((w) => ({
+          fieldPixels: w.fieldPixels,
+          validPixels: w.validPixels,
+        })),
+      ),
+    );
+    expect(await readFieldCoverages(cap, boundaries, ['B04', 'B08'], { roots, mask: dil })).toEqual(own);
     // Without the mask: the bands alone
     const bare = capture({ B04: f04.file, B08: f08.file });
     expect(await readFieldCoverages(bare, boundaries, ['B04', 'B08'], { roots })).toEqual(
