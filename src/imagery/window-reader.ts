@@ -565,9 +565,24 @@ function whyUnusable(opened: OpenedBands, px: WindowPixels, n: number, mask?: Ma
 
 /** 1 where a pixel of `px` is usable (see whyUnusable). */
 function usablePixels(opened: OpenedBands, px: WindowPixels, n: number, mask?: MaskRequest): Uint8Array {
-  const why = whyUnusable(opened, px, n, mask);
-  for (let k = 0; k < n; k++) why[k] = why[k] === 0 ? 1 : 0;
-  return why;
+  // the same tests as whyUnusable, without the reasons
+  const ok = new Uint8Array(n).fill(1);
+  for (const b of opened.bands) {
+    const { data, dtype, nodata } = px.bands[b]!;
+    const zero = dtype !== 'f32';
+    for (let k = 0; k < n; k++) {
+      const v = data[k]!;
+      if ((zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v)) ok[k] = 0;
+    }
+  }
+  const cls = px.mask;
+  if (cls) {
+    const excluded = classTable(mask);
+    for (let k = 0; k < n; k++) if (excluded[cls[k]!] === 1) ok[k] = 0;
+  }
+  const dil = px.dilated;
+  if (dil) for (let k = 0; k < n; k++) if (dil[k] === 1) ok[k] = 0;
+  return ok;
 }
 
 /** The reasons of the pixels `inside` marks, every excluded class listed (zero or not). */
@@ -631,22 +646,63 @@ async function readFieldWindowIn(
   return fieldWindow(opened, frame, await readPixels(capture, opened, frame, opts), opts.mask);
 }
 
-/** A field's usable pixels: those `ok` (a mask over `from`) marks among its inside pixels. */
-function validIn(f: CachedFrame, ok: Uint8Array, from: Rect): number {
+/**
+ * A field's usable pixels: those `ok` (a mask over `from`) marks among its inside pixels. Where
+ * `dirty` says no pixel of the field's part of a row was cleared, its inside pixels on that row
+ * count without a look at the mask.
+ */
+function validIn(f: CachedFrame, usable: Usable, from: Rect): number {
   let validPixels = 0;
-  const { inside, w, h } = f;
+  const { inside, w, h, rowPixels } = f;
+  const { ok, dirty, chunks } = usable;
   const uw = from.w;
+  const c0 = (f.x0 - from.x0) >> CHUNK_BITS;
+  const c1 = (f.x0 - from.x0 + w - 1) >> CHUNK_BITS;
   for (let j = 0; j < h; j++) {
-    const at = (f.y0 - from.y0 + j) * uw + (f.x0 - from.x0);
+    const y = f.y0 - from.y0 + j;
+    let clean = true;
+    for (let c = y * chunks + c0, e = y * chunks + c1; clean && c <= e; c++) clean = dirty[c] === 0;
+    if (clean) {
+      validPixels += rowPixels[j]!;
+      continue;
+    }
+    const at = y * uw + (f.x0 - from.x0);
     const row = j * w;
     for (let i = 0; i < w; i++) validPixels += inside[row + i]! & ok[at + i]!;
   }
   return validPixels;
 }
 
-/** A field's frame and its count of inside pixels, kept per thread across captures on one grid. */
+/**
+ * A usable-pixel mask over a window (1 usable), with per row and run of 2^CHUNK_BITS columns
+ * whether any pixel of it may be 0 (`dirty[row * chunks + (column >> CHUNK_BITS)]`: 0 only when
+ * every pixel of the run is 1; a 1 may be conservative).
+ */
+export interface Usable {
+  ok: Uint8Array;
+  dirty: Uint8Array;
+  chunks: number;
+}
+
+const CHUNK_BITS = 6;
+
+function usableMask(w: number, h: number, dirty: boolean): Usable {
+  const chunks = ((w - 1) >> CHUNK_BITS) + 1;
+  const d = new Uint8Array(chunks * h);
+  if (dirty) d.fill(1);
+  return { ok: new Uint8Array(w * h).fill(1), dirty: d, chunks };
+}
+
+/** Marks columns [i0, i1) of row j as possibly cleared. */
+function markDirty(dirty: Uint8Array, chunks: number, j: number, i0: number, i1: number): void {
+  if (i1 <= i0) return;
+  for (let c = j * chunks + (i0 >> CHUNK_BITS), e = j * chunks + ((i1 - 1) >> CHUNK_BITS); c <= e; c++) dirty[c] = 1;
+}
+
+/** A field's frame, its count of inside pixels and its inside pixels per row, kept per thread across captures on one grid. */
 interface CachedFrame extends FieldFrame {
   fieldPixels: number;
+  rowPixels: Int32Array;
 }
 
 /**
@@ -666,7 +722,12 @@ const frames = new Map<string, CachedFrame>();
 let frameBytes = 0;
 
 const frameSize = (f: CachedFrame, key: string) =>
-  f.inside.byteLength + (f.weights?.byteLength ?? 0) + (f.partial?.byteLength ?? 0) + key.length + FRAME_OVERHEAD;
+  f.inside.byteLength +
+  f.rowPixels.byteLength +
+  (f.weights?.byteLength ?? 0) +
+  (f.partial?.byteLength ?? 0) +
+  key.length +
+  FRAME_OVERHEAD;
 
 function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
   const { g } = opened;
@@ -679,8 +740,14 @@ function cachedFrame(opened: OpenedBands, boundary: Boundary): CachedFrame {
   }
   const f = frameOf(opened, boundary);
   let fieldPixels = 0;
-  for (let k = 0; k < f.inside.length; k++) fieldPixels += f.inside[k]!;
-  const frame: CachedFrame = { ...f, fieldPixels };
+  const rowPixels = new Int32Array(f.h);
+  for (let j = 0; j < f.h; j++) {
+    let n = 0;
+    for (let i = 0, o = j * f.w; i < f.w; i++) n += f.inside[o + i]!;
+    rowPixels[j] = n;
+    fieldPixels += n;
+  }
+  const frame: CachedFrame = { ...f, fieldPixels, rowPixels };
   frames.set(key, frame);
   frameBytes += frameSize(frame, key);
   for (const [k, old] of frames) {
@@ -713,11 +780,12 @@ async function clearUnusable(
   index: number,
   band: string,
   rect: Rect,
-  ok: Uint8Array,
+  usable: Usable,
   bad: (v: number) => boolean,
   signal: AbortSignal | undefined,
   skipCleared: boolean,
 ): Promise<void> {
+  const { ok, dirty, chunks } = usable;
   const dtype = dtypeOf(grid.image, band);
   const outside = dtype === 'f32' ? NaN : 0;
   const { cols, rows } = mapOnto(grid, g, rect);
@@ -727,7 +795,10 @@ async function clearUnusable(
   const cy1 = Math.min(grid.height, maxOf(rows) + 1);
   const { w, h } = rect;
   if (cx1 <= cx0 || cy1 <= cy0) {
-    if (bad(outside)) ok.fill(0);
+    if (bad(outside)) {
+      ok.fill(0);
+      dirty.fill(1);
+    }
     return;
   }
   if (index < 1 || index > grid.samples)
@@ -736,34 +807,44 @@ async function clearUnusable(
   // after it; a file whose mapping is not monotone (flipped axes) goes through the window copy.
   const firstCol = firstAtLeast(cols, cx0, cx1);
   const firstRow = firstAtLeast(rows, cy0, cy1);
-  if (!firstCol || !firstRow) return clearUnusableCopied(grid, g, index, band, rect, ok, bad, signal);
+  if (!firstCol || !firstRow) {
+    dirty.fill(1);
+    return clearUnusableCopied(grid, g, index, band, rect, ok, bad, signal);
+  }
   if (bad(outside)) {
     // Fine pixels past the raster: the first and last columns and rows, which sample nothing.
     const i0 = firstCol[0]!;
     const i1 = firstCol[cx1 - cx0]!;
     for (let j = 0; j < h; j++) {
       const o = j * w;
-      if (j < firstRow[0]! || j >= firstRow[cy1 - cy0]!) ok.fill(0, o, o + w);
-      else {
+      if (j < firstRow[0]! || j >= firstRow[cy1 - cy0]!) {
+        ok.fill(0, o, o + w);
+        markDirty(dirty, chunks, j, 0, w);
+      } else {
         ok.fill(0, o, o + i0);
         ok.fill(0, o + i1, o + w);
+        markDirty(dirty, chunks, j, 0, i0);
+        markDirty(dirty, chunks, j, i1, w);
       }
     }
   }
   const verdicts = verdictsOf(dtype, bad);
-  let unit = true; // consecutive fine columns read consecutive file columns (the same grid)
-  for (let i = firstCol[0]! + 1; unit && i < firstCol[cx1 - cx0]!; i++) unit = cols[i] === cols[i - 1]! + 1;
   const visit = (part: BlockPart): void => {
-    const iA = firstCol[part.cx0 - cx0]!;
-    const iB = firstCol[part.cx1 - cx0]!;
-    if (iA >= iB) return;
-    const { data, spp } = part;
+    if (firstCol[part.cx0 - cx0]! >= firstCol[part.cx1 - cx0]!) return;
+    const { spp } = part;
+    const data =
+      part.data instanceof Int16Array
+        ? new Uint16Array(part.data.buffer, part.data.byteOffset, part.data.length)
+        : part.data;
+    const f0 = part.cx0 - cx0;
+    const n = part.cx1 - part.cx0;
     for (let r = part.cy0; r < part.cy1; r++) {
       const jA = firstRow[r - cy0]!;
       const jB = firstRow[r + 1 - cy0]!;
-      // the element of file column c in this row: base + c * spp
-      const base = ((r - part.by0) * part.width - part.bx0) * spp + part.inner;
-      for (let j = jA; j < jB; j++) andVerdicts(ok, j * w, data, base, cols, iA, iB, spp, unit, verdicts);
+      if (jA >= jB) continue;
+      // the element of file column part.cx0 in this row; column c + k is at s + k * spp
+      const s = ((r - part.by0) * part.width + part.cx0 - part.bx0) * spp + part.inner;
+      clearRow(usable, w, jA, jB, data, s, spp, firstCol, f0, n, verdicts);
     }
   };
   const read = await visitWindowRaw(grid.raster, [cx0, cy0, cx1, cy1], index - 1, visit, {
@@ -822,81 +903,191 @@ function anySet(ok: Uint8Array, w: number, i0: number, i1: number, j0: number, j
 const typedOf = (dtype: Dtype) => ({ u16: Uint16Array, i16: Int16Array, u8: Uint8Array, f32: Float32Array })[dtype];
 
 /**
- * How a sample's verdict is found: a table of 1 (usable) or 0 over every value of an 8- or 16-bit
- * sample (an int16 indexed by its bits read as uint16), or the predicate itself for float32.
+ * How a sample's verdict is found: the one or two values that are bad when an 8- or 16-bit sample
+ * has no more (a band's 0 and its nodata: two compares, no table), else a table of 1 (usable) or 0
+ * over every value of an 8- or 16-bit sample (an int16 indexed by its bits read as uint16), or the
+ * predicate itself for float32.
  */
-type Verdicts = { kind: 'u16' | 'u8'; table: Uint8Array } | { kind: 'f32'; bad: (v: number) => boolean };
+type Verdicts =
+  | { kind: 'u16' | 'u8'; table: Uint8Array; bad: number; a: number; b: number }
+  | { kind: 'f32'; bad: (v: number) => boolean };
 
 function verdictsOf(dtype: Dtype, bad: (v: number) => boolean): Verdicts {
   if (dtype === 'f32') return { kind: 'f32', bad };
   const table = new Uint8Array(dtype === 'u8' ? 256 : 65536);
-  for (let v = 0; v < table.length; v++) table[v] = bad(dtype === 'i16' && v >= 32768 ? v - 65536 : v) ? 0 : 1;
-  return { kind: dtype === 'u8' ? 'u8' : 'u16', table };
+  let count = 0;
+  let a = -1;
+  let b = -1;
+  for (let v = 0; v < table.length; v++) {
+    const ok = bad(dtype === 'i16' && v >= 32768 ? v - 65536 : v) ? 0 : 1;
+    table[v] = ok;
+    if (ok === 0) {
+      if (count === 0) a = v;
+      else if (count === 1) b = v;
+      count++;
+    }
+  }
+  // -1 never equals a sample read as unsigned: one bad value compares against a only
+  return { kind: dtype === 'u8' ? 'u8' : 'u16', table, bad: count, a, b };
 }
 
-/** ANDs into ok[o + i], iA ≤ i < iB, the verdict of the sample at data[base + cols[i] * spp]. */
-function andVerdicts(
-  ok: Uint8Array,
-  o: number,
+/**
+ * Clears ok over fine rows [jA, jB) for each of the n file columns (from the one at data[s], the
+ * next at s + spp, …) whose sample is bad: file column k covers fine columns first[f0 + k] up to
+ * first[f0 + k + 1]. Each sample is judged once however many fine pixels it covers (SCL at 20 m:
+ * once for four). Whether it cleared any.
+ */
+function clearRow(
+  u: Usable,
+  w: number,
+  jA: number,
+  jB: number,
   data: SampleArray,
-  base: number,
-  cols: Int32Array,
-  iA: number,
-  iB: number,
+  s: number,
   spp: number,
-  unit: boolean,
+  first: Int32Array,
+  f0: number,
+  n: number,
   v: Verdicts,
-): void {
-  if (v.kind === 'f32') {
-    const src = data as Float32Array;
-    for (let i = iA; i < iB; i++) if (v.bad(src[base + cols[i]! * spp]!)) ok[o + i] = 0;
-    return;
+): boolean {
+  if (v.kind === 'f32') return clearRowF32(u, w, jA, jB, data as Float32Array, s, spp, first, f0, n, v.bad);
+  if (v.bad === 0) return false;
+  // int16 samples come as a Uint16Array over their bits (the table and the bad values are so)
+  const src = data as Uint8Array | Uint16Array;
+  if (v.bad <= 2) {
+    if (src instanceof Uint8Array) return clearRowFew8(u, w, jA, jB, src, s, spp, first, f0, n, v.a, v.b);
+    return clearRowFew16(u, w, jA, jB, src, s, spp, first, f0, n, v.a, v.b);
   }
-  if (v.kind === 'u8') {
-    const src = data as Uint8Array;
-    if (unit && spp === 1) andRun8(ok, o + iA, src, base + cols[iA]!, iB - iA, v.table);
-    else andGather8(ok, o, src, base, cols, iA, iB, spp, v.table);
-    return;
-  }
-  // int16 samples are read by their bits (the table is indexed so)
-  const src =
-    data instanceof Int16Array ? new Uint16Array(data.buffer, data.byteOffset, data.length) : (data as Uint16Array);
-  if (unit && spp === 1) andRun16(ok, o + iA, src, base + cols[iA]!, iB - iA, v.table);
-  else andGather16(ok, o, src, base, cols, iA, iB, spp, v.table);
+  if (src instanceof Uint8Array) return clearRowTable8(u, w, jA, jB, src, s, spp, first, f0, n, v.table);
+  return clearRowTable16(u, w, jA, jB, src, s, spp, first, f0, n, v.table);
 }
 
-// One loop per array type and access pattern: each stays monomorphic.
-function andRun16(ok: Uint8Array, o: number, src: Uint16Array, s: number, n: number, t: Uint8Array): void {
-  for (let i = 0; i < n; i++) ok[o + i]! &= t[src[s + i]!]!;
+/** Clears the fine pixels of file column c (see clearRow). */
+function clearColumn(u: Usable, w: number, jA: number, jB: number, first: Int32Array, c: number): void {
+  const iA = first[c]!;
+  const iB = first[c + 1]!;
+  const { ok, dirty, chunks } = u;
+  for (let j = jA; j < jB; j++) {
+    for (let i = j * w + iA, e = j * w + iB; i < e; i++) ok[i] = 0;
+    markDirty(dirty, chunks, j, iA, iB);
+  }
 }
-function andRun8(ok: Uint8Array, o: number, src: Uint8Array, s: number, n: number, t: Uint8Array): void {
-  for (let i = 0; i < n; i++) ok[o + i]! &= t[src[s + i]!]!;
-}
-function andGather16(
-  ok: Uint8Array,
-  o: number,
+
+// One loop per array type and test: each stays monomorphic. The common case (nothing bad) only
+// reads the samples.
+function clearRowFew16(
+  u: Usable,
+  w: number,
+  jA: number,
+  jB: number,
   src: Uint16Array,
-  base: number,
-  cols: Int32Array,
-  iA: number,
-  iB: number,
+  s: number,
   spp: number,
-  t: Uint8Array,
-): void {
-  for (let i = iA; i < iB; i++) ok[o + i]! &= t[src[base + cols[i]! * spp]!]!;
+  first: Int32Array,
+  f0: number,
+  n: number,
+  a: number,
+  b: number,
+): boolean {
+  let hit = false;
+  for (let k = 0; k < n; k++) {
+    const x = src[s + k * spp]!;
+    if (x === a || x === b) {
+      hit = true;
+      clearColumn(u, w, jA, jB, first, f0 + k);
+    }
+  }
+  return hit;
 }
-function andGather8(
-  ok: Uint8Array,
-  o: number,
+function clearRowFew8(
+  u: Usable,
+  w: number,
+  jA: number,
+  jB: number,
   src: Uint8Array,
-  base: number,
-  cols: Int32Array,
-  iA: number,
-  iB: number,
+  s: number,
   spp: number,
+  first: Int32Array,
+  f0: number,
+  n: number,
+  a: number,
+  b: number,
+): boolean {
+  let hit = false;
+  for (let k = 0; k < n; k++) {
+    const x = src[s + k * spp]!;
+    if (x === a || x === b) {
+      hit = true;
+      clearColumn(u, w, jA, jB, first, f0 + k);
+    }
+  }
+  return hit;
+}
+function clearRowTable16(
+  u: Usable,
+  w: number,
+  jA: number,
+  jB: number,
+  src: Uint16Array,
+  s: number,
+  spp: number,
+  first: Int32Array,
+  f0: number,
+  n: number,
   t: Uint8Array,
-): void {
-  for (let i = iA; i < iB; i++) ok[o + i]! &= t[src[base + cols[i]! * spp]!]!;
+): boolean {
+  let hit = false;
+  for (let k = 0; k < n; k++) {
+    if (t[src[s + k * spp]!] === 0) {
+      hit = true;
+      clearColumn(u, w, jA, jB, first, f0 + k);
+    }
+  }
+  return hit;
+}
+function clearRowTable8(
+  u: Usable,
+  w: number,
+  jA: number,
+  jB: number,
+  src: Uint8Array,
+  s: number,
+  spp: number,
+  first: Int32Array,
+  f0: number,
+  n: number,
+  t: Uint8Array,
+): boolean {
+  let hit = false;
+  for (let k = 0; k < n; k++) {
+    if (t[src[s + k * spp]!] === 0) {
+      hit = true;
+      clearColumn(u, w, jA, jB, first, f0 + k);
+    }
+  }
+  return hit;
+}
+function clearRowF32(
+  u: Usable,
+  w: number,
+  jA: number,
+  jB: number,
+  src: Float32Array,
+  s: number,
+  spp: number,
+  first: Int32Array,
+  f0: number,
+  n: number,
+  bad: (v: number) => boolean,
+): boolean {
+  let hit = false;
+  for (let k = 0; k < n; k++) {
+    if (bad(src[s + k * spp]!)) {
+      hit = true;
+      clearColumn(u, w, jA, jB, first, f0 + k);
+    }
+  }
+  return hit;
 }
 
 /** clearUnusable through a copy of the file's window (files whose grid maps onto the fine one non-monotonically). */
@@ -1016,9 +1207,9 @@ function andGather(
  * usablePixels(opened, readPixels(…, rect)) without the bands' copies on the fine grid: 1 where
  * the mask's class is not masked and no band's value is 0 (integer bands), its nodata or NaN.
  */
-async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rect, opts: ReadOptions) {
+async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rect, opts: ReadOptions): Promise<Usable> {
   const { g } = opened;
-  const ok = new Uint8Array(rect.w * rect.h).fill(1);
+  const usable = usableMask(rect.w, rect.h, false);
   // The mask first (SCL: a quarter of the pixels, one byte each): blocks of the bands under pixels
   // it has cleared (clouds, no data) are then neither read nor decoded.
   let first = true;
@@ -1027,7 +1218,17 @@ async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rec
     if (mg.epsg !== g.epsg)
       throw new ImageryError('mask', `CRS ${crsLabel(mg.epsg)} differs from the bands' ${crsLabel(g.epsg)}`);
     const excluded = classTable(opts.mask);
-    await clearUnusable(mg, g, capture.mask.index ?? 1, 'mask', rect, ok, (v) => excluded[v] === 1, opts.signal, false);
+    await clearUnusable(
+      mg,
+      g,
+      capture.mask.index ?? 1,
+      'mask',
+      rect,
+      usable,
+      (v) => excluded[v] === 1,
+      opts.signal,
+      false,
+    );
     first = false;
   }
   for (const b of opened.bands) {
@@ -1041,14 +1242,14 @@ async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rec
       src.index ?? 1,
       b,
       rect,
-      ok,
+      usable,
       (v) => (zero && v === 0) || (nodata !== null && v === nodata) || Number.isNaN(v),
       opts.signal,
       !first,
     );
     first = false;
   }
-  return ok;
+  return usable;
 }
 
 /** One field's coverage in a group: its pixel counts, or why it could not be computed. */
@@ -1093,7 +1294,7 @@ export async function readFieldCoverages(
     }
   });
   const framed = frames.filter((f): f is CachedFrame => !(f instanceof Error));
-  let ok: Uint8Array | null = null;
+  let ok: Usable | null = null;
   let from: Rect | undefined;
   if (framed.length) {
     from = unionRect(framed);
@@ -1102,7 +1303,12 @@ export async function readFieldCoverages(
     const rect = from;
     ok = await withDecodeBudget(() =>
       (opts.mask?.cloud_dilation_m ?? 0) > 0
-        ? readPixels(capture, opened, rect, opts).then((px) => usablePixels(opened, px, rect.w * rect.h, opts.mask))
+        ? readPixels(capture, opened, rect, opts).then(
+            (px): Usable => ({
+              ...usableMask(rect.w, rect.h, true),
+              ok: usablePixels(opened, px, rect.w * rect.h, opts.mask),
+            }),
+          )
         : usableOver(capture, opened, rect, opts),
     ).catch(() => null);
   }

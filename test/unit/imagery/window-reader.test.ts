@@ -543,3 +543,142 @@ describe('coverage of a group of fields (one read of the union window)', () => {
     ).rejects.toMatchObject({ name: 'ImageryError', band: 'B08' });
   });
 });
+
+describe('usable-pixel counts against a reference', () => {
+  // mulberry32: the same pseudo-random rasters on every run
+  function random(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const W = 300;
+  const H = 260;
+  const spec = { epsg: 32631, ox: 600_000, oy: 5_700_000, res: 10, width: W, height: H };
+  const ref = { ...spec, file: '' };
+
+  /**
+   * The straightforward reading: a field pixel (col c, row r of the 10 m grid) is usable when it
+   * lies in the raster, neither band is 0 or its nodata, and the class of the 20 m pixel holding
+   * its centre (col ⌊c/2⌋, row ⌊r/2⌋; 0 past the mask's edge) is not excluded.
+   */
+  function expected(
+    b04: ArrayLike<number>,
+    b08: ArrayLike<number>,
+    nodata: [number | null, number | null],
+    scl: { data: Uint8Array; width: number; height: number } | null,
+    excluded: Set<number>,
+    [c0, r0, c1, r1]: number[],
+  ) {
+    let validPixels = 0;
+    for (let r = r0!; r < r1!; r++) {
+      for (let c = c0!; c < c1!; c++) {
+        if (c < 0 || r < 0 || c >= W || r >= H) continue;
+        const v4 = b04[r * W + c]!;
+        const v8 = b08[r * W + c]!;
+        if (v4 === 0 || v4 === nodata[0] || v8 === 0 || v8 === nodata[1]) continue;
+        if (scl) {
+          const sc = Math.floor(c / 2);
+          const sr = Math.floor(r / 2);
+          const k = sc >= 0 && sr >= 0 && sc < scl.width && sr < scl.height ? scl.data[sr * scl.width + sc]! : 0;
+          if (excluded.has(k)) continue;
+        }
+        validPixels++;
+      }
+    }
+    return { fieldPixels: (c1! - c0!) * (r1! - r0!), validPixels };
+  }
+
+  // Fields on whole pixels: inside the raster, at odd columns and rows (half a 20 m pixel), one
+  // pixel wide, across tile edges, and past each edge of the raster (and of the smaller mask).
+  const fields = [
+    [5, 7, 70, 61],
+    [63, 63, 131, 130],
+    [101, 3, 102, 90],
+    [240, 200, 320, 280],
+    [-20, 100, 15, 141],
+    [150, -9, 211, 12],
+    [271, 231, 300, 260],
+  ];
+  const boundaries = fields.map(([c0, r0, c1, r1]) => ({
+    type: 'Polygon' as const,
+    coordinates: [rect(ref, c0!, r0!, c1!, r1!)],
+  }));
+
+  it.each([
+    ['uint16 bands with nodata, a mask of every class', 1, 16, 0.03, 1],
+    ['int16 bands, a mask smaller than the bands', 2, 'i16', 0.03, 0.5],
+    ['a cloudless capture (no pixel to clear but at the edges)', 3, 16, 0, 0],
+  ] as const)('%s: every excluded class, edge windows', async (_name, seed, bits, holes, cloudy) => {
+    const rnd = random(seed);
+    const nd: [number | null, number | null] = bits === 'i16' ? [-32768, null] : [65535, 9999];
+    const band = (nodata: number | null) => {
+      const data = bits === 'i16' ? new Int16Array(W * H) : new Uint16Array(W * H);
+      for (let k = 0; k < data.length; k++) {
+        const u = rnd();
+        data[k] =
+          u < holes
+            ? 0
+            : u < 2 * holes && nodata !== null
+              ? nodata
+              : bits === 'i16'
+                ? Math.floor(rnd() * 20000) - 10000
+                : 1 + Math.floor(rnd() * 60000);
+      }
+      return data;
+    };
+    const b04 = band(nd[0]);
+    const b08 = band(nd[1]);
+    const [sw, sh] = seed === 2 ? [140, 120] : [150, 130];
+    const scl = new Uint8Array(sw * sh);
+    // clear land (4) or vegetation (5), else any of the twelve classes
+    for (let k = 0; k < scl.length; k++) scl[k] = rnd() < cloudy ? Math.floor(rnd() * 12) : 4 + Math.floor(rnd() * 2);
+    const opts = (nodata: number | null) => ({
+      bits,
+      tile: 64,
+      ...(nodata !== null ? { nodata } : {}),
+    });
+    const f04 = raster(spec, (c, r) => b04[r * W + c]!, opts(nd[0]));
+    const f08 = raster(spec, (c, r) => b08[r * W + c]!, opts(nd[1]));
+    const fm = raster({ ...spec, res: 20, width: sw, height: sh }, (c, r) => scl[r * sw + c]!, { bits: 8, tile: 64 });
+    const cap = capture({ B04: f04.file, B08: f08.file }, fm.file);
+    const sets: Array<number[] | undefined> = [
+      undefined,
+      [],
+      ...Array.from({ length: 12 }, (_, c) => [c]),
+      [3, 8, 9, 10],
+    ];
+    for (const set of sets) {
+      const excluded = new Set(set ?? SCL_MASKED);
+      const want = fields.map((f) => expected(b04, b08, nd, { data: scl, width: sw, height: sh }, excluded, f));
+      const got = await readFieldCoverages(cap, boundaries, ['B04', 'B08'], {
+        roots,
+        ...(set ? { mask: { scl_exclude: set } } : {}),
+      });
+      expect(got, `excluded ${set ? JSON.stringify(set) : 'default'}`).toEqual(want);
+    }
+    // With a dilation (the window copy path): what each field's own window counts
+    const dil = { cloud_dilation_m: 30 };
+    const own = await Promise.all(
+      boundaries.map((b) =>
+        readFieldWindow(cap, b, ['B04', 'B08'], { roots, mask: dil }).then((w) => ({
+          fieldPixels: w.fieldPixels,
+          validPixels: w.validPixels,
+        })),
+      ),
+    );
+    expect(await readFieldCoverages(cap, boundaries, ['B04', 'B08'], { roots, mask: dil })).toEqual(own);
+    // Without the mask: the bands alone
+    const bare = capture({ B04: f04.file, B08: f08.file });
+    expect(await readFieldCoverages(bare, boundaries, ['B04', 'B08'], { roots })).toEqual(
+      fields.map((f) => expected(b04, b08, nd, null, new Set(), f)),
+    );
+    // Some fields lose pixels to each cause, some keep some
+    const all = fields.map((f) => expected(b04, b08, nd, { data: scl, width: sw, height: sh }, SCL_MASKED, f));
+    for (const c of all) expect(c.validPixels).toBeGreaterThan(0);
+  });
+});
