@@ -133,7 +133,7 @@ function morton(x: number, y: number): number {
   return z;
 }
 
-interface NewFeature {
+export interface NewFeature {
   feature_id: string;
   field_id: string | null;
   boundary: Boundary | null;
@@ -143,12 +143,18 @@ interface NewFeature {
 }
 
 /** Nearby features in the same chunk: sorted along a Z-order curve over their boxes' centres. */
-function spatialOrder(list: NewFeature[]): NewFeature[] {
+export function spatialOrder(list: NewFeature[]): NewFeature[] {
   const placed = list.filter((f) => f.centre);
   if (!placed.length) return list;
-  const xs = placed.map((f) => f.centre![0]);
-  const ys = placed.map((f) => f.centre![1]);
-  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  // A loop, not Math.min(...xs): spreading more than ~120,000 arguments overflows the stack.
+  let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
+  for (const f of placed) {
+    const [x, y] = f.centre!;
+    if (x < x0) x0 = x;
+    if (x > x1) x1 = x;
+    if (y < y0) y0 = y;
+    if (y > y1) y1 = y;
+  }
   const q = (v: number, a: number, b: number) => (b > a ? Math.min(65535, Math.floor(((v - a) / (b - a)) * 65535)) : 0);
   const keyed = placed.map((f) => ({ f, k: morton(q(f.centre![0], x0, x1), q(f.centre![1], y0, y1)) }));
   keyed.sort((a, b) => a.k - b.k);

@@ -22,15 +22,15 @@ export function parcel(scene: Scene, x: number, y: number, w: number, h: number,
   return { type: 'Polygon' as const, coordinates: [[...ring, ring[0]!]] };
 }
 
-/** Polls GET /v1/batch/statistics/{id} until the job is finished. */
-export async function waitBatch(t: TestApp, id: string, ms = 120_000): Promise<Record<string, any>> {
+/** Polls GET /v1/batch/statistics/{id} every `every` ms until the job is finished. */
+export async function waitBatch(t: TestApp, id: string, ms = 120_000, every = 50): Promise<Record<string, any>> {
   const end = Date.now() + ms;
   for (;;) {
     const res = await t.app.inject({ method: 'GET', url: `/v1/batch/statistics/${id}`, headers: t.auth() });
     const r = res.json();
     if (['ready', 'failed', 'cancelled'].includes(r.status)) return r;
     if (Date.now() > end) throw new Error(`batch ${id} still ${r.status}: ${res.body}`);
-    await new Promise((x) => setTimeout(x, 50));
+    await new Promise((x) => setTimeout(x, every));
   }
 }
 
