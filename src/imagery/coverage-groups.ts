@@ -100,24 +100,28 @@ function windowOf(i: number, boundary: Boundary, grid: GridInfo, project: (p: [n
   };
 }
 
+/** The union of the windows (a loop: spreading 120,000-odd arguments into Math.min overflows the stack). */
+function extentOf(wins: Win[]): { x0: number; y0: number; x1: number; y1: number } {
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const w of wins) {
+    if (w.x0 < x0) x0 = w.x0;
+    if (w.y0 < y0) y0 = w.y0;
+    if (w.x1 > x1) x1 = w.x1;
+    if (w.y1 > y1) y1 = w.y1;
+  }
+  return { x0, y0, x1, y1 };
+}
+
 function groupOf(wins: Win[]): Group {
-  return {
-    wins,
-    x0: Math.min(...wins.map((w) => w.x0)),
-    y0: Math.min(...wins.map((w) => w.y0)),
-    x1: Math.max(...wins.map((w) => w.x1)),
-    y1: Math.max(...wins.map((w) => w.y1)),
-  };
+  return { wins, ...extentOf(wins) };
 }
 
 /** The fields by cell: edges ≤ MAX_CELL, multiples of TILE, as equal as that allows over their extent. */
 function cellsOf(wins: Win[], maxCell: number): Map<string, Win[]> {
   const cells = new Map<string, Win[]>();
   if (!wins.length) return cells;
-  const extent = Math.max(
-    Math.max(...wins.map((w) => w.x1)) - Math.min(...wins.map((w) => w.x0)),
-    Math.max(...wins.map((w) => w.y1)) - Math.min(...wins.map((w) => w.y0)),
-  );
+  const all = extentOf(wins);
+  const extent = Math.max(all.x1 - all.x0, all.y1 - all.y0);
   const cell = Math.min(maxCell, Math.max(TILE, Math.ceil(extent / Math.ceil(extent / maxCell) / TILE) * TILE));
   for (const w of wins) {
     // Half a pixel of tolerance: a field drawn on a pixel edge stays on its side after reprojection

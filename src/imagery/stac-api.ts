@@ -612,7 +612,10 @@ function answer(
         temporal: {
           interval: [
             times.length
-              ? [new Date(Math.min(...times)).toISOString(), new Date(Math.max(...times)).toISOString()]
+              ? [
+                  new Date(times.reduce((a, b) => Math.min(a, b))).toISOString(),
+                  new Date(times.reduce((a, b) => Math.max(a, b))).toISOString(),
+                ]
               : [null, null],
           ],
         },

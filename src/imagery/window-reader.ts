@@ -242,10 +242,10 @@ async function sampleOnto(
   const rows = new Int32Array(fine.h);
   for (let i = 0; i < fine.w; i++) cols[i] = Math.floor((fine.ox + (fine.x0 + i + 0.5) * fine.rx - grid.ox) / grid.rx);
   for (let j = 0; j < fine.h; j++) rows[j] = Math.floor((fine.oy + (fine.y0 + j + 0.5) * fine.ry - grid.oy) / grid.ry);
-  const cx0 = Math.max(0, Math.min(...cols));
-  const cx1 = Math.min(grid.width, Math.max(...cols) + 1);
-  const cy0 = Math.max(0, Math.min(...rows));
-  const cy1 = Math.min(grid.height, Math.max(...rows) + 1);
+  const cx0 = Math.max(0, minOf(cols));
+  const cx1 = Math.min(grid.width, maxOf(cols) + 1);
+  const cy0 = Math.max(0, minOf(rows));
+  const cy1 = Math.min(grid.height, maxOf(rows) + 1);
   const dtype = dtypeOf(grid.image, band);
   const n = fine.w * fine.h;
   const out =
@@ -1104,10 +1104,10 @@ async function clearUnusableCopied(
   const dtype = dtypeOf(grid.image, band);
   const outside = dtype === 'f32' ? NaN : 0;
   const { cols, rows } = mapOnto(grid, g, rect);
-  const cx0 = Math.max(0, Math.min(...cols));
-  const cx1 = Math.min(grid.width, Math.max(...cols) + 1);
-  const cy0 = Math.max(0, Math.min(...rows));
-  const cy1 = Math.min(grid.height, Math.max(...rows) + 1);
+  const cx0 = Math.max(0, minOf(cols));
+  const cx1 = Math.min(grid.width, maxOf(cols) + 1);
+  const cy0 = Math.max(0, minOf(rows));
+  const cy1 = Math.min(grid.height, maxOf(rows) + 1);
   const { w, h } = rect;
   if (cx1 <= cx0 || cy1 <= cy0) {
     if (bad(outside)) ok.fill(0);

@@ -85,4 +85,15 @@ describe('coverage groups', () => {
       expect(w * h).toBeLessThanOrEqual(WHOLE.maxPixels);
     }
   });
+
+  it('groups 150,000 fields, more than a spread into Math.min takes', () => {
+    // 1 ha squares edge to edge: 150,000 of them cover 387 × 388 of them (a 38.7 km square).
+    const many: Boundary[] = [];
+    for (let k = 0; k < 150_000; k++)
+      many.push(square(600_000 + (k % 387) * 100, 5_620_000 - Math.floor(k / 387) * 100, 100));
+    const groups = coverageGroups(many, grid, 2);
+    const seen = new Set(groups.flat());
+    expect(seen.size).toBe(150_000);
+    expect(groups.flat().length).toBe(150_000);
+  }, 60_000);
 });
