@@ -1,6 +1,7 @@
 /** A field with a synthetic Sentinel-2 season registered through the API, for the report suites. */
 import { datesEvery, sceneField, writeSyntheticSeason } from '../../src/imagery/synthetic.js';
 import type { TestApp } from './app.js';
+import { registerCaptures } from './captures.js';
 
 export interface SeededField {
   fieldId: string;
@@ -35,21 +36,7 @@ export async function seedSeason(
     },
   });
   if (f.statusCode !== 201) throw new Error(f.body);
-  for (const c of caps) {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/imagery',
-      headers: t.auth(),
-      payload: {
-        source: 'sentinel-2-l2a',
-        capture_date: c.date,
-        bands: c.files,
-        mask: { href: c.scl, kind: 'scl' },
-        offset: -0.1,
-      },
-    });
-    if (res.statusCode !== 201) throw new Error(res.body);
-  }
+  await registerCaptures(t, caps);
   return { fieldId: f.json().id, dates, areaHa: f.json().area_ha };
 }
 

@@ -20,6 +20,7 @@ import { writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/s
 import { SCL_MASKED } from '../../src/imagery/window-reader.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
 import { csvRows, downloadBatch, parcel, waitBatch, type Scene } from '../helpers/batch.js';
+import { registerCaptures } from '../helpers/captures.js';
 
 const SIZE = 960; // px at 10 m: 320 × 320 tiles of 3 × 3 px
 const SCENE: Scene = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: SIZE };
@@ -139,21 +140,7 @@ describe.each(queueBackends.filter((b) => !b.redisUrl))('batch statistics at 100
 
   beforeAll(async () => {
     t = await buildServiceApp(backend, { env: { IMAGERY_ROOTS: dir } });
-    for (const c of caps) {
-      const res = await t.app.inject({
-        method: 'POST',
-        url: '/v1/imagery',
-        headers: t.auth(),
-        payload: {
-          source: 'sentinel-2-l2a',
-          capture_date: c.date,
-          bands: c.files,
-          mask: { href: c.scl, kind: 'scl' },
-          offset: -0.1,
-        },
-      });
-      expect(res.statusCode, res.body).toBe(201);
-    }
+    await registerCaptures(t, caps);
   }, 120_000);
   afterAll(async () => t?.close());
 

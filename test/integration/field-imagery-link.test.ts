@@ -13,6 +13,7 @@ import { listOutbox } from '../../src/events/outbox.js';
 import { datesEvery, sceneField, writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
+import { registerCaptures } from '../helpers/captures.js';
 
 type Polygon = ReturnType<typeof sceneField>;
 const shifted = (p: Polygon, dLon: number): Polygon => ({
@@ -68,22 +69,7 @@ for (const backend of dbBackends) {
       t = await buildTestApp(backend, { env: { IMAGERY_ROOTS: scratch } });
       // A field that exists when the captures are registered: the reference coverage rows.
       before = await createField('registered first', sceneField(spec, 0.5));
-      for (const c of caps) {
-        const r = await t.app.inject({
-          method: 'POST',
-          url: '/v1/imagery',
-          headers: t.auth(),
-          payload: {
-            source: 'sentinel-2-l2a',
-            capture_date: c.date,
-            bands: c.files,
-            mask: { href: c.scl, kind: 'scl' },
-            offset: -0.1,
-          },
-        });
-        expect(r.statusCode, r.body).toBe(201);
-        imagery.push(r.json().id);
-      }
+      imagery.push(...(await registerCaptures(t, caps)));
     });
     afterAll(async () => {
       await t?.close();

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileFormula } from '../../src/compute/formula.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../../src/imagery/synthetic.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { registerCapture } from '../helpers/captures.js';
 
 describe('heavy work bound', () => {
   const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100, seed: 3 };
@@ -49,22 +50,7 @@ describe('heavy work bound', () => {
         payload: { name: 'heavy', boundary: sceneField(spec, 0.6) },
       })
     ).json().id;
-    for (const c of caps) {
-      const r = await t.app.inject({
-        method: 'POST',
-        url: '/v1/imagery',
-        headers: t.auth(),
-        payload: {
-          source: 'sentinel-2-l2a',
-          capture_date: c.date,
-          bands: c.files,
-          mask: { href: c.scl, kind: 'scl' },
-          offset: -0.1,
-        },
-      });
-      expect(r.statusCode, r.body).toBe(201);
-      imagery.push({ id: r.json().id, date: c.date });
-    }
+    for (const c of caps) imagery.push({ id: await registerCapture(t, c), date: c.date });
   }, 120_000);
   afterAll(async () => {
     await t?.close();

@@ -19,6 +19,7 @@ import { openDatabase, type Database } from '../../src/platform/database.js';
 import type { Api } from '../../src/platform/http/context.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends, type DbBackend } from '../helpers/backends.js';
+import { registerCapture } from '../helpers/captures.js';
 
 type Replica = 'shared embedded handle' | 'handle without write counter' | 'second PostgreSQL pool';
 
@@ -47,20 +48,7 @@ for (const backend of dbBackends) {
       const held = 4; // registered later, in the test of new captures
 
       const register = async (c: SyntheticCapture) => {
-        const r = await t.app.inject({
-          method: 'POST',
-          url: '/v1/imagery',
-          headers: t.auth(),
-          payload: {
-            source: 'sentinel-2-l2a',
-            capture_date: c.date,
-            bands: c.files,
-            mask: { href: c.scl, kind: 'scl' },
-            offset: -0.1,
-          },
-        });
-        expect(r.statusCode, r.body).toBe(201);
-        imagery[c.date] = r.json().id;
+        imagery[c.date] = await registerCapture(t, c);
       };
       const get = (app: Api, url: string, headers: Record<string, string> = {}) =>
         app.inject({ method: 'GET', url, headers: { ...t.auth(), ...headers } });

@@ -7,6 +7,7 @@ import { emitDueSeasonEvents } from '../../src/events/seasons.js';
 import { datesEvery, sceneField, writeSyntheticSeason } from '../../src/imagery/synthetic.js';
 import { dbBackends } from '../helpers/backends.js';
 import { buildTestApp, square, type TestApp } from '../helpers/app.js';
+import { registerCaptures } from '../helpers/captures.js';
 
 describe.each(dbBackends)('season events on $name', (backend) => {
   let t: TestApp;
@@ -97,21 +98,7 @@ describe('alert rules on a synthetic season', () => {
     // Clear skies only (every third date of the generator is clear): the crossings decide alone.
     const dates = datesEvery('2025-03-20', '2025-10-20', 10);
     const caps = writeSyntheticSeason(dir, spec, dates, '2025-04-01', '2025-09-20').filter((c) => c.cloudiness === 0);
-    for (const c of caps) {
-      const res = await t.app.inject({
-        method: 'POST',
-        url: '/v1/imagery',
-        headers: t.auth(),
-        payload: {
-          source: 'sentinel-2-l2a',
-          capture_date: c.date,
-          bands: c.files,
-          mask: { href: c.scl, kind: 'scl' },
-          offset: -0.1,
-        },
-      });
-      expect(res.statusCode, res.body).toBe(201);
-    }
+    await registerCaptures(t, caps);
     const events = await listOutbox(t.db, t.accountId, 'alert.triggered');
     // Bare soil at the start (below 0.5: triggered), green in summer (re-armed), senescence (triggered again).
     expect(events).toHaveLength(2);
