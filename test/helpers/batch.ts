@@ -61,3 +61,21 @@ export const ndjsonRows = (text: string): Array<Record<string, any>> =>
     .split('\n')
     .filter((l) => l.length)
     .map((l) => JSON.parse(l));
+
+/** The members a batch row shares with the time-series endpoint's interval, for comparing the two. */
+export const SERIES_KEYS = [
+  'interval_start',
+  'interval_end',
+  'date',
+  'imagery_id',
+  'min',
+  'max',
+  'mean',
+  'std',
+  'valid_fraction',
+  'cloud_cover',
+] as const;
+
+/** A row or interval reduced to SERIES_KEYS. */
+export const pickSeries = (r: Record<string, any>): Record<string, unknown> =>
+  Object.fromEntries(SERIES_KEYS.map((k) => [k, r[k]]));

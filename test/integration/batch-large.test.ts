@@ -19,7 +19,7 @@ import { toWgs84 } from '../../src/imagery/crs.js';
 import { writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
 import { SCL_MASKED } from '../../src/imagery/window-reader.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
-import { csvRows, downloadBatch, parcel, waitBatch, type Scene } from '../helpers/batch.js';
+import { csvRows, downloadBatch, parcel, pickSeries as pick, waitBatch, type Scene } from '../helpers/batch.js';
 import { registerCaptures } from '../helpers/captures.js';
 
 const SIZE = 960; // px at 10 m: 320 × 320 tiles of 3 × 3 px
@@ -225,19 +225,6 @@ describe.each(queueBackends.filter((b) => !b.redisUrl))('batch statistics at 100
     // ~20 sampled features (and one outside) registered as fields: the time series of each gives
     // the same rows; on the clear capture, the float64 NDVI of the tile's pixels.
     const sample = Array.from({ length: 20 }, (_, i) => (i * 4_987 + 13) % INSIDE);
-    const KEYS = [
-      'interval_start',
-      'interval_end',
-      'date',
-      'imagery_id',
-      'min',
-      'max',
-      'mean',
-      'std',
-      'valid_fraction',
-      'cloud_cover',
-    ];
-    const pick = (r: Record<string, any>) => Object.fromEntries(KEYS.map((k) => [k, r[k]]));
     const check = async (id: string, boundary: unknown) => {
       const f = await t.app.inject({
         method: 'POST',

@@ -14,7 +14,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
 import { cacheFor } from '../../src/indices/cache.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
-import { csvRows, downloadBatch, ndjsonRows, parcel, waitBatch, type Scene } from '../helpers/batch.js';
+import {
+  csvRows,
+  downloadBatch,
+  ndjsonRows,
+  parcel,
+  pickSeries as pick,
+  waitBatch,
+  type Scene,
+} from '../helpers/batch.js';
 import { seedSeason } from '../helpers/reports.js';
 
 const SCENE: Scene = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100 };
@@ -76,19 +84,6 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json() as Array<Record<string, any>>;
   }
-  const KEYS = [
-    'interval_start',
-    'interval_end',
-    'date',
-    'imagery_id',
-    'min',
-    'max',
-    'mean',
-    'std',
-    'valid_fraction',
-    'cloud_cover',
-  ];
-  const pick = (r: Record<string, any>) => Object.fromEntries(KEYS.map((k) => [k, r[k]]));
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'batch-'));
