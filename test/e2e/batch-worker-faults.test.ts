@@ -6,7 +6,6 @@
  * or BullMQ on Redis. The file then has every feature × interval exactly once, and the same rows
  * as the same job run by an undisturbed worker.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,10 +15,10 @@ import { buildApp } from '../../src/app.js';
 import { listOutbox } from '../../src/events/outbox.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { migrate, openDatabase, type Database } from '../../src/platform/database.js';
-import { packageRoot } from '../../src/platform/paths.js';
 import { openRuntime } from '../../src/runtime.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/backends.js';
+import { kill9, type ScriptChild, startScript, untilOrExit } from '../helpers/processes.js';
 import { ndjsonRows, parcel } from '../helpers/batch.js';
 import { seedSeason } from '../helpers/reports.js';
 
@@ -53,42 +52,12 @@ const common = (dir: string, extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-interface Child {
-  proc: ChildProcess;
-  out: () => string;
-}
-
-function startChild(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/batch-worker-child.mjs')], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  return { proc, out: () => out };
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 90_000, child?: Child): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    if (child && child.proc.exitCode !== null)
-      throw new Error(`child exited while waiting for ${what}:\n${child.out()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}${child ? `\n${child.out()}` : ''}`);
-}
-
-async function kill9(c: Child): Promise<void> {
-  if (c.proc.exitCode !== null) return;
-  const exited = new Promise((r) => c.proc.once('exit', r));
-  c.proc.kill('SIGKILL');
-  await exited;
-}
+const startChild = (env: Record<string, string>) => startScript('test/helpers/batch-worker-child.mjs', env);
+const until = (what: string, cond: () => boolean | Promise<boolean>, ms = 90_000, child?: ScriptChild) =>
+  untilOrExit(what, cond, ms, child);
 
 /** Both stops reached: a chunk computed but not stored, another stored but unacknowledged. */
-const bothStops = (c: Child, id: string) =>
+const bothStops = (c: ScriptChild, id: string) =>
   new RegExp(`mid ${id} \\d+ computed`).test(c.out()) && new RegExp(`mid ${id} \\d+ stored`).test(c.out());
 
 async function waitJob(db: Database, id: string): Promise<{ status: string; error: string | null }> {

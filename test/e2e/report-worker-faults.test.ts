@@ -5,7 +5,6 @@
  * database queue) and on PostgreSQL with the database queue or BullMQ on Redis. Also: a report whose
  * field was deleted fails with the reason, and the sweeper re-queues reports whose job was lost.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,12 +14,12 @@ import { createApiKey, findOrCreateAccount } from '../../src/accounts/api-keys.j
 import { listOutbox } from '../../src/events/outbox.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { migrate, openDatabase } from '../../src/platform/database.js';
-import { packageRoot } from '../../src/platform/paths.js';
 import { openRuntime } from '../../src/runtime.js';
 import { REPORT_QUEUE } from '../../src/reports/service.js';
 import { processReportJob, sweepStalledReports } from '../../src/reports/worker.js';
 import { buildServiceApp, buildTestApp, queueBackends, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/backends.js';
+import { kill9, type ScriptChild, startScript, untilOrExit } from '../helpers/processes.js';
 import { seedSeason, waitReport } from '../helpers/reports.js';
 
 const SIGNING_KEY = 'report-faults-signing-key-0123456789abcdef';
@@ -38,39 +37,9 @@ const common = (dir: string, extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-interface Child {
-  proc: ChildProcess;
-  out: () => string;
-}
-
-function startChild(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [path.join(packageRoot, 'test/helpers/report-worker-child.mjs')], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  return { proc, out: () => out };
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 60_000, child?: Child): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    if (child && child.proc.exitCode !== null)
-      throw new Error(`child exited while waiting for ${what}:\n${child.out()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}${child ? `\n${child.out()}` : ''}`);
-}
-
-async function kill9(c: Child): Promise<void> {
-  if (c.proc.exitCode !== null) return;
-  const exited = new Promise((r) => c.proc.once('exit', r));
-  c.proc.kill('SIGKILL');
-  await exited;
-}
+const startChild = (env: Record<string, string>) => startScript('test/helpers/report-worker-child.mjs', env);
+const until = (what: string, cond: () => boolean | Promise<boolean>, ms = 60_000, child?: ScriptChild) =>
+  untilOrExit(what, cond, ms, child);
 
 describe('embedded default (PGlite data directory): the worker process killed mid-generation', () => {
   let dir: string;

@@ -183,3 +183,50 @@ export async function scrapeNames(url: string): Promise<Set<string>> {
   }
   return names;
 }
+
+/** A Node script (a child of the fault tests, e.g. test/helpers/report-worker-child.mjs) with its output kept. */
+export interface ScriptChild {
+  proc: ChildProcess;
+  /** stdout + stderr so far. */
+  out: () => string;
+}
+
+/** Runs `script` (a path from the package root) with the test's environment plus `env`. */
+export function startScript(script: string, env: Record<string, string>): ScriptChild {
+  const proc = spawn(process.execPath, [path.join(packageRoot, script)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  return { proc, out: () => out };
+}
+
+/**
+ * Polls `cond` every 50 ms until it holds; throws after `ms` naming `what`, and at once, with its
+ * output, when `child` has exited meanwhile.
+ */
+export async function untilOrExit(
+  what: string,
+  cond: () => boolean | Promise<boolean>,
+  ms: number,
+  child?: ScriptChild,
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    if (child && child.proc.exitCode !== null)
+      throw new Error(`child exited while waiting for ${what}:\n${child.out()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${child ? `\n${child.out()}` : ''}`);
+}
+
+/** SIGKILL, and its exit. */
+export async function kill9(c: ScriptChild): Promise<void> {
+  if (c.proc.exitCode !== null) return;
+  const exited = new Promise((r) => c.proc.once('exit', r));
+  c.proc.kill('SIGKILL');
+  await exited;
+}

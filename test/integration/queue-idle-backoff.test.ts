@@ -10,19 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/platform/database.js';
 import { DatabaseQueues } from '../../src/platform/queue/database-queues.js';
 import { disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
+import { until } from '../helpers/wait.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const IDLE_MS = 60_000;
 const ALLOWED_MS = 15_000;
 
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms = ALLOWED_MS): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(20);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const within = (what: string, cond: () => boolean | Promise<boolean>) => until(what, cond, ALLOWED_MS);
 
 describe('database queue on the embedded database: idle polls back off, wake-ups are kept', () => {
   let db: Database;
@@ -49,10 +43,10 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
     const ran: number[] = [];
     const { q, queue } = await idleConsumer<{ n: number }>(async (d) => void ran.push(d.n));
     await q.enqueue(queue, { n: 1 });
-    await until('the first job ran', () => ran.length === 1);
+    await within('the first job ran', () => ran.length === 1);
     await sleep(300);
     await q.enqueue(queue, { n: 2 });
-    await until('the second job ran', () => ran.length === 2);
+    await within('the second job ran', () => ran.length === 2);
     expect(ran).toEqual([1, 2]);
   });
 
@@ -76,7 +70,7 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
     expect(idle).toBeGreaterThanOrEqual(6);
     expect(idle).toBeLessThanOrEqual(16);
     await q.enqueue(queue, { n: 1 });
-    await until('the job ran', () => ran.length === 1);
+    await within('the job ran', () => ran.length === 1);
     // Found work: polling starts again from pollMs (25, 50, 100, 200 ms apart: 4 in the next
     // 400 ms, 5 in 600), where the backed-off consumer would have polled once or twice.
     const before = claims;
@@ -109,7 +103,7 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
     await q.enqueue(queue, { n: 1 }, { delayMs: 1000 });
     // A later, earlier-due job too: each keeps its own wake-up.
     await q.enqueue(queue, { n: 2 }, { delayMs: 300 });
-    await until('both delayed jobs ran', () => ran.length === 2);
+    await within('both delayed jobs ran', () => ran.length === 2);
     expect(ran).toEqual([2, 1]);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
   });
@@ -121,7 +115,7 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
       if (attempt < 3) throw new Error(`attempt ${attempt} fails`);
     });
     await q.enqueue(queue, {}, { attempts: 3, backoffMs: [400, 800] });
-    await until('completed on the third attempt', async () => (await q.counts(queue)).completed === 1);
+    await within('completed on the third attempt', async () => (await q.counts(queue)).completed === 1);
     expect(attempts).toEqual([1, 2, 3]);
   });
 });
