@@ -18,24 +18,10 @@ import { hasGdal } from '../helpers/tools.js';
 import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { dbBackends } from '../helpers/backends.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { ALBERS_CONUS_KEYS } from '../helpers/geokeys.js';
 
 const gdal = hasGdal();
 
-// Albers Equal Area for the conterminous US on NAD83 (datum by code), as a GeoTIFF writer that
-// does not know EPSG:5070 would describe it: ProjectedCSTypeGeoKey 32767 and the parameters.
-const ALBERS_KEYS = {
-  3074: 32767,
-  3075: 11,
-  2048: 32767,
-  2050: 6269,
-  3076: 9001,
-  3078: 29.5,
-  3079: 45.5,
-  3081: 23,
-  3080: -96,
-  3082: 0,
-  3083: 0,
-};
 interface Case {
   name: string;
   epsg: number;
@@ -85,7 +71,7 @@ const CASES: Case[] = [
   {
     name: 'user-defined Albers Equal Area on NAD83 (Iowa)',
     epsg: 32767,
-    geoKeys: ALBERS_KEYS,
+    geoKeys: ALBERS_CONUS_KEYS,
     srs: '+proj=aea +lat_0=23 +lon_0=-96 +lat_1=29.5 +lat_2=45.5 +x_0=0 +y_0=0 +datum=NAD83 +units=m',
     centre: [-93.62, 41.98],
     res: 10,

@@ -15,6 +15,7 @@ import { writeGeoTiff } from '../../src/imagery/tiff-writer.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
 import { gdalRaster, hasGdal, hasPythonGdal } from '../helpers/tools.js';
+import { ALBERS_CONUS_KEYS } from '../helpers/geokeys.js';
 
 const gdal = hasGdal() && hasPythonGdal();
 
@@ -70,20 +71,7 @@ function opaque(png: Buffer): number {
 }
 
 // A CRS the GeoTIFF defines by its own GeoKeys, with no EPSG code: Albers Equal Area for the
-// conterminous US on NAD83 (ProjectedCSTypeGeoKey 32767 and the parameters), as in imagery-crs.test.ts.
-const ALBERS_KEYS = {
-  3074: 32767,
-  3075: 11,
-  2048: 32767,
-  2050: 6269,
-  3076: 9001,
-  3078: 29.5,
-  3079: 45.5,
-  3081: 23,
-  3080: -96,
-  3082: 0,
-  3083: 0,
-};
+// conterminous US on NAD83 (ProjectedCSTypeGeoKey 32767 and the parameters: test/helpers/geokeys.ts).
 // (−93.62, 41.98) in that CRS, by gdaltransform.
 const ALBERS_CENTRE = [195_829.22, 2_111_127.4];
 
@@ -453,7 +441,7 @@ describe.each(dbBackends)('index rasters on the demo season ($name)', (backend) 
           height: SIZE,
           data,
           epsg: 32767,
-          geoKeys: ALBERS_KEYS,
+          geoKeys: ALBERS_CONUS_KEYS,
           originX: Math.round(ALBERS_CENTRE[0]! - (SIZE / 2) * 10),
           originY: Math.round(ALBERS_CENTRE[1]! + (SIZE / 2) * 10),
           resolution: 10,

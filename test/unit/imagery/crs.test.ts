@@ -16,6 +16,7 @@ import { crsFromGeoKeys, type GeoKeys } from '../../../src/imagery/geokeys.js';
 import { hasGdal } from '../../helpers/tools.js';
 import { writeGeoTiff } from '../../../src/imagery/tiff-writer.js';
 import { pixelAreaHa } from '../../../src/reports/content/raster.js';
+import { ALBERS_CONUS_KEYS } from '../../helpers/geokeys.js';
 
 const gdal = hasGdal();
 
@@ -89,19 +90,7 @@ interface UserCase {
 const USER_CASES: UserCase[] = [
   {
     name: 'Albers Equal Area (CONUS), NAD83 by datum code, metres',
-    keys: {
-      3074: 32767,
-      3075: 11,
-      2048: 32767,
-      2050: 6269,
-      3076: 9001,
-      3078: 29.5,
-      3079: 45.5,
-      3081: 23,
-      3080: -96,
-      3082: 0,
-      3083: 0,
-    },
+    keys: ALBERS_CONUS_KEYS,
     centre: [-93.6, 41.6],
     wkt: /Albers/i,
   },
