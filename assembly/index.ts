@@ -889,23 +889,23 @@ export function bucketGather(src: usize, n: i32, lo: f32, scale: f32, nb: i32, s
 // ---------- percentiles by sampled brackets ----------
 
 /**
- * `s` values of src, one at a pseudo-random place (the high 16 bits of a linear congruential
- * generator from `seed`) in each of s nearly equal strata (16.16 fixed point; in index order, so the
- * reads go forward), the non-NaN ones copied to dst; returns how many were copied. Integer
- * arithmetic only, and no branch on a value: the loads of several strata overlap.
+ * `s` values of src, one in each of s nearly equal strata (16.16 fixed point; in index order, so
+ * the reads go forward) at a place within it given by the high 16 bits of seed + j × 2^32/φ (a
+ * Weyl sequence: well spread, and no step waits on the one before), the non-NaN ones copied to
+ * dst; returns how many were copied. Integer arithmetic only, and no branch on a value.
  */
 export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): i32 {
-  let r = seed;
   let k = 0;
   const step: u64 = (<u64>n << 16) / <u64>s; // below n × 2^16 / s: every place is below n
   let at: u64 = 0;
+  let r = seed;
   for (let j = 0; j < s; j++) {
-    r = r * 1664525 + 1013904223;
     const i = <usize>((at + ((<u64>(r >>> 16) * step) >> 16)) >> 16);
     const x = load<f32>(src + (i << 2));
     store<f32>(dst + (<usize>k << 2), x);
     k += <i32>(x == x);
     at += step;
+    r += 0x9e3779b9;
   }
   return k;
 }
@@ -1057,4 +1057,201 @@ function bracketPlace(x: f32, br: usize, dst: usize): void {
       return;
     }
   }
+}
+
+// ---------- percentiles: the bracket pass with a branchless left-pack ----------
+
+/** i8x16.swizzle patterns that move the lanes set in a 4-bit mask to the front, in order. */
+const PACK_LANES = memory.data<u8>([
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0,
+  8, 9, 10, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 8, 9, 10, 11, 0, 0, 0, 0, 0, 0, 0, 0,
+  4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 0, 0,
+  12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0,
+  4, 5, 6, 7, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15, 0, 0, 0, 0,
+  8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0,
+  4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0,
+  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+]);
+
+/**
+ * One pass over src for k (1–4) brackets [lo_j, hi_j] of disjoint value ranges in ascending
+ * order: counts the values below each lo_j into br (i32 from byte 64) and copies the values inside
+ * any bracket to dst in index order (their union), returning how many. br holds f32 lo[4], f32
+ * hi[4]. Branchless: each group of four lanes is moved to the front by one swizzle (PACK_LANES) and
+ * stored whole, the pointer advanced by the count, so dst needs room for 4 values more than are copied.
+ * With countValid, the count of non-NaN values goes to byte 80 (the caller knows it otherwise).
+ */
+export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, countValid: bool): i32 {
+  if (countValid) {
+    if (k == 1) return bracketPackK(src, n, br, dst, 1, true);
+    if (k == 2) return bracketPackK(src, n, br, dst, 2, true);
+    if (k == 3) return bracketPackK(src, n, br, dst, 3, true);
+    return bracketPackK(src, n, br, dst, 4, true);
+  }
+  if (k == 1) return bracketPackK(src, n, br, dst, 1, false);
+  if (k == 2) return bracketPackK(src, n, br, dst, 2, false);
+  if (k == 3) return bracketPackK(src, n, br, dst, 3, false);
+  return bracketPackK(src, n, br, dst, 4, false);
+}
+
+// @ts-ignore: decorator
+@inline function bracketPackK(src: usize, n: i32, br: usize, dst: usize, K: i32, V: bool): i32 {
+  const lo0 = load<f32>(br);
+  const lo1 = load<f32>(br, 4);
+  const lo2 = load<f32>(br, 8);
+  const lo3 = load<f32>(br, 12);
+  const hi0 = load<f32>(br, 16);
+  const hi1 = load<f32>(br, 20);
+  const hi2 = load<f32>(br, 24);
+  const hi3 = load<f32>(br, 28);
+  let c0 = 0;
+  let c1 = 0;
+  let c2 = 0;
+  let c3 = 0;
+  let valid = 0;
+  let o: usize = dst;
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const L0 = f32x4.splat(lo0);
+    const L1 = f32x4.splat(lo1);
+    const L2 = f32x4.splat(lo2);
+    const L3 = f32x4.splat(lo3);
+    const H0 = f32x4.splat(hi0);
+    const H1 = f32x4.splat(hi1);
+    const H2 = f32x4.splat(hi2);
+    const H3 = f32x4.splat(hi3);
+    let b0 = i32x4.splat(0);
+    let b1 = i32x4.splat(0);
+    let b2 = i32x4.splat(0);
+    let b3 = i32x4.splat(0);
+    let vv = i32x4.splat(0);
+    for (; i + 4 <= n; i += 4) {
+      const x = v128.load(src + (<usize>i << 2));
+      if (V) vv = i32x4.sub(vv, f32x4.eq(x, x));
+      let l = f32x4.lt(x, L0);
+      b0 = i32x4.sub(b0, l);
+      let w = v128.andnot(f32x4.le(x, H0), l);
+      if (K > 1) {
+        l = f32x4.lt(x, L1);
+        b1 = i32x4.sub(b1, l);
+        w = v128.or(w, v128.andnot(f32x4.le(x, H1), l));
+      }
+      if (K > 2) {
+        l = f32x4.lt(x, L2);
+        b2 = i32x4.sub(b2, l);
+        w = v128.or(w, v128.andnot(f32x4.le(x, H2), l));
+      }
+      if (K > 3) {
+        l = f32x4.lt(x, L3);
+        b3 = i32x4.sub(b3, l);
+        w = v128.or(w, v128.andnot(f32x4.le(x, H3), l));
+      }
+      const m = i32x4.bitmask(w);
+      v128.store(o, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m << 4))));
+      o += <usize>popcnt(m) << 2;
+    }
+    c0 = laneSum(b0);
+    c1 = laneSum(b1);
+    c2 = laneSum(b2);
+    c3 = laneSum(b3);
+    valid = laneSum(vv);
+  }
+  for (; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    if (V && x == x) valid++;
+    if (x < lo0) c0++;
+    if (x < lo1) c1++;
+    if (x < lo2) c2++;
+    if (x < lo3) c3++;
+    if ((x >= lo0 && x <= hi0) || (x >= lo1 && x <= hi1) || (x >= lo2 && x <= hi2) || (x >= lo3 && x <= hi3)) {
+      store<f32>(o, x);
+      o += 4;
+    }
+  }
+  store<i32>(br, c0, 64);
+  store<i32>(br, c1, 68);
+  store<i32>(br, c2, 72);
+  store<i32>(br, c3, 76);
+  if (V) store<i32>(br, valid, 80);
+  return <i32>((o - dst) >> 2);
+}
+
+/**
+ * Splits the union of k (2–4) brackets that bracketPack copied (u values, each in one bracket) by
+ * bracket: bracket j's values go to dst + j × stride bytes, in order; their counts to br (i32 from
+ * byte 84). A value belongs to the last bracket whose lower end lo_j (f32 at br) it reaches. Each
+ * bracket's area needs room for 4 values more than it receives.
+ */
+export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: usize, k: i32): void {
+  if (k == 2) bracketSplitK(src, u, br, dst, stride, 2);
+  else if (k == 3) bracketSplitK(src, u, br, dst, stride, 3);
+  else bracketSplitK(src, u, br, dst, stride, 4);
+}
+
+// @ts-ignore: decorator
+@inline function bracketSplitK(src: usize, u: i32, br: usize, dst: usize, stride: usize, K: i32): void {
+  const lo1 = load<f32>(br, 4);
+  const lo2 = load<f32>(br, 8);
+  const lo3 = load<f32>(br, 12);
+  let o0: usize = dst;
+  let o1: usize = dst + stride;
+  let o2: usize = dst + 2 * stride;
+  let o3: usize = dst + 3 * stride;
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const L1 = f32x4.splat(lo1);
+    const L2 = f32x4.splat(lo2);
+    const L3 = f32x4.splat(lo3);
+    for (; i + 4 <= u; i += 4) {
+      const x = v128.load(src + (<usize>i << 2));
+      const a = i32x4.bitmask(f32x4.lt(x, L1));
+      v128.store(o0, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>a << 4))));
+      o0 += <usize>popcnt(a) << 2;
+      let b = 15;
+      if (K > 2) b = i32x4.bitmask(f32x4.lt(x, L2));
+      const m1 = b & ~a;
+      v128.store(o1, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m1 << 4))));
+      o1 += <usize>popcnt(m1) << 2;
+      if (K > 2) {
+        let c = 15;
+        if (K > 3) c = i32x4.bitmask(f32x4.lt(x, L3));
+        const m2 = c & ~b;
+        v128.store(o2, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m2 << 4))));
+        o2 += <usize>popcnt(m2) << 2;
+        if (K > 3) {
+          const m3 = 15 & ~c;
+          v128.store(o3, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m3 << 4))));
+          o3 += <usize>popcnt(m3) << 2;
+        }
+      }
+    }
+  }
+  for (; i < u; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    if (x < lo1 || K < 2) {
+      store<f32>(o0, x);
+      o0 += 4;
+    } else if (x < lo2 || K < 3) {
+      store<f32>(o1, x);
+      o1 += 4;
+    } else if (x < lo3 || K < 4) {
+      store<f32>(o2, x);
+      o2 += 4;
+    } else {
+      store<f32>(o3, x);
+      o3 += 4;
+    }
+  }
+  store<i32>(br, <i32>((o0 - dst) >> 2), 84);
+  store<i32>(br, <i32>((o1 - dst - stride) >> 2), 88);
+  store<i32>(br, <i32>((o2 - dst - 2 * stride) >> 2), 92);
+  store<i32>(br, <i32>((o3 - dst - 3 * stride) >> 2), 96);
 }

@@ -83,6 +83,8 @@ interface Exports {
   ): void;
   sampleValid(src: number, n: number, s: number, seed: number, dst: number): number;
   bracketPass(src: number, n: number, br: number, dst: number, k: number): void;
+  bracketPack(src: number, n: number, br: number, dst: number, k: number, countValid: number): number;
+  bracketSplit(src: number, u: number, br: number, dst: number, stride: number, k: number): void;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -97,6 +99,10 @@ const JIT_CHUNK = 16384;
  * that has a value; 64 is as good a shift and costs a tenth on a 10,000-pixel field.
  */
 const K_BLOCK = 64;
+/** Windows up to this many values may take bracketPack (its split needs room for each bracket). */
+const PACK_MAX_VALUES = 1 << 20;
+/** bracketPack instead of bracketPass when the brackets hold more than this share of the sample. */
+const PACK_MIN_SHARE = 0.1;
 /** Values of a bracket under which its ranks are selected without narrowing it first. */
 const NARROW_MIN = 256;
 const NO_STATS: Stats = Object.freeze({ count: 0, min: NaN, max: NaN, mean: NaN, std: NaN });
@@ -133,6 +139,8 @@ export class Kernel {
   private specKey = '';
   private accView = new Float64Array(0);
   private n = 0;
+  /** The count of non-NaN values in the output (the last run's or statsOf's statistics), or −1. */
+  private validCount = -1;
   private specs: BandSpec[] = [];
   /** Whether programs run through the per-formula JIT (SIMD build only; exp/log/pow never do). */
   readonly jit: boolean;
@@ -158,6 +166,19 @@ export class Kernel {
       },
     });
     this.x = inst.exports as unknown as Exports;
+  }
+
+  private memF32 = new Float32Array(0);
+  private memI32 = new Int32Array(0);
+
+  /** Views of the whole kernel memory (taken again after it grows). */
+  private views(): { f32: Float32Array; i32: Int32Array } {
+    const buf = this.x.memory.buffer;
+    if (this.memF32.buffer !== buf) {
+      this.memF32 = new Float32Array(buf);
+      this.memI32 = new Int32Array(buf);
+    }
+    return { f32: this.memF32, i32: this.memI32 };
   }
 
   private ensure(bytes: number): void {
@@ -192,6 +213,7 @@ export class Kernel {
     p += 64;
     this.ensure(p);
     this.n = n;
+    this.validCount = -1;
     this.specs = bands;
     this.specKey = jitLayoutKey(bands);
     const buf = this.x.memory.buffer;
@@ -234,6 +256,13 @@ export class Kernel {
       throw new Error(`program reads ${program.bands.length} bands, ${this.specs.length} prepared`);
     const stats = opts.stats !== false;
     const writeValues = opts.writeValues !== false;
+    const st = this.runProgram(program, stats, writeValues);
+    // values are NaN exactly where not counted (masked or non-finite): percentilesBySample trusts this count
+    this.validCount = stats && writeValues ? st.count : -1;
+    return st;
+  }
+
+  private runProgram(program: Program, stats: boolean, writeValues: boolean): Stats {
     if (this.jit && !this.jitFailed) {
       const j = this.jitFor(program, writeValues);
       if (j) return this.runJit(j, stats, writeValues);
@@ -365,7 +394,9 @@ export class Kernel {
     this.prepare(values.length, []);
     new Float32Array(this.x.memory.buffer, this.outPtr, values.length).set(values);
     this.x.statsOf(this.outPtr, values.length);
-    return this.readStats();
+    const st = this.readStats();
+    this.validCount = st.count; // statsOf turns non-finite values into NaN, uncounted
+    return st;
   }
 
   /**
@@ -446,7 +477,7 @@ export class Kernel {
     const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3) / 4)));
     const smpPtr = align(this.accPtr + 64);
     const brPtr = align(smpPtr + s0 * 4);
-    this.ensure(brPtr + 192); // bracketPass's block: 160 bytes
+    this.ensure(brPtr + 256); // the sample, bracketPack's block (100 bytes), then narrowBracket's
     const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
     if (s < 64) return undefined;
     // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged
@@ -462,7 +493,6 @@ export class Kernel {
       else brackets.push([a, b]);
     }
     // their values (by selection in the sample, left to right), merged where they meet
-    const f32 = new Float32Array(x.memory.buffer, brPtr, 16);
     const lims: Array<[number, number]> = [];
     let from = 0;
     const valueAt = (k: number): number => {
@@ -480,40 +510,79 @@ export class Kernel {
       else lims.push([lo, hi]);
     }
     if (lims.length > 4) return undefined;
-    const i32 = new Int32Array(x.memory.buffer, brPtr, 21);
-    const cap = Math.floor(n / lims.length);
+    const k = lims.length;
+    // the share of the sample inside the brackets: when wide (small windows, whose sample is
+    // small), the values inside are copied by bracketPack (branchless: a swizzle per four lanes)
+    // and split by bracket; when narrow, bracketPass places the few lanes inside one by one
+    let inside = 0;
+    for (const [a, b] of brackets) inside += Math.min(s - 1, b) - Math.max(0, a) + 1;
+    const pack = n <= PACK_MAX_VALUES && inside > PACK_MIN_SHARE * s;
+    this.bracketModes[pack ? 'pack' : 'place']++;
+    const split = align(brPtr + 256);
+    const cap = pack ? n : Math.floor(n / k);
+    // memory for the pass and the narrowing (grown once, before any view is taken)
+    const packRoom = pack ? k * align(n * 4 + 16) : 0;
+    this.ensure(split + packRoom + 2 * align(cap * 4 + 16) + 64);
+    const { f32: F, i32: I } = this.views();
+    const b4 = brPtr >> 2; // brPtr is 16-byte aligned
     for (let j = 0; j < 4; j++) {
-      f32[j] = j < lims.length ? lims[j]![0] : NaN;
-      f32[4 + j] = j < lims.length ? lims[j]![1] : NaN;
-      i32[8 + j] = j * cap;
-      i32[12 + j] = (j + 1) * cap;
+      F[b4 + j] = j < k ? lims[j]![0] : NaN;
+      F[b4 + 4 + j] = j < k ? lims[j]![1] : NaN;
     }
-    x.bracketPass(this.outPtr, n, brPtr, this.scratchPtr, lims.length);
-    const m = i32[20]!;
+    const starts = [0, 0, 0, 0];
+    const lens = [0, 0, 0, 0];
+    let m: number;
+    if (pack) {
+      // the count of values is the run's when it is (this.validCount), else the pass's own
+      const trusted = count === this.validCount;
+      const u = x.bracketPack(this.outPtr, n, brPtr, this.scratchPtr, k, trusted ? 0 : 1);
+      m = trusted ? count : I[b4 + 20]!;
+      const stride = align(u * 4 + 16);
+      if (k === 1) {
+        starts[0] = this.scratchPtr;
+        lens[0] = u;
+      } else {
+        x.bracketSplit(this.scratchPtr, u, brPtr, split, stride, k);
+        for (let j = 0; j < k; j++) {
+          starts[j] = split + j * stride;
+          lens[j] = I[b4 + 21 + j]!;
+        }
+      }
+    } else {
+      for (let j = 0; j < 4; j++) {
+        I[b4 + 8 + j] = j * cap;
+        I[b4 + 12 + j] = (j + 1) * cap;
+      }
+      x.bracketPass(this.outPtr, n, brPtr, this.scratchPtr, k);
+      m = I[b4 + 20]!;
+      for (let j = 0; j < k; j++) {
+        starts[j] = this.scratchPtr + j * cap * 4;
+        lens[j] = I[b4 + 8 + j]! - j * cap;
+        if (lens[j]! > cap) return undefined; // a crowded bracket: its values did not fit
+      }
+    }
     if (m === 0) return undefined;
-    // the ranks of each bracket (each rank must lie in one, and a bracket's values fit its room)
-    const groups: Array<{ rs: number[]; lo: number; hi: number; start: number; len: number; below: number }> = [];
+    // the ranks of each bracket (each rank must lie in one)
+    const groups: Array<{ rs: number[]; lo: number; hi: number; ptr: number; len: number; below: number }> = [];
     let room = 0;
     for (const r of neededRanks(ps, m)) {
       let j = 0;
-      while (j < lims.length && r >= i32[16 + j]! + (i32[8 + j]! - j * cap)) j++;
-      if (j >= lims.length) return undefined;
-      const got = i32[8 + j]! - j * cap;
-      const below = i32[16 + j]!;
-      if (r < below || got > cap) return undefined;
+      while (j < k && r >= I[b4 + 16 + j]! + lens[j]!) j++;
+      if (j >= k) return undefined;
+      const below = I[b4 + 16 + j]!;
+      if (r < below) return undefined;
       const g = groups[groups.length - 1];
-      if (g && g.start === j * cap) g.rs.push(r);
-      else groups.push({ rs: [r], lo: lims[j]![0], hi: lims[j]![1], start: j * cap, len: got, below });
-      room = Math.max(room, got);
+      if (g && g.ptr === starts[j]) g.rs.push(r);
+      else groups.push({ rs: [r], lo: lims[j]![0], hi: lims[j]![1], ptr: starts[j]!, len: lens[j]!, below });
+      room = Math.max(room, lens[j]!);
     }
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
-    const br2 = brPtr + 192;
-    const bufA = align(br2 + 192);
+    const br2 = brPtr + 112;
+    const bufA = align(split + packRoom);
     const bufB = align(bufA + room * 4 + 16);
-    this.ensure(bufB + room * 4 + 64);
     const at = new Map<number, number>();
     for (const g of groups) {
-      const { ptr, len, first } = this.narrowBracket(g, this.scratchPtr + g.start * 4, br2, bufA, bufB);
+      const { ptr, len, first } = this.narrowBracket(g, g.ptr, br2, bufA, bufB);
       let from = 0;
       let prev = -1; // the last place selected
       for (const r of g.rs) {
@@ -537,6 +606,9 @@ export class Kernel {
    * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
    * the result never depends on the guess. Returns where the values are and the rank of the first.
    */
+  /** @internal Passes over the window by bracketPack and by bracketPass (tests read them). */
+  readonly bracketModes = { pack: 0, place: 0 };
+
   /** @internal Narrowing passes run and those whose interpolated bracket missed a rank (tests read them). */
   readonly narrowings = { passes: 0, misses: 0 };
 
@@ -554,8 +626,8 @@ export class Kernel {
     let hi = g.hi;
     let into = bufA;
     if (len <= NARROW_MIN) return { ptr, len, first };
-    const f32 = new Float32Array(x.memory.buffer, br, 8);
-    const i32 = new Int32Array(x.memory.buffer, br, 21);
+    const { f32: F, i32: I } = this.views();
+    const b4 = br >> 2; // br is 16-byte aligned
     const t0 = g.rs[0]!;
     const t1 = g.rs[g.rs.length - 1]!;
     while (len > NARROW_MIN && Number.isFinite(lo) && Number.isFinite(hi) && hi > lo) {
@@ -563,23 +635,20 @@ export class Kernel {
       const a = t0 - first - d;
       const b = t1 - first + d;
       if (a <= 0 && b >= len - 1) break;
-      f32.fill(NaN);
-      f32[0] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
-      f32[4] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
-      i32[8] = 0;
-      i32[12] = len;
-      x.bracketPass(ptr, len, br, into, 1);
+      F.fill(NaN, b4, b4 + 8);
+      F[b4 + 0] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
+      F[b4 + 4] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
+      const got = x.bracketPack(ptr, len, br, into, 1, 0);
       this.narrowings.passes++;
-      const below = i32[16]!;
-      const got = i32[8]!;
+      const below = I[b4 + 16]!;
       if (t0 - first < below || t1 - first >= below + got) {
         this.narrowings.misses++;
         break;
       }
       ptr = into;
       first += below;
-      lo = f32[0]!;
-      hi = f32[4]!;
+      lo = F[b4 + 0]!;
+      hi = F[b4 + 4]!;
       into = into === bufA ? bufB : bufA;
       if (got === len) break;
       len = got;
@@ -657,14 +726,20 @@ export function lerp(a: number, b: number, t: number): number {
 
 /** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */
 function neededRanks(ps: readonly number[], m: number): number[] {
-  const wanted = new Set<number>();
+  const out: number[] = [];
+  const add = (r: number): void => {
+    let i = out.length;
+    while (i > 0 && out[i - 1]! > r) i--;
+    if (i > 0 && out[i - 1] === r) return;
+    out.splice(i, 0, r);
+  };
   for (const p of ps) {
     const rank = (m - 1) * (p / 100);
     const k = Math.floor(rank);
-    wanted.add(k);
-    if (rank > k) wanted.add(k + 1);
+    add(k);
+    if (rank > k) add(k + 1);
   }
-  return [...wanted].sort((a, b) => a - b);
+  return out;
 }
 
 /** The percentiles from the values `at` those ranks, interpolated as numpy's `_lerp`. */

@@ -168,6 +168,7 @@ describe('percentiles by selection and numpy histograms', () => {
     // among the values it had): both must give numpy's values
     const r = rng(2323);
     const before = { ...kernel.narrowings };
+    const modes = { ...kernel.bracketModes };
     const shapes: Array<(u: number) => number> = [
       (u) => u * 2 - 1, // smooth
       (u) => u ** 12, // skewed: most values near 0, a long tail
@@ -190,8 +191,10 @@ describe('percentiles by selection and numpy histograms', () => {
         expect(kernel.percentiles(few, st)).toEqual(ref);
       }
     }
-    // both ways out of a narrowing were taken
+    // both ways out of a narrowing were taken, and both passes over the window
     expect(kernel.narrowings.passes - before.passes).toBeGreaterThan(100);
+    expect(kernel.bracketModes.pack - modes.pack).toBeGreaterThan(0);
+    expect(kernel.bracketModes.place - modes.place).toBeGreaterThan(0);
     expect(kernel.narrowings.misses - before.misses).toBeGreaterThan(0);
     // one valid value among 8,000 NaN, and one value repeated: p0 and p100 are that value
     for (const values of [
@@ -203,6 +206,58 @@ describe('percentiles by selection and numpy histograms', () => {
       expect(kernel.percentiles([0, 5, 50, 95, 100], st)).toEqual([v, v, v, v, v]);
       const bySample = kernel.percentilesBySample([0, 50, 100], st.count);
       if (bySample) expect(bySample).toEqual([v, v, v]);
+    }
+  });
+
+  it('bracketPack and bracketSplit equal a reference written here (NaN, ties, every bracket count, tails of 1–3 values)', () => {
+    // the branchless copy: each group of four lanes moved to the front by a swizzle and stored whole
+    type Fn = (...a: number[]) => number;
+    const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
+    const r = rng(4242);
+    for (let t = 0; t < 200; t++) {
+      const n = 1 + Math.floor(r() * 3000);
+      const levels = [0, 5, 64][t % 3]!;
+      const values = Float32Array.from({ length: n }, () =>
+        r() < 0.2 ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
+      );
+      load(kernel, values);
+      const k = 1 + (t % 4);
+      // k disjoint ascending brackets from sorted random ends (a bracket may be one value wide)
+      const ends = Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
+      const lo = ends.filter((_, i) => i % 2 === 0);
+      const hi = ends.filter((_, i) => i % 2 === 1);
+      if (t % 5 === 0) hi[0] = lo[0]!;
+      const values2 = kernel.values();
+      const src = values2.byteOffset;
+      // the test's own memory past the kernel's: the block, the union, then the split
+      const br = x.memory.buffer.byteLength;
+      x.memory.grow(2);
+      const dst = br + 256;
+      const f32 = new Float32Array(x.memory.buffer);
+      const i32 = new Int32Array(x.memory.buffer);
+      const ref = values.filter((v) => lo.some((l, j) => v >= l && v <= hi[j]!));
+      for (const countValid of [0, 1]) {
+        for (let j = 0; j < 4; j++) {
+          f32[(br >> 2) + j] = j < k ? lo[j]! : NaN;
+          f32[(br >> 2) + 4 + j] = j < k ? hi[j]! : NaN;
+        }
+        i32[(br >> 2) + 20] = -7;
+        const u = x.bracketPack!(src, n, br, dst, k, countValid);
+        expect(u).toBe(ref.length);
+        expect(Array.from(new Float32Array(x.memory.buffer, dst, u))).toEqual(Array.from(ref));
+        for (let j = 0; j < k; j++) expect(i32[(br >> 2) + 16 + j]).toBe(values.filter((v) => v < lo[j]!).length);
+        expect(i32[(br >> 2) + 20]).toBe(countValid ? values.filter((v) => !Number.isNaN(v)).length : -7);
+      }
+      if (k === 1) continue;
+      const u = ref.length;
+      const stride = (u * 4 + 16 + 15) & ~15;
+      const out = dst + stride + 16;
+      x.bracketSplit!(dst, u, br, out, stride, k);
+      for (let j = 0; j < k; j++) {
+        const want = ref.filter((v) => v >= lo[j]! && v <= hi[j]!);
+        expect(i32[(br >> 2) + 21 + j], `bracket ${j} of ${k}`).toBe(want.length);
+        expect(Array.from(new Float32Array(x.memory.buffer, out + j * stride, want.length))).toEqual(Array.from(want));
+      }
     }
   });
 
