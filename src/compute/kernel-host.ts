@@ -480,42 +480,44 @@ export class Kernel {
     this.ensure(brPtr + 256); // the sample, bracketPack's block (100 bytes), then narrowBracket's
     const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
     if (s < 64) return undefined;
-    // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged
-    const brackets: Array<[number, number]> = [];
-    for (const r of neededRanks(ps, count)) {
-      const q = count > 1 ? r / (count - 1) : 0;
-      const t = q * (s - 1);
-      const d = 3.3 * Math.sqrt(s * q * (1 - q)) + 2;
-      const a = Math.floor(t - d);
-      const b = Math.ceil(t + d);
-      const last = brackets[brackets.length - 1];
-      if (last && a <= last[1] + 1) last[1] = Math.max(last[1], b);
-      else brackets.push([a, b]);
-    }
-    // their values (by selection in the sample, left to right), merged where they meet
-    const lims: Array<[number, number]> = [];
+    // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged;
+    // then their values (by selection in the sample, left to right), merged where they meet
+    const ranks = neededRanks(ps, count);
+    const lims: number[] = []; // lo, hi of each bracket
+    let inside = 0; // sample places inside the brackets
     let from = 0;
-    const valueAt = (k: number): number => {
-      if (k < 0) return -Infinity;
-      if (k >= s) return Infinity;
-      const v = x.selectFR(smpPtr, from, s - 1, k);
-      from = k;
-      return v;
-    };
-    for (const [a, b] of brackets) {
-      const lo = valueAt(a);
-      const hi = valueAt(b);
-      const last = lims[lims.length - 1];
-      if (last && lo <= last[1]) last[1] = hi;
-      else lims.push([lo, hi]);
+    for (let i = 0; i < ranks.length; ) {
+      let a = 0;
+      let b = -1;
+      for (; i < ranks.length; i++) {
+        const q = count > 1 ? ranks[i]! / (count - 1) : 0;
+        const t = q * (s - 1);
+        const d = 3.3 * Math.sqrt(s * q * (1 - q)) + 2;
+        const a1 = Math.floor(t - d);
+        if (b >= a && a1 > b + 1) break;
+        if (b < a) a = a1;
+        b = Math.max(b, Math.ceil(t + d));
+      }
+      inside += Math.min(s - 1, b) - Math.max(0, a) + 1;
+      let lo = -Infinity;
+      if (a >= 0) {
+        lo = x.selectFR(smpPtr, from, s - 1, a);
+        from = a;
+      }
+      let hi = Infinity;
+      if (b < s) {
+        hi = x.selectFR(smpPtr, from, s - 1, b);
+        from = b;
+      }
+      const last = lims.length - 1;
+      if (last > 0 && lo <= lims[last]!) lims[last] = hi;
+      else lims.push(lo, hi);
     }
-    if (lims.length > 4) return undefined;
-    const k = lims.length;
+    const k = lims.length >> 1;
+    if (k > 4) return undefined;
     // the share of the sample inside the brackets: when wide (small windows, whose sample is
     // small), the values inside are copied by bracketPack (branchless: a swizzle per four lanes)
     // and split by bracket; when narrow, bracketPass places the few lanes inside one by one
-    let inside = 0;
-    for (const [a, b] of brackets) inside += Math.min(s - 1, b) - Math.max(0, a) + 1;
     const pack = n <= PACK_MAX_VALUES && inside > PACK_MIN_SHARE * s;
     this.bracketModes[pack ? 'pack' : 'place']++;
     const split = align(brPtr + 256);
@@ -526,11 +528,11 @@ export class Kernel {
     const { f32: F, i32: I } = this.views();
     const b4 = brPtr >> 2; // brPtr is 16-byte aligned
     for (let j = 0; j < 4; j++) {
-      F[b4 + j] = j < k ? lims[j]![0] : NaN;
-      F[b4 + 4 + j] = j < k ? lims[j]![1] : NaN;
+      F[b4 + j] = j < k ? lims[2 * j]! : NaN;
+      F[b4 + 4 + j] = j < k ? lims[2 * j + 1]! : NaN;
     }
-    const starts = [0, 0, 0, 0];
-    const lens = [0, 0, 0, 0];
+    const starts = this.bracketStarts;
+    const lens = this.bracketLens;
     let m: number;
     if (pack) {
       // the count of values is the run's when it is (this.validCount), else the pass's own
@@ -562,81 +564,99 @@ export class Kernel {
       }
     }
     if (m === 0) return undefined;
-    // the ranks of each bracket (each rank must lie in one)
-    const groups: Array<{ rs: number[]; lo: number; hi: number; ptr: number; len: number; below: number }> = [];
+    // each rank's bracket (each rank must lie in one, at or above the values below it)
+    const rs = m === count ? ranks : neededRanks(ps, m);
+    const inBracket: number[] = [];
     let room = 0;
-    for (const r of neededRanks(ps, m)) {
+    for (const r of rs) {
       let j = 0;
       while (j < k && r >= I[b4 + 16 + j]! + lens[j]!) j++;
-      if (j >= k) return undefined;
-      const below = I[b4 + 16 + j]!;
-      if (r < below) return undefined;
-      const g = groups[groups.length - 1];
-      if (g && g.ptr === starts[j]) g.rs.push(r);
-      else groups.push({ rs: [r], lo: lims[j]![0], hi: lims[j]![1], ptr: starts[j]!, len: lens[j]!, below });
+      if (j >= k || r < I[b4 + 16 + j]!) return undefined;
+      inBracket.push(j);
       room = Math.max(room, lens[j]!);
     }
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
     const br2 = brPtr + 112;
     const bufA = align(split + packRoom);
     const bufB = align(bufA + room * 4 + 16);
-    const at = new Map<number, number>();
-    for (const g of groups) {
-      const { ptr, len, first } = this.narrowBracket(g, g.ptr, br2, bufA, bufB);
+    const at: number[] = [];
+    for (let i = 0; i < rs.length; ) {
+      const j = inBracket[i]!;
+      let e = i + 1;
+      while (e < rs.length && inBracket[e] === j) e++;
+      const below = I[b4 + 16 + j]!;
+      this.narrowBracket(
+        rs[i]!,
+        rs[e - 1]!,
+        lims[2 * j]!,
+        lims[2 * j + 1]!,
+        starts[j]!,
+        lens[j]!,
+        below,
+        br2,
+        bufA,
+        bufB,
+      );
+      const { ptr, len, first } = this.narrowed;
       let from = 0;
       let prev = -1; // the last place selected
-      for (const r of g.rs) {
-        const k = r - first;
+      for (; i < e; i++) {
+        const q = rs[i]! - first;
         // the next place after one selected: the smallest value right of it
-        at.set(r, k === prev + 1 ? x.minOf(ptr, k, len - 1) : x.selectFR(ptr, from, len - 1, k));
-        from = k;
-        prev = k;
+        at.push(q === prev + 1 ? x.minOf(ptr, q, len - 1) : x.selectFR(ptr, from, len - 1, q));
+        from = q;
+        prev = q;
       }
     }
-    return interpolated(ps, m, at);
+    return interpolatedAt(ps, m, rs, at);
   }
 
-  /**
-   * Narrows the values of one bracket (all in [lo, hi], `len` of them from `ptr`, `below` values
-   * under them) around its ranks `rs` before they are selected: a narrower bracket is placed by
-   * linear interpolation of the ranks between lo and hi (with a margin of an eighth of the values
-   * and 16 more each side), and one vector pass (bracketPass with one bracket) counts the values
-   * below it and copies those inside, into bufA and bufB in turn, while more than NARROW_MIN values
-   * are left. When a rank falls outside the interpolated bracket (a bracket whose values are far
-   * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
-   * the result never depends on the guess. Returns where the values are and the rank of the first.
-   */
   /** @internal Passes over the window by bracketPack and by bracketPass (tests read them). */
   readonly bracketModes = { pack: 0, place: 0 };
 
   /** @internal Narrowing passes run and those whose interpolated bracket missed a rank (tests read them). */
   readonly narrowings = { passes: 0, misses: 0 };
 
+  private readonly bracketStarts = [0, 0, 0, 0];
+  private readonly bracketLens = [0, 0, 0, 0];
+  /** narrowBracket's result: where the values are, how many, and the rank of the first. */
+  private readonly narrowed = { ptr: 0, len: 0, first: 0 };
+
+  /**
+   * Narrows the values of one bracket (all in [lo, hi], `len` of them from `ptr`, `first` values
+   * under them) around its ranks t0…t1 before they are selected: a narrower bracket is placed by
+   * linear interpolation of the ranks between lo and hi (with a margin of an eighth of the values
+   * and 16 more each side), and one vector pass (bracketPack with one bracket) counts the values
+   * below it and copies those inside, into bufA and bufB in turn, while more than NARROW_MIN values
+   * are left. When a rank falls outside the interpolated bracket (a bracket whose values are far
+   * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
+   * the result never depends on the guess. Leaves in `narrowed` where the values are, how many,
+   * and the rank of the first.
+   */
   private narrowBracket(
-    g: { rs: number[]; lo: number; hi: number; len: number; below: number },
+    t0: number,
+    t1: number,
+    lo: number,
+    hi: number,
     ptr: number,
+    len: number,
+    first: number,
     br: number,
     bufA: number,
     bufB: number,
-  ): { ptr: number; len: number; first: number } {
+  ): void {
     const x = this.x;
-    let len = g.len;
-    let first = g.below;
-    let lo = g.lo;
-    let hi = g.hi;
+    const out = this.narrowed;
     let into = bufA;
-    if (len <= NARROW_MIN) return { ptr, len, first };
     const { f32: F, i32: I } = this.views();
     const b4 = br >> 2; // br is 16-byte aligned
-    const t0 = g.rs[0]!;
-    const t1 = g.rs[g.rs.length - 1]!;
     while (len > NARROW_MIN && Number.isFinite(lo) && Number.isFinite(hi) && hi > lo) {
       const d = len / 8 + 16;
       const a = t0 - first - d;
       const b = t1 - first + d;
       if (a <= 0 && b >= len - 1) break;
       F.fill(NaN, b4, b4 + 8);
-      F[b4 + 0] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
+      F[b4] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
       F[b4 + 4] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
       const got = x.bracketPack(ptr, len, br, into, 1, 0);
       this.narrowings.passes++;
@@ -647,13 +667,15 @@ export class Kernel {
       }
       ptr = into;
       first += below;
-      lo = F[b4 + 0]!;
+      lo = F[b4]!;
       hi = F[b4 + 4]!;
       into = into === bufA ? bufB : bufA;
       if (got === len) break;
       len = got;
     }
-    return { ptr, len, first };
+    out.ptr = ptr;
+    out.len = len;
+    out.first = first;
   }
 
   /**
@@ -727,28 +749,45 @@ export function lerp(a: number, b: number, t: number): number {
 /** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */
 function neededRanks(ps: readonly number[], m: number): number[] {
   const out: number[] = [];
-  const add = (r: number): void => {
-    let i = out.length;
-    while (i > 0 && out[i - 1]! > r) i--;
-    if (i > 0 && out[i - 1] === r) return;
-    out.splice(i, 0, r);
-  };
   for (const p of ps) {
     const rank = (m - 1) * (p / 100);
     const k = Math.floor(rank);
-    add(k);
-    if (rank > k) add(k + 1);
+    out.push(k);
+    if (rank > k) out.push(k + 1);
   }
+  out.sort((a, b) => a - b);
+  let w = 0;
+  for (let i = 0; i < out.length; i++) if (i === 0 || out[i] !== out[w - 1]) out[w++] = out[i]!;
+  out.length = w;
   return out;
 }
 
-/** The percentiles from the values `at` those ranks, interpolated as numpy's `_lerp`. */
-function interpolated(ps: readonly number[], m: number, at: Map<number, number>): number[] {
+/** The percentiles from the values at the ranks they read (`at`), interpolated as numpy's `_lerp`. */
+function interpolate(ps: readonly number[], m: number, at: (rank: number) => number): number[] {
   return ps.map((p) => {
     const rank = (m - 1) * (p / 100);
     const k = Math.floor(rank);
     const t = rank - k;
-    const a = at.get(k)!;
-    return t > 0 ? lerp(a, at.get(k + 1)!, t) : a;
+    const a = at(k);
+    return t > 0 ? lerp(a, at(k + 1), t) : a;
   });
+}
+
+/** The same, from values `at[i]` of ranks `rs[i]` (ascending). */
+function interpolatedAt(ps: readonly number[], m: number, rs: readonly number[], at: readonly number[]): number[] {
+  return interpolate(ps, m, (r) => {
+    let lo = 0;
+    let hi = rs.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (rs[mid]! < r) lo = mid + 1;
+      else hi = mid;
+    }
+    return at[lo]!;
+  });
+}
+
+/** The same, from a map of rank → value. */
+function interpolated(ps: readonly number[], m: number, at: Map<number, number>): number[] {
+  return interpolate(ps, m, (r) => at.get(r)!);
 }
