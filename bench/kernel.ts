@@ -179,8 +179,8 @@ const f2 = (x: number) => x.toFixed(2);
  * Where the CPU time of the percentile path goes (Kernel.percentilesBySample on the run's values):
  * prefix timings, each call cut by an exception at the first kernel call of the next phase (the
  * cut's own cost measured and taken out). Phases: drawing the sample (and placing its brackets'
- * ranks), selecting the brackets' ends in it, the pass over the window (bracketPass, or bracketPack
- * and bracketSplit), narrowing the brackets and selecting the ranks.
+ * ranks), selecting the brackets' ends in it, the pass over the window (bracketPack and
+ * bracketSplit), narrowing the brackets and selecting the ranks.
  */
 function percentileBreakdown(k: Kernel, ps: number[], count: number, calls: number): Record<string, number> {
   type Fn = (...a: number[]) => number;
@@ -190,11 +190,11 @@ function percentileBreakdown(k: Kernel, ps: number[], count: number, calls: numb
   let stage = 99;
   let passed = false;
   const proxy: Record<string, Fn> = { ...x };
-  // the pass over the window is the call's first bracketPass or bracketPack (bracketSplit, when
-  // it follows, belongs to it); later bracketPack calls narrow
+  // the pass over the window is the call's first bracketPack (bracketSplit, when it follows,
+  // belongs to it); later bracketPack calls narrow
   const wrap = (name: string, stopAt: number) => {
     const fn = x[name]!;
-    const pass = name === 'bracketPass' || name === 'bracketPack';
+    const pass = name === 'bracketPack';
     proxy[name] = (...a: number[]) => {
       if (pass && !passed) {
         if (stage === 2) throw cut;
@@ -208,7 +208,6 @@ function percentileBreakdown(k: Kernel, ps: number[], count: number, calls: numb
   };
   wrap('sampleValid', 0);
   wrap('selectFR', 1);
-  wrap('bracketPass', -1);
   wrap('bracketPack', -1);
   wrap('minOf', -1);
   const upTo = (s: number) => () => {

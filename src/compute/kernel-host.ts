@@ -82,7 +82,6 @@ interface Exports {
     dst: number,
   ): void;
   sampleValid(src: number, n: number, s: number, seed: number, dst: number): number;
-  bracketPass(src: number, n: number, br: number, dst: number, k: number): void;
   bracketPack(src: number, n: number, br: number, dst: number, k: number, countValid: number): number;
   bracketSplit(src: number, u: number, br: number, dst: number, stride: number, k: number): void;
 }
@@ -99,10 +98,6 @@ const JIT_CHUNK = 16384;
  * that has a value; 64 is as good a shift and costs a tenth on a 10,000-pixel field.
  */
 const K_BLOCK = 64;
-/** Windows up to this many values may take bracketPack (its split needs room for each bracket). */
-const PACK_MAX_VALUES = 1 << 20;
-/** bracketPack instead of bracketPass when the brackets hold more than this share of the sample. */
-const PACK_MIN_SHARE = 0.1;
 /** Values of a bracket under which its ranks are selected without narrowing it first. */
 const NARROW_MIN = 256;
 const NO_STATS: Stats = Object.freeze({ count: 0, min: NaN, max: NaN, mean: NaN, std: NaN });
@@ -484,7 +479,6 @@ export class Kernel {
     // then their values (by selection in the sample, left to right), merged where they meet
     const ranks = neededRanks(ps, count);
     const lims: number[] = []; // lo, hi of each bracket
-    let inside = 0; // sample places inside the brackets
     let from = 0;
     for (let i = 0; i < ranks.length; ) {
       let a = 0;
@@ -498,7 +492,6 @@ export class Kernel {
         if (b < a) a = a1;
         b = Math.max(b, Math.ceil(t + d));
       }
-      inside += Math.min(s - 1, b) - Math.max(0, a) + 1;
       let lo = -Infinity;
       if (a >= 0) {
         lo = x.selectFR(smpPtr, from, s - 1, a);
@@ -515,52 +508,36 @@ export class Kernel {
     }
     const k = lims.length >> 1;
     if (k > 4) return undefined;
-    // the share of the sample inside the brackets: when wide (small windows, whose sample is
-    // small), the values inside are copied by bracketPack (branchless: a swizzle per four lanes)
-    // and split by bracket; when narrow, bracketPass places the few lanes inside one by one
-    const pack = n <= PACK_MAX_VALUES && inside > PACK_MIN_SHARE * s;
-    this.bracketModes[pack ? 'pack' : 'place']++;
+    // the pass: the values below each bracket counted, those inside copied (branchless: a swizzle
+    // per four lanes) to the scratch, then split by bracket; the count of values is the run's when
+    // it is (this.validCount), else the pass's own
     const split = align(brPtr + 256);
-    const cap = pack ? n : Math.floor(n / k);
-    // memory for the pass and the narrowing (grown once, before any view is taken)
-    const packRoom = pack ? k * align(n * 4 + 16) : 0;
-    this.ensure(split + packRoom + 2 * align(cap * 4 + 16) + 64);
-    const { f32: F, i32: I } = this.views();
+    const F = this.views().f32;
     const b4 = brPtr >> 2; // brPtr is 16-byte aligned
     for (let j = 0; j < 4; j++) {
       F[b4 + j] = j < k ? lims[2 * j]! : NaN;
       F[b4 + 4 + j] = j < k ? lims[2 * j + 1]! : NaN;
     }
+    const trusted = count === this.validCount;
+    const u = x.bracketPack(this.outPtr, n, brPtr, this.scratchPtr, k, trusted ? 0 : 1);
+    // room for the split and the narrowing: on a large window, brackets that hold more than their
+    // share (ties, a count that misplaces them) leave the ranks to the buckets instead
+    const stride = align(u * 4 + 16);
+    const packRoom = k === 1 ? 0 : k * stride;
+    if (n > 1 << 20 && packRoom + 2 * stride > 8 * n) return undefined;
+    this.ensure(split + packRoom + 2 * stride + 64);
+    const I = this.views().i32;
+    const m = trusted ? count : I[b4 + 20]!;
     const starts = this.bracketStarts;
     const lens = this.bracketLens;
-    let m: number;
-    if (pack) {
-      // the count of values is the run's when it is (this.validCount), else the pass's own
-      const trusted = count === this.validCount;
-      const u = x.bracketPack(this.outPtr, n, brPtr, this.scratchPtr, k, trusted ? 0 : 1);
-      m = trusted ? count : I[b4 + 20]!;
-      const stride = align(u * 4 + 16);
-      if (k === 1) {
-        starts[0] = this.scratchPtr;
-        lens[0] = u;
-      } else {
-        x.bracketSplit(this.scratchPtr, u, brPtr, split, stride, k);
-        for (let j = 0; j < k; j++) {
-          starts[j] = split + j * stride;
-          lens[j] = I[b4 + 21 + j]!;
-        }
-      }
+    if (k === 1) {
+      starts[0] = this.scratchPtr;
+      lens[0] = u;
     } else {
-      for (let j = 0; j < 4; j++) {
-        I[b4 + 8 + j] = j * cap;
-        I[b4 + 12 + j] = (j + 1) * cap;
-      }
-      x.bracketPass(this.outPtr, n, brPtr, this.scratchPtr, k);
-      m = I[b4 + 20]!;
+      x.bracketSplit(this.scratchPtr, u, brPtr, split, stride, k);
       for (let j = 0; j < k; j++) {
-        starts[j] = this.scratchPtr + j * cap * 4;
-        lens[j] = I[b4 + 8 + j]! - j * cap;
-        if (lens[j]! > cap) return undefined; // a crowded bracket: its values did not fit
+        starts[j] = split + j * stride;
+        lens[j] = I[b4 + 21 + j]!;
       }
     }
     if (m === 0) return undefined;
@@ -610,9 +587,6 @@ export class Kernel {
     }
     return interpolatedAt(ps, m, rs, at);
   }
-
-  /** @internal Passes over the window by bracketPack and by bracketPass (tests read them). */
-  readonly bracketModes = { pack: 0, place: 0 };
 
   /** @internal Narrowing passes run and those whose interpolated bracket missed a rank (tests read them). */
   readonly narrowings = { passes: 0, misses: 0 };
