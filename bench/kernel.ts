@@ -162,9 +162,9 @@ const f0 = (x: number | undefined) => (x === undefined ? '' : x.toFixed(0));
  * CPU time (user + system, process.cpuUsage) per call of each variant, best of interleaved rounds
  * of about 50 ms each: a measure the other processes on a shared machine disturb less than wall time.
  */
-function cpuPerCall(variants: Record<string, () => void>, calls: number): Record<string, number> {
+function cpuPerCall(variants: Record<string, () => void>, calls: number, rounds = 5): Record<string, number> {
   const best: Record<string, number> = {};
-  for (let r = 0; r < 5; r++)
+  for (let r = 0; r < rounds; r++)
     for (const [label, fn] of Object.entries(variants)) {
       const t0 = process.cpuUsage();
       for (let i = 0; i < calls; i++) fn();
@@ -221,7 +221,7 @@ function percentileBreakdown(k: Kernel, ps: number[], count: number, calls: numb
   };
   holder.x = proxy;
   try {
-    const t = cpuPerCall({ c0: upTo(0), c1: upTo(1), c2: upTo(2), c3: upTo(3), all: upTo(99) }, calls);
+    const t = cpuPerCall({ c0: upTo(0), c1: upTo(1), c2: upTo(2), c3: upTo(3), all: upTo(99) }, calls, calls > 100 ? 30 : 5);
     return {
       sample: t.c1! - t.c0!,
       'ends in the sample': t.c2! - t.c1!,
@@ -307,12 +307,13 @@ async function statisticsRows(): Promise<void> {
       },
     };
     const r = await measure(m, variants);
-    const cpu = cpuPerCall(variants, m > 1e6 ? 3 : 2000);
+    // small windows: many short interleaved rounds (the best of 30 is steadier on a shared machine)
+    const cpu = m > 1e6 ? cpuPerCall(variants, 3) : cpuPerCall(variants, 1000, 30);
     const st = kc.run(program);
     breakdown.push({
       pixels: m.toLocaleString('en'),
       'fused (CPU µs)': cpu.fused!,
-      ...percentileBreakdown(kc, [5, 50, 95], st.count, m > 1e6 ? 3 : 2000),
+      ...percentileBreakdown(kc, [5, 50, 95], st.count, m > 1e6 ? 3 : 1000),
     });
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
     rows.push({
