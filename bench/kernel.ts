@@ -221,7 +221,11 @@ function percentileBreakdown(k: Kernel, ps: number[], count: number, calls: numb
   };
   holder.x = proxy;
   try {
-    const t = cpuPerCall({ c0: upTo(0), c1: upTo(1), c2: upTo(2), c3: upTo(3), all: upTo(99) }, calls, calls > 100 ? 30 : 5);
+    const t = cpuPerCall(
+      { c0: upTo(0), c1: upTo(1), c2: upTo(2), c3: upTo(3), all: upTo(99) },
+      calls,
+      calls > 100 ? 30 : 5,
+    );
     return {
       sample: t.c1! - t.c0!,
       'ends in the sample': t.c2! - t.c1!,
