@@ -937,6 +937,13 @@ const PACK_LANES = memory.data<u8>([
   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
 ]);
 
+/** Stores the lanes of x set in the 4-bit mask m at o, in order (16 bytes written); returns o past them. */
+// @ts-ignore: decorator
+@inline function packLanes(o: usize, x: v128, m: i32): usize {
+  v128.store(o, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m << 4))));
+  return o + (<usize>popcnt(m) << 2);
+}
+
 /**
  * One pass over src for k (1–4) brackets [lo_j, hi_j] of disjoint value ranges in ascending
  * order: counts the values below each lo_j into br (i32 from byte 64) and copies the values inside
@@ -1011,8 +1018,7 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
         w = v128.or(w, v128.andnot(f32x4.le(x, H3), l));
       }
       const m = i32x4.bitmask(w);
-      v128.store(o, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m << 4))));
-      o += <usize>popcnt(m) << 2;
+      o = packLanes(o, x, m);
     }
     c0 = laneSum(b0);
     c1 = laneSum(b1);
@@ -1069,23 +1075,19 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
     for (; i + 4 <= u; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
       const a = i32x4.bitmask(f32x4.lt(x, L1));
-      v128.store(o0, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>a << 4))));
-      o0 += <usize>popcnt(a) << 2;
+      o0 = packLanes(o0, x, a);
       let b = 15;
       if (K > 2) b = i32x4.bitmask(f32x4.lt(x, L2));
       const m1 = b & ~a;
-      v128.store(o1, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m1 << 4))));
-      o1 += <usize>popcnt(m1) << 2;
+      o1 = packLanes(o1, x, m1);
       if (K > 2) {
         let c = 15;
         if (K > 3) c = i32x4.bitmask(f32x4.lt(x, L3));
         const m2 = c & ~b;
-        v128.store(o2, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m2 << 4))));
-        o2 += <usize>popcnt(m2) << 2;
+        o2 = packLanes(o2, x, m2);
         if (K > 3) {
           const m3 = 15 & ~c;
-          v128.store(o3, i8x16.swizzle(x, v128.load(PACK_LANES + (<usize>m3 << 4))));
-          o3 += <usize>popcnt(m3) << 2;
+          o3 = packLanes(o3, x, m3);
         }
       }
     }
