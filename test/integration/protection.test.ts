@@ -135,16 +135,22 @@ describe('load shedding', () => {
   it('a blocked event loop sheds /v1 until the delay is gone', async () => {
     const t = await buildTestApp({ name: 'pglite' }, { env: { SHED_EVENT_LOOP_DELAY_MS: '10' } });
     try {
-      const until = Date.now() + 2500;
-      while (Date.now() < until) {
-        /* a synchronous stall of 2.5 s: what a runaway handler does to the loop */
-      }
       // under-pressure samples the loop delay once a second: the sample that sees the stall may come
-      // right after it or, when its timer ran before the histogram recorded the stall, a second later.
-      let res = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth() });
-      for (const end = Date.now() + 1_500; res.statusCode !== 503 && Date.now() < end; ) {
-        await new Promise((r) => setTimeout(r, 20));
+      // right after it or, when its timer ran before the histogram recorded the stall, a second later,
+      // and /v1 is shed until the next sample. On a loaded machine (CI runs three files at a time on
+      // two cores) the requests polling for it can miss that second (it happened once in 126 files):
+      // then the loop is stalled again, at most three times.
+      let res = { statusCode: 0 } as Awaited<ReturnType<typeof t.app.inject>>;
+      for (let attempt = 0; attempt < 3 && res.statusCode !== 503; attempt++) {
+        const until = Date.now() + 2500;
+        while (Date.now() < until) {
+          /* a synchronous stall of 2.5 s: what a runaway handler does to the loop */
+        }
         res = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth() });
+        for (const end = Date.now() + 3_000; res.statusCode !== 503 && Date.now() < end; ) {
+          await new Promise((r) => setTimeout(r, 20));
+          res = await t.app.inject({ method: 'GET', url: '/v1/fields', headers: t.auth() });
+        }
       }
       expect(res.statusCode).toBe(503);
       expect(res.json()).toMatchObject({ code: 'service_unavailable' });
