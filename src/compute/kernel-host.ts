@@ -528,8 +528,8 @@ export class Kernel {
     this.ensure(split + packRoom + 2 * stride + 64);
     const I = this.views().i32;
     const m = trusted ? count : I[b4 + 20]!;
-    const starts = this.bracketStarts;
-    const lens = this.bracketLens;
+    const starts = [0, 0, 0, 0];
+    const lens = [0, 0, 0, 0];
     if (k === 1) {
       starts[0] = this.scratchPtr;
       lens[0] = u;
@@ -562,7 +562,7 @@ export class Kernel {
       let e = i + 1;
       while (e < rs.length && inBracket[e] === j) e++;
       const below = I[b4 + 16 + j]!;
-      this.narrowBracket(
+      const { ptr, len, first } = this.narrowBracket(
         rs[i]!,
         rs[e - 1]!,
         lims[2 * j]!,
@@ -574,7 +574,6 @@ export class Kernel {
         bufA,
         bufB,
       );
-      const { ptr, len, first } = this.narrowed;
       let from = 0;
       let prev = -1; // the last place selected
       for (; i < e; i++) {
@@ -591,11 +590,6 @@ export class Kernel {
   /** @internal Narrowing passes run and those whose interpolated bracket missed a rank (tests read them). */
   readonly narrowings = { passes: 0, misses: 0 };
 
-  private readonly bracketStarts = [0, 0, 0, 0];
-  private readonly bracketLens = [0, 0, 0, 0];
-  /** narrowBracket's result: where the values are, how many, and the rank of the first. */
-  private readonly narrowed = { ptr: 0, len: 0, first: 0 };
-
   /**
    * Narrows the values of one bracket (all in [lo, hi], `len` of them from `ptr`, `first` values
    * under them) around its ranks t0…t1 before they are selected: a narrower bracket is placed by
@@ -604,8 +598,8 @@ export class Kernel {
    * below it and copies those inside, into bufA and bufB in turn, while more than NARROW_MIN values
    * are left. When a rank falls outside the interpolated bracket (a bracket whose values are far
    * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
-   * the result never depends on the guess. Leaves in `narrowed` where the values are, how many,
-   * and the rank of the first.
+   * the result never depends on the guess. Returns where the values are, how many, and the rank
+   * of the first.
    */
   private narrowBracket(
     t0: number,
@@ -618,9 +612,8 @@ export class Kernel {
     br: number,
     bufA: number,
     bufB: number,
-  ): void {
+  ): { ptr: number; len: number; first: number } {
     const x = this.x;
-    const out = this.narrowed;
     let into = bufA;
     const { f32: F, i32: I } = this.views();
     const b4 = br >> 2; // br is 16-byte aligned
@@ -647,9 +640,7 @@ export class Kernel {
       if (got === len) break;
       len = got;
     }
-    out.ptr = ptr;
-    out.len = len;
-    out.first = first;
+    return { ptr, len, first };
   }
 
   /**
