@@ -12,6 +12,17 @@ import { DatabaseQueues } from '../../src/platform/queue/database-queues.js';
 import { disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
 import { until } from '../helpers/wait.js';
 
+/** The real database, its claim statements counted (each idle poll is one). */
+function countingClaims(db: Database): Database & { claims: number } {
+  const counted = Object.create(db) as Database & { claims: number };
+  counted.claims = 0;
+  counted.query = ((sql: string, ...rest: unknown[]) => {
+    if (/^\s*UPDATE jobs j SET state = 'active'/.test(sql)) counted.claims++;
+    return (db.query as (...a: unknown[]) => unknown)(sql, ...rest);
+  }) as Database['query'];
+  return counted;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const IDLE_MS = 60_000;
 const ALLOWED_MS = 15_000;
@@ -52,12 +63,7 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
 
   it('idle polls back off from pollMs to the bound, doubling; a job found resets them', async () => {
     // The real database, its statements counted: each poll is one claim statement.
-    let claims = 0;
-    const counted = Object.create(db) as Database;
-    counted.query = ((sql: string, ...rest: unknown[]) => {
-      if (/^\s*UPDATE jobs j SET state = 'active'/.test(sql)) claims++;
-      return (db.query as (...a: unknown[]) => unknown)(sql, ...rest);
-    }) as Database['query'];
+    const counted = countingClaims(db);
     const q = new DatabaseQueues({ db: counted, prefix: uniqueName('q'), pollMs: 25, idlePollMaxMs: 400 });
     open.push(q);
     const ran: number[] = [];
@@ -66,25 +72,20 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
     await sleep(3000);
     // Without back-off: 3000 / 25 = 120 polls. With it: 25, 50, 100, 200, 400, 400, … ms apart,
     // so 5 + (3000 - 775) / 400 ≈ 11.
-    const idle = claims;
+    const idle = counted.claims;
     expect(idle).toBeGreaterThanOrEqual(6);
     expect(idle).toBeLessThanOrEqual(16);
     await q.enqueue(queue, { n: 1 });
     await within('the job ran', () => ran.length === 1);
     // Found work: polling starts again from pollMs (25, 50, 100, 200 ms apart: 4 in the next
     // 400 ms, 5 in 600), where the backed-off consumer would have polled once or twice.
-    const before = claims;
+    const before = counted.claims;
     await sleep(600);
-    expect(claims - before).toBeGreaterThanOrEqual(3);
+    expect(counted.claims - before).toBeGreaterThanOrEqual(3);
   });
 
   it('the default bound is 10 × pollMs on the embedded database', async () => {
-    let claims = 0;
-    const counted = Object.create(db) as Database;
-    counted.query = ((sql: string, ...rest: unknown[]) => {
-      if (/^\s*UPDATE jobs j SET state = 'active'/.test(sql)) claims++;
-      return (db.query as (...a: unknown[]) => unknown)(sql, ...rest);
-    }) as Database['query'];
+    const counted = countingClaims(db);
     expect(counted.kind).toBe('pglite');
     const q = new DatabaseQueues({ db: counted, prefix: uniqueName('q'), pollMs: 40 });
     open.push(q);
@@ -92,8 +93,8 @@ describe('database queue on the embedded database: idle polls back off, wake-ups
     await sleep(3000);
     // 40, 80, 160, 320, 400, 400, … ms apart: 5 + (3000 - 600) / 400 = 11; without back-off 75;
     // with a bound of 5 s, 7.
-    expect(claims).toBeGreaterThanOrEqual(8);
-    expect(claims).toBeLessThanOrEqual(15);
+    expect(counted.claims).toBeGreaterThanOrEqual(8);
+    expect(counted.claims).toBeLessThanOrEqual(15);
   });
 
   it('a delayed job runs at its time, not at the next backed-off poll', async () => {
