@@ -3,8 +3,12 @@
  * run; PostgreSQL and Redis run when TEST_DATABASE_URL / TEST_REDIS_URL are set (.ci/run sets both
  * and fails if they do not answer). Every suite gets its own schema / queue prefix.
  */
-import { randomBytes } from 'node:crypto';
-import { openDatabase, migrate, type Database } from '../../src/platform/database.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { loadMigrations, migrate, openDatabase, type Database } from '../../src/platform/database.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
@@ -26,11 +30,52 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(5).toString('hex')}`;
 }
 
-/** A fresh, migrated database on the given backend, in a schema of its own. */
+/**
+ * A fresh, migrated database on the given backend, in a schema of its own. A migrated PGlite
+ * starts from an image of one that ran the migrations (each PGlite is a database of its own, so
+ * they share the schema's name): made once per version of PGlite and of the migrations and kept
+ * in the temporary directory for the other test processes. Starting from it takes ~0.4 s instead
+ * of ~1.7 s for initdb and the migrations (database-contract.test.ts still migrates from empty).
+ */
 export async function freshDatabase(backend: DbBackend, opts: { migrate?: boolean } = {}): Promise<Database> {
+  if (!backend.url && opts.migrate !== false) {
+    pgliteImage ??= migratedImage();
+    const db = await openDatabase({ schema: IMAGE_SCHEMA, pgliteImage: await pgliteImage });
+    if ((await migrate(db)).length > 0) throw new Error('the PGlite image is not fully migrated');
+    return db;
+  }
   const db = await openDatabase({ url: backend.url, schema: uniqueName('t'), maxConnections: 5 });
   if (opts.migrate !== false) await migrate(db);
   return db;
+}
+
+const IMAGE_SCHEMA = 't_image';
+let pgliteImage: Promise<Blob> | undefined;
+
+async function migratedImage(): Promise<Blob> {
+  const require = createRequire(import.meta.url);
+  const pkg = path.join(path.dirname(require.resolve('@electric-sql/pglite')), '..', 'package.json');
+  const key = createHash('sha256')
+    .update(readFileSync(pkg))
+    .update(JSON.stringify(loadMigrations()))
+    .update(IMAGE_SCHEMA)
+    .digest('hex')
+    .slice(0, 20);
+  const file = path.join(os.tmpdir(), `field-analysis-pglite-${key}.tar`);
+  try {
+    return new Blob([readFileSync(file)]);
+  } catch {
+    /* not made yet */
+  }
+  const db = await openDatabase({ schema: IMAGE_SCHEMA });
+  await migrate(db);
+  const image = await db.dumpImage!();
+  await db.close();
+  // written whole under another name, then renamed: a process never reads half of it
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(tmp, Buffer.from(await image.arrayBuffer()));
+  renameSync(tmp, file);
+  return image;
 }
 
 /** Drops the suite's schema on PostgreSQL (PGlite in memory just goes away) and closes. */
