@@ -252,6 +252,7 @@ async function statisticsRows(): Promise<void> {
   const program = compileFormula(FORMULAS.NDVI);
   const rows: Array<Record<string, string>> = [];
   const breakdown: Array<Record<string, string | number>> = [];
+  const order: Array<Record<string, string>> = [];
   for (const n of [10_000, 10_000_000]) {
     const side = Math.round(Math.sqrt(n));
     const m = side * side;
@@ -319,6 +320,30 @@ async function statisticsRows(): Promise<void> {
       'fused (CPU µs)': cpu.fused!,
       ...percentileBreakdown(kc, [5, 50, 95], st.count, m > 1e6 ? 3 : 1000),
     });
+    // the median and p10–p90 that every zonal request reads: a quickselect over all the values
+    // (orderStats without the run's statistics, as before `orderStats(stats)`) against the paths of
+    // percentiles with them
+    const oc = cpuPerCall(
+      {
+        fused: () => kc.run(program),
+        quickselect: () => {
+          kc.run(program);
+          kc.orderStats();
+        },
+        'with the statistics': () => kc.orderStats(kc.run(program)),
+      },
+      m > 1e6 ? 2 : 1000,
+      m > 1e6 ? 3 : 30,
+    );
+    const us = (x: number) => (x < 100 ? x.toFixed(1) : x.toFixed(0));
+    const beyond = (x: number) => us(x - oc.fused!);
+    order.push({
+      pixels: m.toLocaleString('en'),
+      'fused (CPU µs)': us(oc.fused!),
+      'quickselect, µs beyond': beyond(oc.quickselect!),
+      'with the statistics, µs beyond': beyond(oc['with the statistics']!),
+      'speed-up of the whole call': `${f2(oc.quickselect! / oc['with the statistics']!)}×`,
+    });
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
     rows.push({
       pixels: m.toLocaleString('en'),
@@ -341,6 +366,11 @@ async function statisticsRows(): Promise<void> {
     'values+stats) against coverage weights and against percentiles 5, 50, 95 (one pass over sampled brackets):',
   );
   console.table(rows);
+  console.log(
+    'Order statistics of every zonal request (median, p10–p90), CPU µs a call: a quickselect over all the values',
+  );
+  console.log("against Kernel.orderStats with the run's statistics (the sample or bucket path of percentiles):");
+  console.table(order);
   console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
   console.table(
     breakdown.map((b) =>

@@ -395,27 +395,14 @@ export class Kernel {
   }
 
   /**
-   * Median and 10/25/75/90th percentiles of the last run's non-NaN values, with linear
-   * interpolation between closest ranks (numpy's default): rank = p/100 × (count − 1).
+   * Median and 10/25/75/90th percentiles of the last run's non-NaN values, as numpy's default
+   * (linear interpolation between closest ranks: rank = p/100 × (count − 1)). With the run's
+   * statistics (`range`), by the same paths as `percentiles` with them: a window of 10,000 values
+   * in about half the time of a quickselect over all of them, one of 1 M in a fifth.
    */
-  orderStats(): OrderStats | null {
-    const x = this.x;
-    const m = x.compactValid(this.outPtr, this.n, this.scratchPtr);
-    if (m === 0) return null;
-    const ps = [10, 25, 50, 75, 90];
-    const res: number[] = [];
-    let lo = 0;
-    for (const p of ps) {
-      const rank = (p / 100) * (m - 1);
-      const k = Math.floor(rank);
-      const v = x.select(this.scratchPtr, lo, m - 1, k);
-      const frac = rank - k;
-      // After select, everything right of k is ≥ v[k]: the next rank is the minimum there.
-      const v2 = frac > 0 && k + 1 <= m - 1 ? x.minOf(this.scratchPtr, k + 1, m - 1) : v;
-      res.push(v + (v2 - v) * frac);
-      lo = k;
-    }
-    return { p10: res[0]!, p25: res[1]!, median: res[2]!, p75: res[3]!, p90: res[4]! };
+  orderStats(range?: { min: number; max: number; count?: number }): OrderStats | null {
+    const r = this.percentiles(ORDER_PS, range);
+    return r ? { p10: r[0]!, p25: r[1]!, median: r[2]!, p75: r[3]!, p90: r[4]! } : null;
   }
 
   /**
@@ -704,6 +691,9 @@ export class Kernel {
 }
 
 export type { BandId };
+
+/** The percentiles of OrderStats, in its order. */
+const ORDER_PS = [10, 25, 50, 75, 90] as const;
 
 /** numpy's `_lerp`: a + (b − a)·t, or b − (b − a)·(1 − t) from t = 0.5 on (monotone, exact at t = 1). */
 export function lerp(a: number, b: number, t: number): number {

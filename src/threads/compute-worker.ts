@@ -127,8 +127,8 @@ function warmUp(): void {
           for (let i = 0; i < n; i++) b[i] = 500 + ((i * (7 + j)) % 4000);
         });
         prep.mask?.fill(1);
-        for (let r = 0; r < 10; r++) kernel.run(p);
-        kernel.orderStats();
+        for (let r = 0; r < 9; r++) kernel.run(p);
+        kernel.orderStats(kernel.run(p));
       }
     }
   }
@@ -150,7 +150,7 @@ function runIndex(t: IndexTask): IndexResult {
   if (t.mask) prep.mask!.set(t.mask);
   const stats = kernel.run(t.program, { stats: true, writeValues: true });
   const result: IndexResult = { stats, kernelMs: 0 };
-  if (t.orderStats) result.order = kernel.orderStats();
+  if (t.orderStats) result.order = kernel.orderStats(stats);
   if (t.histogram) result.histogram = kernel.histogram(t.histogram.lo, t.histogram.hi, t.histogram.bins);
   if (t.values) result.values = kernel.copyValues(new Float32Array(n));
   result.kernelMs = performance.now() - started;
@@ -240,7 +240,7 @@ function statsOn(
       );
     if (req?.percentiles?.length) result.percentiles = weightedPercentiles(values, weights, req.percentiles);
   } else {
-    if (orderStats) result.order = kernel.orderStats();
+    if (orderStats) result.order = kernel.orderStats(unweighted);
     if (req?.histogram) {
       const range = stats.count ? { min: stats.min, max: stats.max } : null;
       result.bins = histogramOf(kernel.values(), req.histogram, range);

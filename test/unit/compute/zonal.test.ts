@@ -4,7 +4,7 @@
  * histogram (linspace edges, searchsorted, last bin closed), on 10 M random values and on
  * awkward small sets (ties, one value, NaNs).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf } from '../../../src/compute/zonal.js';
@@ -269,6 +269,35 @@ describe('percentiles by selection and numpy histograms', () => {
       }
     }
   });
+
+  it("order statistics (median, p10–p90) with the run's statistics equal numpy's linear percentiles exactly", () => {
+    // every zonal request reads them: with the run's statistics they take the sample or the bucket
+    // path (5 ranks: mostly the buckets), without them a quickselect over all values
+    const r = rng(11);
+    const cases: Array<[string, number, () => number]> = [
+      ['100 values (quickselect)', 100, () => r()],
+      ['10,000 smooth', 10_000, () => r() * r()],
+      ['10,000 with NaN and ties', 10_000, () => (r() < 0.3 ? NaN : Math.round(r() * 40) / 40)],
+      ['100,000 skewed', 100_000, () => (r() < 0.05 ? NaN : r() ** 3 * 2 - 1)],
+      ['1,000,000 few levels', 1_000_000, () => Math.floor(r() * 7) / 7],
+      ['4,096 all equal', 4096, () => 0.25],
+    ];
+    for (const [name, n, next] of cases) {
+      const values = Float32Array.from({ length: n }, next);
+      const stats = load(kernel, values);
+      const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+      const want = [10, 25, 50, 75, 90].map((p) => npPercentile(sorted, p));
+      const spy = vi.spyOn(kernel, 'percentiles');
+      const o = kernel.orderStats(stats)!;
+      expect(spy, name).toHaveBeenCalledWith([10, 25, 50, 75, 90], stats);
+      spy.mockRestore();
+      expect([o.p10, o.p25, o.median, o.p75, o.p90], name).toEqual(want);
+      const plain = kernel.orderStats()!;
+      expect([plain.p10, plain.p25, plain.median, plain.p75, plain.p90], `${name} (no statistics)`).toEqual(want);
+    }
+    load(kernel, new Float32Array([NaN, NaN]));
+    expect(kernel.orderStats({ min: NaN, max: NaN, count: 0 })).toBeNull();
+  }, 60_000);
 
   it('small sets: one value, two values, all equal, all NaN; order of the list kept', () => {
     const cases: number[][] = [[0.25], [1, 2], [3, 3, 3, 3], [5, NaN, 1, NaN, 3, 2, 4], [-1, 1e-8, 7, 7, 7, 0.5]];
