@@ -945,24 +945,29 @@ const PACK_LANES = memory.data<u8>([
 }
 
 /**
- * One pass over src for k (1–4) brackets [lo_j, hi_j] of disjoint value ranges in ascending
+ * One pass over src for k (1–6) brackets [lo_j, hi_j] of disjoint value ranges in ascending
  * order: counts the values below each lo_j into br (i32 from byte 64) and copies the values inside
- * any bracket to dst in index order (their union), returning how many. br holds f32 lo[4], f32
- * hi[4]. Branchless: each group of four lanes is moved to the front by one swizzle (PACK_LANES) and
- * stored whole, the pointer advanced by the count, so dst needs room for 4 values more than are copied.
- * With countValid, the count of non-NaN values goes to byte 80 (the caller knows it otherwise).
+ * any bracket to dst in index order (their union), returning how many. br holds f32 lo[8] (byte 0),
+ * f32 hi[8] (byte 32). Branchless: each group of four lanes is moved to the front by one swizzle
+ * (PACK_LANES) and stored whole, the pointer advanced by the count, so dst needs room for 4 values
+ * more than are copied. With countValid, the count of non-NaN values goes to byte 96 (the caller
+ * knows it otherwise).
  */
 export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, countValid: bool): i32 {
   if (countValid) {
     if (k == 1) return bracketPackK(src, n, br, dst, 1, true);
     if (k == 2) return bracketPackK(src, n, br, dst, 2, true);
     if (k == 3) return bracketPackK(src, n, br, dst, 3, true);
-    return bracketPackK(src, n, br, dst, 4, true);
+    if (k == 4) return bracketPackK(src, n, br, dst, 4, true);
+    if (k == 5) return bracketPackK(src, n, br, dst, 5, true);
+    return bracketPackK(src, n, br, dst, 6, true);
   }
   if (k == 1) return bracketPackK(src, n, br, dst, 1, false);
   if (k == 2) return bracketPackK(src, n, br, dst, 2, false);
   if (k == 3) return bracketPackK(src, n, br, dst, 3, false);
-  return bracketPackK(src, n, br, dst, 4, false);
+  if (k == 4) return bracketPackK(src, n, br, dst, 4, false);
+  if (k == 5) return bracketPackK(src, n, br, dst, 5, false);
+  return bracketPackK(src, n, br, dst, 6, false);
 }
 
 // @ts-ignore: decorator
@@ -971,14 +976,20 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
   const lo1 = load<f32>(br, 4);
   const lo2 = load<f32>(br, 8);
   const lo3 = load<f32>(br, 12);
-  const hi0 = load<f32>(br, 16);
-  const hi1 = load<f32>(br, 20);
-  const hi2 = load<f32>(br, 24);
-  const hi3 = load<f32>(br, 28);
+  const lo4 = load<f32>(br, 16);
+  const lo5 = load<f32>(br, 20);
+  const hi0 = load<f32>(br, 32);
+  const hi1 = load<f32>(br, 36);
+  const hi2 = load<f32>(br, 40);
+  const hi3 = load<f32>(br, 44);
+  const hi4 = load<f32>(br, 48);
+  const hi5 = load<f32>(br, 52);
   let c0 = 0;
   let c1 = 0;
   let c2 = 0;
   let c3 = 0;
+  let c4 = 0;
+  let c5 = 0;
   let valid = 0;
   let o: usize = dst;
   let i = 0;
@@ -987,14 +998,20 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     const L1 = f32x4.splat(lo1);
     const L2 = f32x4.splat(lo2);
     const L3 = f32x4.splat(lo3);
+    const L4 = f32x4.splat(lo4);
+    const L5 = f32x4.splat(lo5);
     const H0 = f32x4.splat(hi0);
     const H1 = f32x4.splat(hi1);
     const H2 = f32x4.splat(hi2);
     const H3 = f32x4.splat(hi3);
+    const H4 = f32x4.splat(hi4);
+    const H5 = f32x4.splat(hi5);
     let b0 = i32x4.splat(0);
     let b1 = i32x4.splat(0);
     let b2 = i32x4.splat(0);
     let b3 = i32x4.splat(0);
+    let b4 = i32x4.splat(0);
+    let b5 = i32x4.splat(0);
     let vv = i32x4.splat(0);
     for (; i + 4 <= n; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
@@ -1017,6 +1034,16 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
         b3 = i32x4.sub(b3, l);
         w = v128.or(w, v128.andnot(f32x4.le(x, H3), l));
       }
+      if (K > 4) {
+        l = f32x4.lt(x, L4);
+        b4 = i32x4.sub(b4, l);
+        w = v128.or(w, v128.andnot(f32x4.le(x, H4), l));
+      }
+      if (K > 5) {
+        l = f32x4.lt(x, L5);
+        b5 = i32x4.sub(b5, l);
+        w = v128.or(w, v128.andnot(f32x4.le(x, H5), l));
+      }
       const m = i32x4.bitmask(w);
       o = packLanes(o, x, m);
     }
@@ -1024,16 +1051,27 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     c1 = laneSum(b1);
     c2 = laneSum(b2);
     c3 = laneSum(b3);
+    c4 = laneSum(b4);
+    c5 = laneSum(b5);
     valid = laneSum(vv);
   }
   for (; i < n; i++) {
     const x = load<f32>(src + (<usize>i << 2));
     if (V && x == x) valid++;
-    if (x < lo0) c0++;
-    if (x < lo1) c1++;
-    if (x < lo2) c2++;
-    if (x < lo3) c3++;
-    if ((x >= lo0 && x <= hi0) || (x >= lo1 && x <= hi1) || (x >= lo2 && x <= hi2) || (x >= lo3 && x <= hi3)) {
+    c0 += <i32>(x < lo0);
+    c1 += <i32>(x < lo1);
+    c2 += <i32>(x < lo2);
+    c3 += <i32>(x < lo3);
+    c4 += <i32>(x < lo4);
+    c5 += <i32>(x < lo5);
+    if (
+      (x >= lo0 && x <= hi0) ||
+      (x >= lo1 && x <= hi1) ||
+      (x >= lo2 && x <= hi2) ||
+      (x >= lo3 && x <= hi3) ||
+      (x >= lo4 && x <= hi4) ||
+      (x >= lo5 && x <= hi5)
+    ) {
       store<f32>(o, x);
       o += 4;
     }
@@ -1042,20 +1080,24 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
   store<i32>(br, c1, 68);
   store<i32>(br, c2, 72);
   store<i32>(br, c3, 76);
-  if (V) store<i32>(br, valid, 80);
+  store<i32>(br, c4, 80);
+  store<i32>(br, c5, 84);
+  if (V) store<i32>(br, valid, 96);
   return <i32>((o - dst) >> 2);
 }
 
 /**
- * Splits the union of k (2–4) brackets that bracketPack copied (u values, each in one bracket) by
+ * Splits the union of k (2–6) brackets that bracketPack copied (u values, each in one bracket) by
  * bracket: bracket j's values go to dst + j × stride bytes, in order; their counts to br (i32 from
- * byte 84). A value belongs to the last bracket whose lower end lo_j (f32 at br) it reaches. Each
+ * byte 100). A value belongs to the last bracket whose lower end lo_j (f32 at br) it reaches. Each
  * bracket's area needs room for 4 values more than it receives.
  */
 export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: usize, k: i32): void {
   if (k == 2) bracketSplitK(src, u, br, dst, stride, 2);
   else if (k == 3) bracketSplitK(src, u, br, dst, stride, 3);
-  else bracketSplitK(src, u, br, dst, stride, 4);
+  else if (k == 4) bracketSplitK(src, u, br, dst, stride, 4);
+  else if (k == 5) bracketSplitK(src, u, br, dst, stride, 5);
+  else bracketSplitK(src, u, br, dst, stride, 6);
 }
 
 // @ts-ignore: decorator
@@ -1063,31 +1105,39 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
   const lo1 = load<f32>(br, 4);
   const lo2 = load<f32>(br, 8);
   const lo3 = load<f32>(br, 12);
+  const lo4 = load<f32>(br, 16);
+  const lo5 = load<f32>(br, 20);
   let o0: usize = dst;
   let o1: usize = dst + stride;
   let o2: usize = dst + 2 * stride;
   let o3: usize = dst + 3 * stride;
+  let o4: usize = dst + 4 * stride;
+  let o5: usize = dst + 5 * stride;
   let i = 0;
   if (ASC_FEATURE_SIMD) {
     const L1 = f32x4.splat(lo1);
     const L2 = f32x4.splat(lo2);
     const L3 = f32x4.splat(lo3);
+    const L4 = f32x4.splat(lo4);
+    const L5 = f32x4.splat(lo5);
     for (; i + 4 <= u; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
+      // the lanes below each next bracket's lower end; bracket j takes those below lo_(j+1), not lo_j
       const a = i32x4.bitmask(f32x4.lt(x, L1));
       o0 = packLanes(o0, x, a);
-      let b = 15;
-      if (K > 2) b = i32x4.bitmask(f32x4.lt(x, L2));
-      const m1 = b & ~a;
-      o1 = packLanes(o1, x, m1);
+      const b = K > 2 ? i32x4.bitmask(f32x4.lt(x, L2)) : 15;
+      o1 = packLanes(o1, x, b & ~a);
       if (K > 2) {
-        let c = 15;
-        if (K > 3) c = i32x4.bitmask(f32x4.lt(x, L3));
-        const m2 = c & ~b;
-        o2 = packLanes(o2, x, m2);
+        const c = K > 3 ? i32x4.bitmask(f32x4.lt(x, L3)) : 15;
+        o2 = packLanes(o2, x, c & ~b);
         if (K > 3) {
-          const m3 = 15 & ~c;
-          o3 = packLanes(o3, x, m3);
+          const d = K > 4 ? i32x4.bitmask(f32x4.lt(x, L4)) : 15;
+          o3 = packLanes(o3, x, d & ~c);
+          if (K > 4) {
+            const e = K > 5 ? i32x4.bitmask(f32x4.lt(x, L5)) : 15;
+            o4 = packLanes(o4, x, e & ~d);
+            if (K > 5) o5 = packLanes(o5, x, 15 & ~e);
+          }
         }
       }
     }
@@ -1103,13 +1153,21 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
     } else if (x < lo3 || K < 4) {
       store<f32>(o2, x);
       o2 += 4;
-    } else {
+    } else if (x < lo4 || K < 5) {
       store<f32>(o3, x);
       o3 += 4;
+    } else if (x < lo5 || K < 6) {
+      store<f32>(o4, x);
+      o4 += 4;
+    } else {
+      store<f32>(o5, x);
+      o5 += 4;
     }
   }
-  store<i32>(br, <i32>((o0 - dst) >> 2), 84);
-  store<i32>(br, <i32>((o1 - dst - stride) >> 2), 88);
-  store<i32>(br, <i32>((o2 - dst - 2 * stride) >> 2), 92);
-  store<i32>(br, <i32>((o3 - dst - 3 * stride) >> 2), 96);
+  store<i32>(br, <i32>((o0 - dst) >> 2), 100);
+  store<i32>(br, <i32>((o1 - dst - stride) >> 2), 104);
+  store<i32>(br, <i32>((o2 - dst - 2 * stride) >> 2), 108);
+  store<i32>(br, <i32>((o3 - dst - 3 * stride) >> 2), 112);
+  store<i32>(br, <i32>((o4 - dst - 4 * stride) >> 2), 116);
+  store<i32>(br, <i32>((o5 - dst - 5 * stride) >> 2), 120);
 }

@@ -103,8 +103,17 @@ describe('percentiles by selection and numpy histograms', () => {
       expect(got[i], `p${p}`).toBe(npPercentile(sorted, p));
       expect(byBuckets[i], `p${p} by buckets`).toBe(npPercentile(sorted, p));
     }
-    // one pass over brackets placed by a sample (up to four brackets: a few percentiles at a time)
-    for (const few of [[5, 50, 95], [0, 100], [25, 75], [50], [0.1, 33.3, 66.7, 99.9], [37.123456, 37.2]]) {
+    // one pass over brackets placed by a sample (up to six brackets: a few percentiles at a time)
+    for (const few of [
+      [5, 50, 95],
+      [0, 100],
+      [25, 75],
+      [50],
+      [0.1, 33.3, 66.7, 99.9],
+      [37.123456, 37.2],
+      [10, 25, 50, 75, 90],
+      [1, 10, 30, 60, 80, 99],
+    ]) {
       const bySample = kernel.percentilesBySample(few, stats.count);
       expect(bySample, `${few} by sample`).toBeDefined();
       expect(bySample).toEqual(few.map((p) => npPercentile(sorted, p)));
@@ -230,7 +239,7 @@ describe('percentiles by selection and numpy histograms', () => {
         r() < 0.2 ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
       );
       load(kernel, values);
-      const k = 1 + (t % 4);
+      const k = 1 + (t % 6);
       // k disjoint ascending brackets from sorted random ends (a bracket may be one value wide)
       const ends = Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
       const lo = ends.filter((_, i) => i % 2 === 0);
@@ -246,16 +255,16 @@ describe('percentiles by selection and numpy histograms', () => {
       const i32 = new Int32Array(x.memory.buffer);
       const ref = values.filter((v) => lo.some((l, j) => v >= l && v <= hi[j]!));
       for (const countValid of [0, 1]) {
-        for (let j = 0; j < 4; j++) {
+        for (let j = 0; j < 8; j++) {
           f32[(br >> 2) + j] = j < k ? lo[j]! : NaN;
-          f32[(br >> 2) + 4 + j] = j < k ? hi[j]! : NaN;
+          f32[(br >> 2) + 8 + j] = j < k ? hi[j]! : NaN;
         }
-        i32[(br >> 2) + 20] = -7;
+        i32[(br >> 2) + 24] = -7;
         const u = x.bracketPack!(src, n, br, dst, k, countValid);
         expect(u).toBe(ref.length);
         expect(Array.from(new Float32Array(x.memory.buffer, dst, u))).toEqual(Array.from(ref));
         for (let j = 0; j < k; j++) expect(i32[(br >> 2) + 16 + j]).toBe(values.filter((v) => v < lo[j]!).length);
-        expect(i32[(br >> 2) + 20]).toBe(countValid ? values.filter((v) => !Number.isNaN(v)).length : -7);
+        expect(i32[(br >> 2) + 24]).toBe(countValid ? values.filter((v) => !Number.isNaN(v)).length : -7);
       }
       if (k === 1) continue;
       const u = ref.length;
@@ -264,7 +273,7 @@ describe('percentiles by selection and numpy histograms', () => {
       x.bracketSplit!(dst, u, br, out, stride, k);
       for (let j = 0; j < k; j++) {
         const want = ref.filter((v) => v >= lo[j]! && v <= hi[j]!);
-        expect(i32[(br >> 2) + 21 + j], `bracket ${j} of ${k}`).toBe(want.length);
+        expect(i32[(br >> 2) + 25 + j], `bracket ${j} of ${k}`).toBe(want.length);
         expect(Array.from(new Float32Array(x.memory.buffer, out + j * stride, want.length))).toEqual(Array.from(want));
       }
     }
