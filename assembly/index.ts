@@ -970,6 +970,12 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
   return bracketPackK(src, n, br, dst, 6, false);
 }
 
+/** Lanes of x inside [lo, hi] (lanes of L and H), as a mask. */
+// @ts-ignore: decorator
+@inline function inside(x: v128, L: v128, H: v128): v128 {
+  return v128.andnot(f32x4.le(x, H), f32x4.lt(x, L));
+}
+
 // @ts-ignore: decorator
 @inline function bracketPackK(src: usize, n: i32, br: usize, dst: usize, K: i32, V: bool): i32 {
   const lo0 = load<f32>(br);
@@ -1016,34 +1022,15 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     for (; i + 4 <= n; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
       if (V) vv = i32x4.sub(vv, f32x4.eq(x, x));
-      let l = f32x4.lt(x, L0);
-      b0 = i32x4.sub(b0, l);
-      let w = v128.andnot(f32x4.le(x, H0), l);
-      if (K > 1) {
-        l = f32x4.lt(x, L1);
-        b1 = i32x4.sub(b1, l);
-        w = v128.or(w, v128.andnot(f32x4.le(x, H1), l));
-      }
-      if (K > 2) {
-        l = f32x4.lt(x, L2);
-        b2 = i32x4.sub(b2, l);
-        w = v128.or(w, v128.andnot(f32x4.le(x, H2), l));
-      }
-      if (K > 3) {
-        l = f32x4.lt(x, L3);
-        b3 = i32x4.sub(b3, l);
-        w = v128.or(w, v128.andnot(f32x4.le(x, H3), l));
-      }
-      if (K > 4) {
-        l = f32x4.lt(x, L4);
-        b4 = i32x4.sub(b4, l);
-        w = v128.or(w, v128.andnot(f32x4.le(x, H4), l));
-      }
-      if (K > 5) {
-        l = f32x4.lt(x, L5);
-        b5 = i32x4.sub(b5, l);
-        w = v128.or(w, v128.andnot(f32x4.le(x, H5), l));
-      }
+      // per bracket: the lanes below it counted, the lanes inside it added to w (the engine
+      // computes each lt once: inside() repeats the one the count used)
+      b0 = i32x4.sub(b0, f32x4.lt(x, L0));
+      let w = inside(x, L0, H0);
+      if (K > 1) (b1 = i32x4.sub(b1, f32x4.lt(x, L1))), (w = v128.or(w, inside(x, L1, H1)));
+      if (K > 2) (b2 = i32x4.sub(b2, f32x4.lt(x, L2))), (w = v128.or(w, inside(x, L2, H2)));
+      if (K > 3) (b3 = i32x4.sub(b3, f32x4.lt(x, L3))), (w = v128.or(w, inside(x, L3, H3)));
+      if (K > 4) (b4 = i32x4.sub(b4, f32x4.lt(x, L4))), (w = v128.or(w, inside(x, L4, H4)));
+      if (K > 5) (b5 = i32x4.sub(b5, f32x4.lt(x, L5))), (w = v128.or(w, inside(x, L5, H5)));
       const m = i32x4.bitmask(w);
       o = packLanes(o, x, m);
     }
