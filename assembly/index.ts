@@ -1109,24 +1109,19 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
     const L5 = f32x4.splat(lo5);
     for (; i + 4 <= u; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
-      // the lanes below each next bracket's lower end; bracket j takes those below lo_(j+1), not lo_j
+      // the lanes below each next bracket's lower end (all four past the last bracket); bracket j
+      // takes those below lo_(j+1), not below lo_j
       const a = i32x4.bitmask(f32x4.lt(x, L1));
-      o0 = packLanes(o0, x, a);
       const b = K > 2 ? i32x4.bitmask(f32x4.lt(x, L2)) : 15;
+      const c = K > 3 ? i32x4.bitmask(f32x4.lt(x, L3)) : 15;
+      const d = K > 4 ? i32x4.bitmask(f32x4.lt(x, L4)) : 15;
+      const e = K > 5 ? i32x4.bitmask(f32x4.lt(x, L5)) : 15;
+      o0 = packLanes(o0, x, a);
       o1 = packLanes(o1, x, b & ~a);
-      if (K > 2) {
-        const c = K > 3 ? i32x4.bitmask(f32x4.lt(x, L3)) : 15;
-        o2 = packLanes(o2, x, c & ~b);
-        if (K > 3) {
-          const d = K > 4 ? i32x4.bitmask(f32x4.lt(x, L4)) : 15;
-          o3 = packLanes(o3, x, d & ~c);
-          if (K > 4) {
-            const e = K > 5 ? i32x4.bitmask(f32x4.lt(x, L5)) : 15;
-            o4 = packLanes(o4, x, e & ~d);
-            if (K > 5) o5 = packLanes(o5, x, 15 & ~e);
-          }
-        }
-      }
+      if (K > 2) o2 = packLanes(o2, x, c & ~b);
+      if (K > 3) o3 = packLanes(o3, x, d & ~c);
+      if (K > 4) o4 = packLanes(o4, x, e & ~d);
+      if (K > 5) o5 = packLanes(o5, x, 15 & ~e);
     }
   }
   for (; i < u; i++) {

@@ -447,7 +447,7 @@ export class Kernel {
    * but for a chance of about 1 in 1,000; one vector pass counts the values below each bracket and
    * copies those inside; each bracket is narrowed around its ranks (narrowBracket) and each rank
    * selected among what is left. Undefined when a rank is not in its bracket (or more than six
-   * brackets are needed): the caller falls back to the buckets, so the result never depends on
+   * brackets are needed, or five or six under 2^19 values): the caller falls back to the buckets, so the result never depends on
    * the sample.
    */
   /** @internal (tests call it to know which path answered) */
@@ -459,7 +459,7 @@ export class Kernel {
     const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3) / 4)));
     const smpPtr = align(this.accPtr + 64);
     const brPtr = align(smpPtr + s0 * 4);
-    this.ensure(brPtr + 256); // the sample, bracketPack's block (124 bytes), then narrowBracket's
+    this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
     const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
     if (s < 64) return undefined;
     // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged;
@@ -501,12 +501,12 @@ export class Kernel {
     // the pass: the values below each bracket counted, those inside copied (branchless: a swizzle
     // per four lanes) to the scratch, then split by bracket; the count of values is the run's when
     // it is (this.validCount), else the pass's own
-    const split = align(brPtr + 256);
+    const split = align(brPtr + 2 * BLOCK_BYTES);
     const F = this.views().f32;
     const b4 = brPtr >> 2; // brPtr is 16-byte aligned
-    for (let j = 0; j < 8; j++) {
-      F[b4 + j] = j < k ? lims[2 * j]! : NaN;
-      F[b4 + 8 + j] = j < k ? lims[2 * j + 1]! : NaN;
+    for (let j = 0; j < BLOCK.slots; j++) {
+      F[b4 + BLOCK.lo + j] = j < k ? lims[2 * j]! : NaN;
+      F[b4 + BLOCK.hi + j] = j < k ? lims[2 * j + 1]! : NaN;
     }
     const trusted = count === this.validCount;
     const u = x.bracketPack(this.outPtr, n, brPtr, this.scratchPtr, k, trusted ? 0 : 1);
@@ -517,9 +517,9 @@ export class Kernel {
     if (n > 1 << 20 && packRoom + 2 * stride > 8 * n) return undefined;
     this.ensure(split + packRoom + 2 * stride + 64);
     const I = this.views().i32;
-    const m = trusted ? count : I[b4 + 24]!;
-    const starts = [0, 0, 0, 0, 0, 0];
-    const lens = [0, 0, 0, 0, 0, 0];
+    const m = trusted ? count : I[b4 + BLOCK.valid]!;
+    const starts: number[] = new Array(k).fill(0);
+    const lens: number[] = new Array(k).fill(0);
     if (k === 1) {
       starts[0] = this.scratchPtr;
       lens[0] = u;
@@ -527,7 +527,7 @@ export class Kernel {
       x.bracketSplit(this.scratchPtr, u, brPtr, split, stride, k);
       for (let j = 0; j < k; j++) {
         starts[j] = split + j * stride;
-        lens[j] = I[b4 + 25 + j]!;
+        lens[j] = I[b4 + BLOCK.split + j]!;
       }
     }
     if (m === 0) return undefined;
@@ -537,13 +537,13 @@ export class Kernel {
     let room = 0;
     for (const r of rs) {
       let j = 0;
-      while (j < k && r >= I[b4 + 16 + j]! + lens[j]!) j++;
-      if (j >= k || r < I[b4 + 16 + j]!) return undefined;
+      while (j < k && r >= I[b4 + BLOCK.below + j]! + lens[j]!) j++;
+      if (j >= k || r < I[b4 + BLOCK.below + j]!) return undefined;
       inBracket.push(j);
       room = Math.max(room, lens[j]!);
     }
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
-    const br2 = brPtr + 144;
+    const br2 = brPtr + BLOCK_BYTES;
     const bufA = align(split + packRoom);
     const bufB = align(bufA + room * 4 + 16);
     const at: number[] = [];
@@ -551,7 +551,7 @@ export class Kernel {
       const j = inBracket[i]!;
       let e = i + 1;
       while (e < rs.length && inBracket[e] === j) e++;
-      const below = I[b4 + 16 + j]!;
+      const below = I[b4 + BLOCK.below + j]!;
       const { ptr, len, first } = this.narrowBracket(
         rs[i]!,
         rs[e - 1]!,
@@ -612,20 +612,20 @@ export class Kernel {
       const a = t0 - first - d;
       const b = t1 - first + d;
       if (a <= 0 && b >= len - 1) break;
-      F.fill(NaN, b4, b4 + 16);
-      F[b4] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
-      F[b4 + 8] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
+      F.fill(NaN, b4 + BLOCK.lo, b4 + BLOCK.hi + BLOCK.slots);
+      F[b4 + BLOCK.lo] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
+      F[b4 + BLOCK.hi] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
       const got = x.bracketPack(ptr, len, br, into, 1, 0);
       this.narrowings.passes++;
-      const below = I[b4 + 16]!;
+      const below = I[b4 + BLOCK.below]!;
       if (t0 - first < below || t1 - first >= below + got) {
         this.narrowings.misses++;
         break;
       }
       ptr = into;
       first += below;
-      lo = F[b4]!;
-      hi = F[b4 + 8]!;
+      lo = F[b4 + BLOCK.lo]!;
+      hi = F[b4 + BLOCK.hi]!;
       into = into === bufA ? bufB : bufA;
       if (got === len) break;
       len = got;
@@ -695,8 +695,17 @@ export class Kernel {
 
 export type { BandId };
 
-/** Brackets of one pass of percentilesBySample (bracketPack's k): room for five percentiles' ranks, as OrderStats'. */
+/** Brackets of one pass of percentilesBySample (bracketPack's k): enough for OrderStats' five ranks. */
 const MAX_BRACKETS = 6;
+
+/**
+ * bracketPack's and bracketSplit's block (assembly/index.ts), in 4-byte places: f32 lo and hi of
+ * each bracket (`slots` places each, NaN past k), i32 counts below each lo, the count of non-NaN
+ * values (with countValid), then bracketSplit's count of each bracket. 16-byte aligned.
+ */
+const BLOCK = { lo: 0, hi: 8, slots: 8, below: 16, valid: 24, split: 25 } as const;
+/** Room for one block (124 bytes used); narrowBracket's follows percentilesBySample's. */
+const BLOCK_BYTES = 144;
 
 /** The percentiles of OrderStats, in its order. */
 const ORDER_PS = [10, 25, 50, 75, 90] as const;
