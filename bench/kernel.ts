@@ -174,6 +174,8 @@ function cpuPerCall(variants: Record<string, () => void>, calls: number, rounds 
   return best;
 }
 const f2 = (x: number) => x.toFixed(2);
+/** CPU µs: one decimal under 100. */
+const us = (x: number) => (x < 100 ? x.toFixed(1) : x.toFixed(0));
 
 /**
  * Where the CPU time of the percentile path goes (Kernel.percentilesBySample on the run's values):
@@ -335,7 +337,6 @@ async function statisticsRows(): Promise<void> {
       m > 1e6 ? 2 : 1000,
       m > 1e6 ? 3 : 30,
     );
-    const us = (x: number) => (x < 100 ? x.toFixed(1) : x.toFixed(0));
     const beyond = (x: number) => us(x - oc.fused!);
     order.push({
       pixels: m.toLocaleString('en'),
@@ -353,9 +354,7 @@ async function statisticsRows(): Promise<void> {
       'percentiles 5,50,95': f0(r.percentiles),
       'weighted ÷ fused': mark(r.weighted! / r.fused!, 0.7),
       'percentiles ÷ fused': mark(r.percentiles! / r.fused!, 0.5),
-      'CPU µs/call fused / weighted / pct': [cpu.fused!, cpu.weighted!, cpu.percentiles!]
-        .map((x) => (x < 100 ? x.toFixed(1) : x.toFixed(0)))
-        .join(' / '),
+      'CPU µs/call fused / weighted / pct': [cpu.fused!, cpu.weighted!, cpu.percentiles!].map(us).join(' / '),
       'CPU ratios w / pct': `${f2(cpu.fused! / cpu.weighted!)} / ${f2(cpu.fused! / cpu.percentiles!)}`,
     });
   }

@@ -447,8 +447,8 @@ export class Kernel {
    * but for a chance of about 1 in 1,000; one vector pass counts the values below each bracket and
    * copies those inside; each bracket is narrowed around its ranks (narrowBracket) and each rank
    * selected among what is left. Undefined when a rank is not in its bracket (or more than six
-   * brackets are needed, or five or six under 2^19 values): the caller falls back to the buckets, so the result never depends on
-   * the sample.
+   * brackets are needed, or five or six under 2^19 values): the caller falls back to the buckets,
+   * so the result never depends on the sample.
    */
   /** @internal (tests call it to know which path answered) */
   percentilesBySample(ps: readonly number[], count: number): number[] | undefined {
