@@ -410,13 +410,14 @@ export class Kernel {
    * (`linear`: rank = p/100 × (count − 1), interpolated as numpy's `_lerp`), by selection: the
    * ranks needed (⌊rank⌋ and ⌊rank⌋ + 1) are placed by quickselect, the middle rank first and
    * each half on its own side, O(count × log ranks) instead of a sort. Null when no value.
-   * With `range` (the run's statistics; 4,096 values or more): with its count, one pass over
-   * brackets placed by a sample (percentilesBySample), else, or when a rank falls outside its
-   * bracket, the buckets of [min, max] (percentilesByBuckets). Every path gives the same values.
+   * With `range` (the run's statistics; a window of BUCKETS_FROM values or more): with its count
+   * and from SAMPLE_FROM values, one pass over brackets placed by a sample (percentilesBySample),
+   * else, or when a rank falls outside its bracket, the buckets of [min, max]
+   * (percentilesByBuckets). Every path gives the same values.
    */
   percentiles(ps: readonly number[], range?: { min: number; max: number; count?: number }): number[] | null {
-    if (range && Number.isFinite(range.min) && Number.isFinite(range.max) && this.n >= 4096) {
-      if (range.count) {
+    if (range && Number.isFinite(range.min) && Number.isFinite(range.max) && this.n >= BUCKETS_FROM) {
+      if (range.count && this.n >= SAMPLE_FROM) {
         const bySample = this.percentilesBySample(ps, range.count);
         if (bySample) return bySample;
       }
@@ -460,25 +461,24 @@ export class Kernel {
     const smpPtr = align(this.accPtr + 64);
     const brPtr = align(smpPtr + s0 * 4);
     this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
+    // five or six brackets pay on large windows only: the five ranks of orderStats took, beyond the
+    // fused pass, 12.5 ms against 21.5 by the buckets at 10 M values, 1.7 against 1.9 ms at 1 M,
+    // but 26.8 against 23.2 µs at 10,000; so more are declined before the sample is drawn when the
+    // sample expected (count / n of it valid) would need them, and before their ends are selected
+    // when the sample drawn does (the sample and its ends were 4 µs at 10,000 values)
+    const most = n < 1 << 19 ? 4 : MAX_BRACKETS;
+    const ranks = neededRanks(ps, count);
+    if (sampleSpans(ranks, count, Math.round((s0 * count) / n)).length > 2 * most) return undefined;
     const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
     if (s < 64) return undefined;
-    // brackets in sample positions around each rank (3.3 standard deviations and 2 more), merged;
-    // then their values (by selection in the sample, left to right), merged where they meet
-    const ranks = neededRanks(ps, count);
+    const spans = sampleSpans(ranks, count, s);
+    if (spans.length > 2 * most) return undefined;
+    // the brackets' values (by selection in the sample, left to right), merged where they meet
     const lims: number[] = []; // lo, hi of each bracket
     let from = 0;
-    for (let i = 0; i < ranks.length; ) {
-      let a = 0;
-      let b = -1;
-      for (; i < ranks.length; i++) {
-        const q = count > 1 ? ranks[i]! / (count - 1) : 0;
-        const t = q * (s - 1);
-        const d = 3.3 * Math.sqrt(s * q * (1 - q)) + 2;
-        const a1 = Math.floor(t - d);
-        if (b >= a && a1 > b + 1) break;
-        if (b < a) a = a1;
-        b = Math.max(b, Math.ceil(t + d));
-      }
+    for (let j = 0; j < spans.length; j += 2) {
+      const a = spans[j]!;
+      const b = spans[j + 1]!;
       let lo = -Infinity;
       if (a >= 0) {
         lo = x.selectFR(smpPtr, from, s - 1, a);
@@ -494,10 +494,6 @@ export class Kernel {
       else lims.push(lo, hi);
     }
     const k = lims.length >> 1;
-    // five or six brackets pay on large windows only: the five ranks of orderStats took, beyond the
-    // fused pass, 12.5 ms against 21.5 by the buckets at 10 M values, 1.7 against 1.9 ms at 1 M,
-    // but 26.8 against 23.2 µs at 10,000
-    if (k > MAX_BRACKETS || (k > 4 && n < 1 << 19)) return undefined;
     // the pass: the values below each bracket counted, those inside copied (branchless: a swizzle
     // per four lanes) to the scratch, then split by bracket; the count of values is the run's when
     // it is (this.validCount), else the pass's own
@@ -695,6 +691,17 @@ export class Kernel {
 
 export type { BandId };
 
+/**
+ * Window sizes from which percentiles with the run's statistics leave the quickselect over all
+ * values for the buckets of [min, max], and the buckets for the sample's brackets (when the count
+ * is known). NDVI over a round field, CPU µs beyond the fused pass, p10–p90 / p5, p50, p95 (a
+ * scratch run, 2026-11-27): 256 px quickselect 2.1 / 1.6, buckets 2.3 / 1.8; 576 px 3.3 / 2.5
+ * against 2.6 / 2.2; 1,600 px 7.0 / 5.6 against 4.2 / 3.7; 5,041 px, three ranks, buckets 9.1,
+ * sample 9.8; 7,225 px 12.4 against 11.7.
+ */
+const BUCKETS_FROM = 512;
+const SAMPLE_FROM = 6144;
+
 /** Brackets of one pass of percentilesBySample (bracketPack's k): enough for OrderStats' five ranks. */
 const MAX_BRACKETS = 6;
 
@@ -717,6 +724,30 @@ export function lerp(a: number, b: number, t: number): number {
 }
 
 /** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */
+/**
+ * The brackets of percentilesBySample in positions of a sorted sample of s values: around each
+ * rank's place in it, 3.3 standard deviations of the sample rank and 2 more each side, merged
+ * where they meet or overlap. Flat: a and b of each, a < 0 or b ≥ s where open.
+ */
+function sampleSpans(ranks: readonly number[], count: number, s: number): number[] {
+  const spans: number[] = [];
+  for (let i = 0; i < ranks.length; ) {
+    let a = 0;
+    let b = -1;
+    for (; i < ranks.length; i++) {
+      const q = count > 1 ? ranks[i]! / (count - 1) : 0;
+      const t = q * (s - 1);
+      const d = 3.3 * Math.sqrt(s * q * (1 - q)) + 2;
+      const a1 = Math.floor(t - d);
+      if (b >= a && a1 > b + 1) break;
+      if (b < a) a = a1;
+      b = Math.max(b, Math.ceil(t + d));
+    }
+    spans.push(a, b);
+  }
+  return spans;
+}
+
 function neededRanks(ps: readonly number[], m: number): number[] {
   const out: number[] = [];
   for (const p of ps) {

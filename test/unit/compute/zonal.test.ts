@@ -227,6 +227,41 @@ describe('percentiles by selection and numpy histograms', () => {
     expect(kernel.percentiles(ps, st)).toEqual(ps.map((p) => npPercentile(sorted, p)));
   });
 
+  it('windows of a small field take the quickselect under 512 values, the buckets up to 6,144, then the sample; all equal the reference', () => {
+    // the path each size takes with the run's statistics (a spy on each), and the values exactly,
+    // over smooth, skewed, few-level, all-equal and two-peak values with NaN, from 1 to 9,000 values
+    type Paths = { percentilesByBuckets: () => unknown; percentilesBySample: () => unknown };
+    const k = kernel as unknown as Paths;
+    const r = rng(512);
+    const shapes: Array<(u: number) => number> = [
+      (u) => u * 2 - 1,
+      (u) => u ** 12,
+      (u) => Math.floor(u * 3) / 3,
+      () => -0.0625,
+      (u) => (u < 0.5 ? -Math.exp(-40 * u) : Math.exp(-40 * (1 - u))),
+    ];
+    const lists = [[10, 25, 50, 75, 90], [5, 50, 95], [0, 100], [50], [0.1, 33.3, 99.9]];
+    const sizes = [1, 2, 7, 100, 511, 512, 513, 777, 1600, 2049, 4095, 4096, 6143, 6144, 9000];
+    for (const [t, n] of sizes.entries()) {
+      const nanShare = [0, 0.3, 0.9][t % 3]!;
+      const shape = shapes[t % shapes.length]!;
+      const values = Float32Array.from({ length: n }, () => (r() < nanShare ? NaN : shape(r())));
+      const st = load(kernel, values);
+      if (st.count === 0) continue;
+      const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+      for (const ps of [lists[t % lists.length]!, lists[(t + 2) % lists.length]!]) {
+        const buckets = vi.spyOn(k, 'percentilesByBuckets');
+        const sample = vi.spyOn(k, 'percentilesBySample');
+        const got = kernel.percentiles(ps, st);
+        expect(got, `${n} values, NaN ${nanShare}, ${ps}`).toEqual(ps.map((p) => npPercentile(sorted, p)));
+        expect(sample.mock.calls.length, `${n}: sample`).toBe(n >= 6144 ? 1 : 0);
+        expect(buckets.mock.calls.length > 0 || sample.mock.calls.length > 0, `${n}: quickselect`).toBe(n >= 512);
+        buckets.mockRestore();
+        sample.mockRestore();
+      }
+    }
+  });
+
   it('bracketPack and bracketSplit equal a reference written here (NaN, ties, every bracket count, tails of 1–3 values)', () => {
     // the branchless copy: each group of four lanes moved to the front by a swizzle and stored whole
     type Fn = (...a: number[]) => number;
@@ -315,7 +350,7 @@ describe('percentiles by selection and numpy histograms', () => {
       const sorted = Float64Array.from(Float32Array.from(c).filter((v) => !Number.isNaN(v))).sort();
       const ps = [100, 0, 50, 12.5, 99, 1];
       expect(kernel.percentiles(ps)).toEqual(ps.map((p) => npPercentile(sorted, p)));
-      // buckets (from 4,096 values): the same set repeated, shuffled, with the run's min and max
+      // buckets (5,000 values): the same set repeated, shuffled, with the run's min and max
       const big = Float32Array.from({ length: 5000 }, (_, i) => c[(i * 7919) % c.length]!);
       const st = load(kernel, big);
       const bigSorted = Float64Array.from(big.filter((v) => !Number.isNaN(v))).sort();
