@@ -723,7 +723,6 @@ export function lerp(a: number, b: number, t: number): number {
   return t >= 0.5 ? b - d * (1 - t) : a + d * t;
 }
 
-/** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */
 /**
  * The brackets of percentilesBySample in positions of a sorted sample of s values: around each
  * rank's place in it, 3.3 standard deviations of the sample rank and 2 more each side, merged
@@ -748,6 +747,7 @@ function sampleSpans(ranks: readonly number[], count: number, s: number): number
   return spans;
 }
 
+/** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */
 function neededRanks(ps: readonly number[], m: number): number[] {
   const out: number[] = [];
   for (const p of ps) {
