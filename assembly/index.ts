@@ -900,14 +900,34 @@ export function sampleValid(src: usize, n: i32, s: i32, seed: u32, dst: usize): 
   let at: u64 = 0;
   let r = seed;
   for (let j = 0; j < s; j++) {
-    const i = <usize>((at + ((<u64>(r >>> 16) * step) >> 16)) >> 16);
-    const x = load<f32>(src + (i << 2));
+    const x = load<f32>(src + (samplePlace(at, r, step) << 2));
     store<f32>(dst + (<usize>k << 2), x);
     k += <i32>(x == x);
     at += step;
     r += 0x9e3779b9;
   }
   return k;
+}
+
+/**
+ * The places sampleValid reads for the same n, s and seed, as i32 to dst: the values at them can be
+ * computed first (Kernel.runWithPercentiles), and sampleValid then reads only those.
+ */
+export function samplePlaces(n: i32, s: i32, seed: u32, dst: usize): void {
+  const step: u64 = (<u64>n << 16) / <u64>s;
+  let at: u64 = 0;
+  let r = seed;
+  for (let j = 0; j < s; j++) {
+    store<i32>(dst + (<usize>j << 2), <i32>samplePlace(at, r, step));
+    at += step;
+    r += 0x9e3779b9;
+  }
+}
+
+/** Stratum `at` (16.16) plus the high 16 bits of r of its width `step`. */
+// @ts-ignore: decorator
+@inline function samplePlace(at: u64, r: u32, step: u64): usize {
+  return <usize>((at + ((<u64>(r >>> 16) * step) >> 16)) >> 16);
 }
 
 // @ts-ignore: decorator

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Bench } from 'tinybench';
 import { compileFormula } from '../src/compute/formula.js';
-import { Kernel } from '../src/compute/kernel-host.js';
+import { Kernel, ORDER_PS } from '../src/compute/kernel-host.js';
 import { weightedStats } from '../src/compute/zonal.js';
 import { coverageFractions, type Ring } from '../src/imagery/coverage-fraction.js';
 import { packageRoot } from '../src/platform/paths.js';
@@ -301,7 +301,8 @@ function roundField(
 /**
  * The median and p10–p90 that every zonal request reads, CPU µs a call: a quickselect over all
  * the values (orderStats without the run's statistics, as before `orderStats(stats)`) against the
- * paths of percentiles with them.
+ * service's call (Kernel.runWithPercentiles: the paths of percentiles with the run's statistics,
+ * and from 2^20 pixels the brackets' pass in the run).
  */
 function orderRow(kc: Kernel, program: ReturnType<typeof compileFormula>, m: number): Record<string, string> {
   const large = m > 1e6;
@@ -312,7 +313,8 @@ function orderRow(kc: Kernel, program: ReturnType<typeof compileFormula>, m: num
         kc.run(program);
         kc.orderStats();
       },
-      'with the statistics': () => kc.orderStats(kc.run(program)),
+      // the service's call: in the run from 2^20 pixels, else run() then orderStats(stats)
+      'with the statistics': () => kc.runWithPercentiles(program, ORDER_PS),
     },
     large ? 2 : 1000,
     large ? 3 : 30,
@@ -324,6 +326,40 @@ function orderRow(kc: Kernel, program: ReturnType<typeof compileFormula>, m: num
     'quickselect, µs beyond': beyond(oc.quickselect!),
     'with the statistics, µs beyond': beyond(oc['with the statistics']!),
     'speed-up of the whole call': `${f2(oc.quickselect! / oc['with the statistics']!)}×`,
+  };
+}
+
+/**
+ * Percentiles 5, 50, 95 after the run (run() then percentiles() with its statistics: the brackets'
+ * pass reads the whole window's values again) against in it (runWithPercentiles from 2^20 pixels:
+ * the pass on each chunk as the run writes it), CPU µs beyond the fused pass; a second kernel's run
+ * between calls, as the other variants of the statistics rows run between them. Below 2^20 pixels
+ * runWithPercentiles takes the first path: the rows under it show why.
+ */
+function inRunRow(
+  program: ReturnType<typeof compileFormula>,
+  n: number,
+  given?: { kc: Kernel; kt: Kernel },
+): Record<string, string> {
+  const { m, kc, kt } = given ? { m: n, ...given } : roundField(program, n);
+  const ps = [5, 50, 95];
+  const large = m > 4e6;
+  const c = cpuPerCall(
+    {
+      fused: () => kc.run(program),
+      after: () => kc.percentiles(ps, kc.run(program)),
+      'in the run': () => kc.runWithPercentiles(program, ps, { inRun: true }),
+      'other kernel': () => kt.run(program),
+    },
+    large ? 2 : Math.max(2, Math.round(2e6 / m)),
+    large ? 3 : 10,
+  );
+  return {
+    pixels: m.toLocaleString('en'),
+    'fused (CPU µs)': us(c.fused!),
+    'after the run': us(c.after! - c.fused!),
+    'in the run': us(c['in the run']! - c.fused!),
+    'ratio to fused, after / in': `${f2(c.fused! / c.after!)} / ${f2(c.fused! / c['in the run']!)}`,
   };
 }
 
@@ -342,6 +378,7 @@ async function statisticsRows(): Promise<void> {
   const rows: Array<Record<string, string>> = [];
   const breakdown: Array<Record<string, string | number>> = [];
   const order: Array<Record<string, string>> = [];
+  const inRun: Array<Record<string, string>> = [];
   // small fields first (576–4,096 px: 6–40 ha at 10 m), for the order statistics only
   for (const n of [576, 1_600, 4_096]) {
     const { m, kc } = roundField(program, n);
@@ -355,21 +392,23 @@ async function statisticsRows(): Promise<void> {
         const s = kt.run(program);
         weightedStats(s, kt.values(), weights, partial);
       },
-      percentiles: () => {
-        const st = kc.run(program);
-        kc.percentiles([5, 50, 95], st);
-      },
+      // the service's call (compute-worker statsOn)
+      percentiles: () => kc.runWithPercentiles(program, [5, 50, 95]),
     };
     const r = await measure(m, variants);
     // small windows: many short interleaved rounds (the best of 30 is steadier on a shared machine)
     const cpu = m > 1e6 ? cpuPerCall(variants, 3) : cpuPerCall(variants, 1000, 30);
-    const st = kc.run(program);
-    breakdown.push({
-      pixels: m.toLocaleString('en'),
-      'fused (CPU µs)': cpu.fused!,
-      ...percentileBreakdown(kc, [5, 50, 95], st.count, m > 1e6 ? 3 : 1000),
-    });
+    if (m < 1e6) {
+      const st = kc.run(program);
+      breakdown.push({
+        pixels: m.toLocaleString('en'),
+        'fused (CPU µs)': cpu.fused!,
+        ...percentileBreakdown(kc, [5, 50, 95], st.count, 1000),
+      });
+    }
     order.push(orderRow(kc, program, m));
+    if (m > 1e6) for (const w of [1 << 18, 1 << 19, 1 << 20, 1 << 21]) inRun.push(inRunRow(program, w));
+    if (m > 1e6) inRun.push(inRunRow(program, m, { kc, kt }));
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
     rows.push({
       pixels: m.toLocaleString('en'),
@@ -387,14 +426,23 @@ async function statisticsRows(): Promise<void> {
     'Issue 23: NDVI over a round field filling the window, Mpx/s of window pixels; the service path (pixel centres,',
   );
   console.log(
-    'values+stats) against coverage weights and against percentiles 5, 50, 95 (one pass over sampled brackets):',
+    'values+stats) against coverage weights and against percentiles 5, 50, 95 (runWithPercentiles: sampled brackets):',
   );
   console.table(rows);
   console.log(
     'Order statistics of every zonal request (median, p10–p90), CPU µs a call: a quickselect over all the values',
   );
-  console.log("against Kernel.orderStats with the run's statistics (the sample or bucket path of percentiles):");
+  console.log(
+    "against the service's call, Kernel.runWithPercentiles (the paths of percentiles with the run's statistics):",
+  );
   console.table(order);
+  console.log(
+    "Percentiles 5, 50, 95 on large windows, CPU µs beyond the fused pass: run() then percentiles() with the run's",
+  );
+  console.log(
+    'statistics (a pass over the whole window after the run) against runWithPercentiles making the pass in the run:',
+  );
+  console.table(inRun);
   console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
   console.table(
     breakdown.map((b) =>

@@ -51,6 +51,14 @@ export interface OrderStats {
   p90: number;
 }
 
+/** The percentiles of OrderStats, in the order orderFrom reads them. */
+export const ORDER_PS = [10, 25, 50, 75, 90] as const;
+
+/** OrderStats from the percentiles ORDER_PS (null when there was no value). */
+export function orderFrom(r: readonly number[] | null): OrderStats | null {
+  return r ? { p10: r[0]!, p25: r[1]!, median: r[2]!, p75: r[3]!, p90: r[4]! } : null;
+}
+
 interface Exports {
   memory: WebAssembly.Memory;
   progBase(): number;
@@ -82,6 +90,7 @@ interface Exports {
     dst: number,
   ): void;
   sampleValid(src: number, n: number, s: number, seed: number, dst: number): number;
+  samplePlaces(n: number, s: number, seed: number, dst: number): void;
   bracketPack(src: number, n: number, br: number, dst: number, k: number, countValid: number): number;
   bracketSplit(src: number, u: number, br: number, dst: number, stride: number, k: number): void;
 }
@@ -322,8 +331,14 @@ export class Kernel {
   /**
    * Runs JIT functions over the prepared pixels: K from the first block of K_BLOCK pixels with a
    * value (the interpreter's rule on a smaller block), then the statistics in calls of JIT_CHUNK pixels, summed here in f64.
+   * With statistics, `after` is called on each chunk's pixels once their values are written.
    */
-  private runJit(j: JitKernel, stats: boolean, writeValues: boolean): Stats {
+  private runJit(
+    j: JitKernel,
+    stats: boolean,
+    writeValues: boolean,
+    after?: (start: number, end: number) => void,
+  ): Stats {
     const n = this.n;
     const ptrs = this.bandPtrs;
     const mask = this.maskPtr;
@@ -354,7 +369,9 @@ export class Kernel {
     }
     // then everything from that block on (start and end multiples of 8, except the last end)
     for (; start < n; start += JIT_CHUNK) {
-      j.stats(start, Math.min(n, start + JIT_CHUNK), dst, mask, acc, k, ...ptrs);
+      const end = Math.min(n, start + JIT_CHUNK);
+      j.stats(start, end, dst, mask, acc, k, ...ptrs);
+      after?.(start, end);
       count += a[0]!;
       if (a[1]! < min) min = a[1]!;
       if (a[2]! > max) max = a[2]!;
@@ -401,8 +418,7 @@ export class Kernel {
    * in about half the time of a quickselect over all of them, one of 1 M in a fifth.
    */
   orderStats(range?: { min: number; max: number; count?: number }): OrderStats | null {
-    const r = this.percentiles(ORDER_PS, range);
-    return r ? { p10: r[0]!, p25: r[1]!, median: r[2]!, p75: r[3]!, p90: r[4]! } : null;
+    return orderFrom(this.percentiles(ORDER_PS, range));
   }
 
   /**
@@ -453,27 +469,129 @@ export class Kernel {
    */
   /** @internal (tests call it to know which path answered) */
   percentilesBySample(ps: readonly number[], count: number): number[] | undefined {
-    const x = this.x;
     const n = this.n;
-    // n^⅔ / 4 strata (at least 512): since the brackets are narrowed after the pass, a smaller
-    // sample (wider brackets) costs less than it draws and sorts out (10 M pixels: −0.4 ms of 5.9)
-    const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3) / 4)));
-    const smpPtr = align(this.accPtr + 64);
-    const brPtr = align(smpPtr + s0 * 4);
-    this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
+    const lay = this.sampleLayout();
     // five or six brackets pay on large windows only: the five ranks of orderStats took, beyond the
     // fused pass, 12.5 ms against 21.5 by the buckets at 10 M values, 1.7 against 1.9 ms at 1 M,
     // but 26.8 against 23.2 µs at 10,000; so more are declined before the sample is drawn when the
     // sample expected (count / n of it valid) would need them, and before their ends are selected
     // when the sample drawn does (the sample and its ends were 4 µs at 10,000 values)
-    const most = n < 1 << 19 ? 4 : MAX_BRACKETS;
     const ranks = neededRanks(ps, count);
-    if (sampleSpans(ranks, count, Math.round((s0 * count) / n)).length > 2 * most) return undefined;
-    const s = x.sampleValid(this.outPtr, n, s0, 0x9e3779b9 ^ n, smpPtr);
+    if (sampleSpans(ranks, count, Math.round((lay.s0 * count) / n)).length > 2 * lay.most) return undefined;
+    const s = this.x.sampleValid(this.outPtr, n, lay.s0, sampleSeed(n), lay.smpPtr);
+    const lims = this.sampleBrackets(ranks, count, s, lay);
+    if (!lims) return undefined;
+    // the pass: the values below each bracket counted, those inside copied (branchless: a swizzle
+    // per four lanes) to the scratch; the count of values is the run's when it is (this.validCount),
+    // else the pass's own
+    const trusted = count === this.validCount;
+    const u = this.x.bracketPack(this.outPtr, n, lay.brPtr, this.scratchPtr, lims.length >> 1, trusted ? 0 : 1);
+    const m = trusted ? count : this.views().i32[(lay.brPtr >> 2) + BLOCK.valid]!;
+    return this.bracketFinish(ps, m, lims, lay.brPtr, u);
+  }
+
+  /**
+   * Runs the program as `run` does (values and statistics) and places percentiles ps of its values
+   * as `percentiles` with the run's statistics does, with the same results. From RUN_PACK_FROM
+   * pixels (a window whose values no longer stay in the core's cache), through the JIT, the sample
+   * of percentilesBySample is computed first (the formula at its places only), and the brackets'
+   * pass over the values is made chunk by chunk right after the run writes each one, while it is
+   * in cache, instead of reading the whole window again (10 M pixels: 5.6–7.4 ms beyond the run
+   * instead of 9.6–19.7). The count of values is not known before the run: the brackets
+   * are placed from the sample's share of values, and checked against the run's count after it.
+   * `inRun` makes the pass in the run (true) or after it (false) whatever the size (the bench
+   * compares the two).
+   */
+  runWithPercentiles(
+    program: Program,
+    ps: readonly number[],
+    opts: { inRun?: boolean } = {},
+  ): { stats: Stats; percentiles: number[] | null } {
+    const n = this.n;
+    const inRun = opts.inRun ?? n >= RUN_PACK_FROM;
+    const j = inRun && n >= SAMPLE_FROM && this.jit && !this.jitFailed ? this.jitFor(program, true) : null;
+    if (!j || program.bands.length !== this.specs.length) {
+      const stats = this.run(program);
+      return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
+    }
+    const x = this.x;
+    const lay = this.sampleLayout();
+    // the values at the sample's places (one pixel each), then the sample as percentilesBySample draws it
+    const seed = sampleSeed(n);
+    const places = align(lay.brPtr + 2 * BLOCK_BYTES);
+    this.ensure(places + lay.s0 * 4 + 64);
+    x.samplePlaces(n, lay.s0, seed, places);
+    const I = this.views().i32;
+    const one = this.onePixel(j);
+    for (let q = places >> 2, e = q + lay.s0; q < e; q++) one(I[q]!);
+    const s = x.sampleValid(this.outPtr, n, lay.s0, seed, lay.smpPtr);
+    // the count expected from the sample's share of values (the ranks' places in it are what count)
+    const expected = Math.max(1, Math.round((s * n) / lay.s0));
+    const lims = s > 0 ? this.sampleBrackets(neededRanks(ps, expected), expected, s, lay) : undefined;
+    if (!lims) {
+      const stats = this.run(program);
+      return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
+    }
+    const k = lims.length >> 1;
+    const br = lay.brPtr;
+    const b4 = br >> 2;
+    const below = new Float64Array(k);
+    let u = 0;
+    const { outPtr: out, scratchPtr: scratch } = this;
+    const stats = this.runJit(j, true, true, (start, end) => {
+      u += x.bracketPack(out + start * 4, end - start, br, scratch + u * 4, k, 0);
+      for (let q = 0; q < k; q++) below[q] += I[b4 + BLOCK.below + q]!;
+    });
+    this.validCount = stats.count;
+    if (stats.count === 0) return { stats, percentiles: null };
+    for (let q = 0; q < k; q++) I[b4 + BLOCK.below + q] = below[q]!;
+    const r = this.bracketFinish(ps, stats.count, lims, br, u);
+    return { stats, percentiles: r ?? this.percentilesByBuckets(ps, stats.min, stats.max) };
+  }
+
+  /** A function that writes the value of one pixel (the JIT's values function on [i, i + 1)). */
+  private onePixel(j: JitKernel): (i: number) => void {
+    const { outPtr: out, maskPtr: mask, accPtr: acc } = this;
+    const p = this.bandPtrs;
+    const v = j.values;
+    // fixed arity for the common band counts: with a spread, the 11,600 calls of a 10 M-pixel
+    // window took 0.55 ms against 0.34
+    if (p.length === 1) return (i) => v(i, i + 1, out, mask, acc, 0, p[0]!);
+    if (p.length === 2) return (i) => v(i, i + 1, out, mask, acc, 0, p[0]!, p[1]!);
+    if (p.length === 3) return (i) => v(i, i + 1, out, mask, acc, 0, p[0]!, p[1]!, p[2]!);
+    return (i) => v(i, i + 1, out, mask, acc, 0, ...p);
+  }
+
+  /**
+   * The size of percentilesBySample's sample for this window (n^⅔ / 4 strata, at least 512: since
+   * the brackets are narrowed after the pass, a smaller sample, with wider brackets, costs less
+   * than it draws and sorts out: 10 M pixels −0.4 ms of 5.9), where it and the blocks go (memory
+   * ensured), and how many brackets a pass takes.
+   */
+  private sampleLayout(): { s0: number; smpPtr: number; brPtr: number; most: number } {
+    const n = this.n;
+    const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3) / 4)));
+    const smpPtr = align(this.accPtr + 64);
+    const brPtr = align(smpPtr + s0 * 4);
+    this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
+    return { s0, smpPtr, brPtr, most: n < 1 << 19 ? 4 : MAX_BRACKETS };
+  }
+
+  /**
+   * The brackets [lo, hi] (flat) around the ranks of `count` values, by selection in the sample of
+   * s values (left to right), merged where they meet, written to the block at brPtr. Undefined when
+   * the sample has too few values or more brackets than a pass takes are needed.
+   */
+  private sampleBrackets(
+    ranks: readonly number[],
+    count: number,
+    s: number,
+    lay: { smpPtr: number; brPtr: number; most: number },
+  ): number[] | undefined {
     if (s < 64) return undefined;
     const spans = sampleSpans(ranks, count, s);
-    if (spans.length > 2 * most) return undefined;
-    // the brackets' values (by selection in the sample, left to right), merged where they meet
+    if (spans.length > 2 * lay.most) return undefined;
+    const x = this.x;
     const lims: number[] = []; // lo, hi of each bracket
     let from = 0;
     for (let j = 0; j < spans.length; j += 2) {
@@ -481,12 +599,12 @@ export class Kernel {
       const b = spans[j + 1]!;
       let lo = -Infinity;
       if (a >= 0) {
-        lo = x.selectFR(smpPtr, from, s - 1, a);
+        lo = x.selectFR(lay.smpPtr, from, s - 1, a);
         from = a;
       }
       let hi = Infinity;
       if (b < s) {
-        hi = x.selectFR(smpPtr, from, s - 1, b);
+        hi = x.selectFR(lay.smpPtr, from, s - 1, b);
         from = b;
       }
       const last = lims.length - 1;
@@ -494,33 +612,47 @@ export class Kernel {
       else lims.push(lo, hi);
     }
     const k = lims.length >> 1;
-    // the pass: the values below each bracket counted, those inside copied (branchless: a swizzle
-    // per four lanes) to the scratch, then split by bracket; the count of values is the run's when
-    // it is (this.validCount), else the pass's own
-    const split = align(brPtr + 2 * BLOCK_BYTES);
     const F = this.views().f32;
-    const b4 = brPtr >> 2; // brPtr is 16-byte aligned
+    const b4 = lay.brPtr >> 2; // brPtr is 16-byte aligned
     for (let j = 0; j < BLOCK.slots; j++) {
       F[b4 + BLOCK.lo + j] = j < k ? lims[2 * j]! : NaN;
       F[b4 + BLOCK.hi + j] = j < k ? lims[2 * j + 1]! : NaN;
     }
-    const trusted = count === this.validCount;
-    const u = x.bracketPack(this.outPtr, n, brPtr, this.scratchPtr, k, trusted ? 0 : 1);
+    return lims;
+  }
+
+  /**
+   * After the brackets' pass (u values inside them in the scratch, the counts below each in the
+   * block at br) over m values: the values split by bracket, each rank's bracket found (undefined
+   * when a rank is in none), each bracket narrowed (narrowBracket) and its ranks selected in what
+   * is left.
+   */
+  private bracketFinish(
+    ps: readonly number[],
+    m: number,
+    lims: readonly number[],
+    br: number,
+    u: number,
+  ): number[] | undefined {
+    const x = this.x;
+    const n = this.n;
+    const k = lims.length >> 1;
+    const b4 = br >> 2;
     // room for the split and the narrowing: on a large window, brackets that hold more than their
     // share (ties, a count that misplaces them) leave the ranks to the buckets instead
+    const split = align(br + 2 * BLOCK_BYTES);
     const stride = align(u * 4 + 16);
     const packRoom = k === 1 ? 0 : k * stride;
     if (n > 1 << 20 && packRoom + 2 * stride > 8 * n) return undefined;
     this.ensure(split + packRoom + 2 * stride + 64);
     const I = this.views().i32;
-    const m = trusted ? count : I[b4 + BLOCK.valid]!;
     const starts: number[] = new Array(k).fill(0);
     const lens: number[] = new Array(k).fill(0);
     if (k === 1) {
       starts[0] = this.scratchPtr;
       lens[0] = u;
     } else {
-      x.bracketSplit(this.scratchPtr, u, brPtr, split, stride, k);
+      x.bracketSplit(this.scratchPtr, u, br, split, stride, k);
       for (let j = 0; j < k; j++) {
         starts[j] = split + j * stride;
         lens[j] = I[b4 + BLOCK.split + j]!;
@@ -528,7 +660,7 @@ export class Kernel {
     }
     if (m === 0) return undefined;
     // each rank's bracket (each rank must lie in one, at or above the values below it)
-    const rs = m === count ? ranks : neededRanks(ps, m);
+    const rs = neededRanks(ps, m);
     const inBracket: number[] = [];
     let room = 0;
     for (const r of rs) {
@@ -539,7 +671,7 @@ export class Kernel {
       room = Math.max(room, lens[j]!);
     }
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
-    const br2 = brPtr + BLOCK_BYTES;
+    const br2 = br + BLOCK_BYTES;
     const bufA = align(split + packRoom);
     const bufB = align(bufA + room * 4 + 16);
     const at: number[] = [];
@@ -714,8 +846,18 @@ const BLOCK = { lo: 0, hi: 8, slots: 8, below: 16, valid: 24, split: 25 } as con
 /** Room for one block (124 bytes used); narrowBracket's follows percentilesBySample's. */
 const BLOCK_BYTES = 144;
 
-/** The percentiles of OrderStats, in its order. */
-const ORDER_PS = [10, 25, 50, 75, 90] as const;
+/** The seed of percentilesBySample's sample of n values. */
+const sampleSeed = (n: number) => 0x9e3779b9 ^ n;
+
+/**
+ * Pixels from which runWithPercentiles makes the brackets' pass chunk by chunk in the run: the
+ * window's values (4 bytes a pixel) no longer stay in a core's cache. Measured (the kernel bench's
+ * large-window table, percentiles 5, 50, 95, µs beyond the fused pass, after the run against in
+ * it; 2026-11-27, 2 MiB L2 a core): 2^18 px 204–216 against 221–231, 2^19 397–405 against 421–433,
+ * 2^20 822–833 against 796–810, 2^21 1,571–1,622 against 1,503–1,545, 10 M 9.6–19.7 ms against
+ * 5.6–7.4.
+ */
+const RUN_PACK_FROM = 1 << 18;
 
 /** numpy's `_lerp`: a + (b − a)·t, or b − (b − a)·(1 − t) from t = 0.5 on (monotone, exact at t = 1). */
 export function lerp(a: number, b: number, t: number): number {

@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { parentPort, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
-import { Kernel } from '../compute/kernel-host.js';
+import { Kernel, ORDER_PS, orderFrom, type Stats } from '../compute/kernel-host.js';
 import { histogramOf, weightedPercentiles, weightedStats } from '../compute/zonal.js';
 import type {
   CoverageBatchResult,
@@ -128,7 +128,7 @@ function warmUp(): void {
         });
         prep.mask?.fill(1);
         for (let r = 0; r < 9; r++) kernel.run(p);
-        kernel.orderStats(kernel.run(p));
+        kernel.runWithPercentiles(p, ORDER_PS);
       }
     }
   }
@@ -148,9 +148,12 @@ function runIndex(t: IndexTask): IndexResult {
     prep.bands[i]!.set(b.data as never);
   });
   if (t.mask) prep.mask!.set(t.mask);
-  const stats = kernel.run(t.program, { stats: true, writeValues: true });
+  // the order statistics in the run (runWithPercentiles), or the run alone (values and statistics)
+  const { stats, percentiles } = t.orderStats
+    ? kernel.runWithPercentiles(t.program, ORDER_PS)
+    : { stats: kernel.run(t.program), percentiles: null };
   const result: IndexResult = { stats, kernelMs: 0 };
-  if (t.orderStats) result.order = kernel.orderStats(stats);
+  if (t.orderStats) result.order = orderFrom(percentiles);
   if (t.histogram) result.histogram = kernel.histogram(t.histogram.lo, t.histogram.hi, t.histogram.bins);
   if (t.values) result.values = kernel.copyValues(new Float32Array(n));
   result.kernelMs = performance.now() - started;
@@ -202,8 +205,13 @@ function statsOn(
   );
   for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
-  const unweighted = kernel.run(program);
   const weights = win.weights;
+  // unweighted order statistics, or else the percentiles asked, in the run (runWithPercentiles)
+  const inRun = weights ? undefined : orderStats ? ORDER_PS : req?.percentiles?.length ? req.percentiles : undefined;
+  let unweighted: Stats;
+  let placed: number[] | null = null;
+  if (inRun) ({ stats: unweighted, percentiles: placed } = kernel.runWithPercentiles(program, inRun));
+  else unweighted = kernel.run(program);
   // weighting=coverage: the kernel's pass counted every touched pixel once; the partial ones are reweighted
   // (masked pixels are NaN in the values, and skipped)
   const stats = weights ? weightedStats(unweighted, kernel.values(), weights, win.partial!) : unweighted;
@@ -228,8 +236,7 @@ function statsOn(
   if (weights) {
     const values = kernel.values();
     if (orderStats) {
-      const o = weightedPercentiles(values, weights, [10, 25, 50, 75, 90]);
-      result.order = o ? { p10: o[0]!, p25: o[1]!, median: o[2]!, p75: o[3]!, p90: o[4]! } : null;
+      result.order = orderFrom(weightedPercentiles(values, weights, ORDER_PS));
     }
     if (req?.histogram)
       result.bins = histogramOf(
@@ -240,16 +247,19 @@ function statsOn(
       );
     if (req?.percentiles?.length) result.percentiles = weightedPercentiles(values, weights, req.percentiles);
   } else {
-    if (orderStats) result.order = kernel.orderStats(unweighted);
+    if (orderStats) result.order = orderFrom(placed);
     if (req?.histogram) {
       const range = stats.count ? { min: stats.min, max: stats.max } : null;
       result.bins = histogramOf(kernel.values(), req.histogram, range);
     }
     if (req?.percentiles?.length)
-      result.percentiles = kernel.percentiles(
-        req.percentiles,
-        stats.count ? { min: stats.min, max: stats.max, count: stats.count } : undefined,
-      );
+      result.percentiles =
+        inRun === req.percentiles
+          ? placed
+          : kernel.percentiles(
+              req.percentiles,
+              stats.count ? { min: stats.min, max: stats.max, count: stats.count } : undefined,
+            );
   }
   return result;
 }

@@ -119,6 +119,20 @@ describe('percentiles by selection and numpy histograms', () => {
       expect(bySample).toEqual(few.map((p) => npPercentile(sorted, p)));
       expect(kernel.percentiles(few, stats)).toEqual(bySample);
     }
+    // the same in the run (runWithPercentiles: the sample's places computed first, the brackets'
+    // pass made on each chunk as the JIT writes it), with the run's own statistics
+    const jk = new Kernel({ jit: true });
+    jk.prepare(n, [{ dtype: 'f32' }]).bands[0]!.set(values);
+    for (const few of [
+      [5, 50, 95],
+      [10, 25, 50, 75, 90],
+      [0, 100],
+      [37.123456, 37.2],
+    ]) {
+      const inRun = jk.runWithPercentiles(identity, few);
+      expect(inRun.stats).toEqual(stats);
+      expect(inRun.percentiles, `${few} in the run`).toEqual(few.map((p) => npPercentile(sorted, p)));
+    }
     // the ranks come from the pass's own count; a wrong count only misplaces the brackets: with
     // count 1 they sit at the minimum, p50 and p95 fall outside, and the buckets answer instead
     expect(kernel.percentilesBySample([5, 50, 95], 1)).toBeUndefined();
@@ -226,6 +240,114 @@ describe('percentiles by selection and numpy histograms', () => {
     expect(kernel.percentilesBySample(ps, st.count)).toBeUndefined();
     expect(kernel.percentiles(ps, st)).toEqual(ps.map((p) => npPercentile(sorted, p)));
   });
+
+  it('percentiles in the run equal the reference and the run after it, on large windows of every shape, and say which path answered', () => {
+    // Kernel.runWithPercentiles from 2^20 pixels through the JIT: the sample computed at its places
+    // before the run, the brackets' pass on each chunk as it is written; it must give what run()
+    // then percentiles() give. Spies tell the paths apart: in the run (neither run nor the buckets
+    // called), declined before the run (run called), or after it (the buckets called).
+    type Paths = { run: () => unknown; percentilesByBuckets: () => unknown };
+    const jk = new Kernel({ jit: true });
+    const plain = new Kernel({ jit: true });
+    const k = jk as unknown as Paths;
+    const r = rng(2020);
+    const shapes: Array<[string, (u: number) => number]> = [
+      ['smooth', (u) => u * 2 - 1],
+      ['skewed', (u) => u ** 12],
+      ['two peaks', (u) => (u < 0.5 ? -Math.exp(-40 * u) : Math.exp(-40 * (1 - u)))],
+      ['three levels', (u) => Math.floor(u * 3) / 3],
+      ['all equal', () => 0.375],
+    ];
+    const paths: Record<string, number> = { 'in the run': 0, 'before the run': 0, 'after the run': 0 };
+    for (const [t, [name, shape]] of shapes.entries()) {
+      const n = (1 << 20) + Math.floor(r() * 300_000);
+      const nanShare = [0, 0.4, 0.9][t % 3]!;
+      const values = Float32Array.from({ length: n }, () => (r() < nanShare ? NaN : shape(r())));
+      const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+      for (const ps of [
+        [5, 50, 95],
+        [10, 25, 50, 75, 90],
+        [0, 0.1, 99.9, 100],
+        [1, 10, 25, 40, 55, 70, 85, 99],
+      ]) {
+        jk.prepare(n, [{ dtype: 'f32' }]).bands[0]!.set(values);
+        // not the last run's values: the sample must read only the pixels it computed
+        jk.values().fill(NaN);
+        plain.prepare(n, [{ dtype: 'f32' }]).bands[0]!.set(values);
+        const run = vi.spyOn(k, 'run');
+        const buckets = vi.spyOn(k, 'percentilesByBuckets');
+        const got = jk.runWithPercentiles(identity, ps);
+        const label = `${name}, ${n} values, NaN ${nanShare}, ${ps}`;
+        const path = run.mock.calls.length
+          ? 'before the run'
+          : buckets.mock.calls.length
+            ? 'after the run'
+            : 'in the run';
+        paths[path]!++;
+        run.mockRestore();
+        buckets.mockRestore();
+        const st = plain.run(identity);
+        expect(got.stats, label).toEqual(st);
+        expect(got.percentiles, label).toEqual(ps.map((p) => npPercentile(sorted, p)));
+        expect(got.percentiles, label).toEqual(plain.percentiles(ps, st));
+        // the values are the run's: the per-pixel outputs read them after (compared as bytes)
+        const bytes = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+        expect(bytes(jk.values()).equals(bytes(plain.values())), label).toBe(true);
+      }
+    }
+    // the smooth and peaked windows answer in the run; eight ranks need more brackets than a pass
+    // takes (before); the three levels fill their brackets past the split's room (after)
+    expect(paths['in the run']).toBeGreaterThanOrEqual(8);
+    expect(paths['before the run']).toBeGreaterThan(0);
+    expect(paths['after the run']).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('percentiles in the run: a masked two-band NDVI, a five-band formula, the interpreter, no value at all', () => {
+    // the sample's pixels are computed one at a time with the window's mask and band layout; the
+    // reference is run() then percentiles() on a second kernel over the same inputs
+    const n = 1_200_000;
+    const r = rng(77);
+    const cases: Array<[string, string]> = [
+      ['NDVI with a mask', '(B08 - B04) / (B08 + B04)'],
+      ['five bands', '(B08 - B04) / (B08 + B04 + B02 * 0.5 + B03 - B11 * 0.25)'],
+      ['the interpreter (log)', 'log(B08) - B04'],
+    ];
+    for (const [name, formula] of cases) {
+      const program = compileFormula(formula);
+      const bands = program.bands.map(() => Uint16Array.from({ length: n }, () => Math.floor(r() * 5000)));
+      const mask = Uint8Array.from({ length: n }, () => (r() < 0.7 ? 1 : 0));
+      const got: Array<{ stats: unknown; percentiles: number[] | null }> = [];
+      const want: Array<{ stats: unknown; percentiles: number[] | null }> = [];
+      for (const [kk, out] of [
+        [new Kernel({ jit: true }), got],
+        [new Kernel({ jit: true }), want],
+      ] as const) {
+        const prep = kk.prepare(
+          n,
+          program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: 0 })),
+          { mask: true },
+        );
+        for (const [j, b] of bands.entries()) prep.bands[j]!.set(b);
+        prep.mask!.set(mask);
+        if (out === got) out.push(kk.runWithPercentiles(program, [10, 25, 50, 75, 90]));
+        else {
+          const stats = kk.run(program);
+          out.push({ stats, percentiles: kk.percentiles([10, 25, 50, 75, 90], stats) });
+          const sorted = Float64Array.from(kk.values().filter((v) => !Number.isNaN(v))).sort();
+          expect(out[0]!.percentiles, name).toEqual([10, 25, 50, 75, 90].map((p) => npPercentile(sorted, p)));
+        }
+      }
+      expect(got, name).toEqual(want);
+    }
+    // every pixel masked: no value, no percentile
+    const jk = new Kernel({ jit: true });
+    const prep = jk.prepare(n, [{ dtype: 'f32' }], { mask: true });
+    prep.bands[0]!.fill(0.5);
+    prep.mask!.fill(0);
+    const none = jk.runWithPercentiles(identity, [5, 50, 95]);
+    expect(none.stats.count).toBe(0);
+    expect(none.percentiles).toBeNull();
+  }, 60_000);
 
   it('windows of a small field take the quickselect under 512 values, the buckets up to 6,144, then the sample; all equal the reference', () => {
     // the path each size takes with the run's statistics (a spy on each), and the values exactly,
