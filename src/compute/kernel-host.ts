@@ -497,7 +497,7 @@ export class Kernel {
    * of percentilesBySample is computed first (the formula at its places only), and the brackets'
    * pass over the values is made chunk by chunk right after the run writes each one, while it is
    * in cache, instead of reading the whole window again (10 M pixels: 5.6–7.4 ms beyond the run
-   * instead of 9.6–19.7). The count of values is not known before the run: the brackets
+   * instead of 9.1–19.7). The count of values is not known before the run: the brackets
    * are placed from the sample's share of values, and checked against the run's count after it.
    * `inRun` makes the pass in the run (true) or after it (false) whatever the size (the bench
    * compares the two).
@@ -853,9 +853,9 @@ const sampleSeed = (n: number) => 0x9e3779b9 ^ n;
  * Pixels from which runWithPercentiles makes the brackets' pass chunk by chunk in the run: the
  * window's values (4 bytes a pixel) no longer stay in a core's cache. Measured (the kernel bench's
  * large-window table, percentiles 5, 50, 95, µs beyond the fused pass, after the run against in
- * it; 2026-11-27, 2 MiB L2 a core): 2^18 px 204–216 against 221–231, 2^19 397–405 against 421–433,
- * 2^20 822–833 against 796–810, 2^21 1,571–1,622 against 1,503–1,545, 10 M 9.6–19.7 ms against
- * 5.6–7.4.
+ * it, four runs; 2026-11-27, 2 MiB L2 a core): 2^18 px 203–216 against 221–231, 2^19 397–405
+ * against 421–434, 2^20 796–833 against 796–838, 2^21 1,504–1,622 against 1,503–1,545, 10 M
+ * 9.1–19.7 ms against 5.6–7.4.
  */
 const RUN_PACK_FROM = 1 << 18;
 
