@@ -61,6 +61,49 @@ describe('compute pool', () => {
     expect(result.kernelMs).toBeGreaterThan(0);
   });
 
+  it("a window of 1.5 M pixels: the order statistics placed in the run equal numpy's percentiles of the values returned", async () => {
+    // from 2^20 pixels the worker places them in the run (Kernel.runWithPercentiles); the values it
+    // returns equal the reference in float32 arithmetic (Math.fround at each step), and the order
+    // statistics numpy's linear percentiles of those values, exactly
+    const n = 1_500_000;
+    const red = Uint16Array.from({ length: n }, (_, i) => 300 + ((i * 7919) % 2700));
+    const nir = Uint16Array.from({ length: n }, (_, i) => (i % 53 === 0 ? 0 : 1500 + ((i * 104_729) % 4100)));
+    const mask = Uint8Array.from({ length: n }, (_, i) => (i % 11 === 0 ? 0 : 1));
+    const spec = { dtype: 'u16' as const, scale: 0.0001, offset: -0.1 };
+    const expected = referenceValues(
+      '(B08 - B04) / (B08 + B04)',
+      { B04: { data: red.slice(), spec }, B08: { data: nir.slice(), spec } },
+      n,
+      mask.slice(),
+      Math.fround,
+    );
+    const result = await pool.runIndex({
+      program: indexProgram('NDVI'),
+      bands: [
+        { ...spec, data: red },
+        { ...spec, data: nir },
+      ],
+      mask,
+      values: true,
+      orderStats: true,
+    });
+    const values = result.values!;
+    let differ = 0;
+    for (let i = 0; i < n; i++) if (!Object.is(values[i], expected[i]) && values[i] !== expected[i]) differ++;
+    expect(differ).toBe(0);
+    const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+    expect(result.stats.count).toBe(sorted.length);
+    const np = (p: number) => {
+      const rank = (sorted.length - 1) * (p / 100);
+      const lo = Math.floor(rank);
+      const t = rank - lo;
+      const a = sorted[lo]!;
+      const b = sorted[Math.min(lo + 1, sorted.length - 1)]!;
+      return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
+    };
+    expect(result.order).toEqual({ p10: np(10), p25: np(25), median: np(50), p75: np(75), p90: np(90) });
+  });
+
   it('runs many tasks in parallel without blocking the event loop', async () => {
     const program = indexProgram('EVI');
     let ticks = 0;
