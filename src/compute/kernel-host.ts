@@ -509,8 +509,10 @@ export class Kernel {
   ): { stats: Stats; percentiles: number[] | null } {
     const n = this.n;
     const inRun = opts.inRun ?? n >= RUN_PACK_FROM;
-    const j = inRun && n >= SAMPLE_FROM && this.jit && !this.jitFailed ? this.jitFor(program, true) : null;
-    if (!j || program.bands.length !== this.specs.length) {
+    // (a program that reads another number of bands than prepared goes to run, which says so)
+    const fits = program.bands.length === this.specs.length;
+    const j = inRun && fits && n >= SAMPLE_FROM && this.jit && !this.jitFailed ? this.jitFor(program, true) : null;
+    if (!j) {
       const stats = this.run(program);
       return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
     }

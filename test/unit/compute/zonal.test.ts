@@ -347,6 +347,9 @@ describe('percentiles by selection and numpy histograms', () => {
     const none = jk.runWithPercentiles(identity, [5, 50, 95]);
     expect(none.stats.count).toBe(0);
     expect(none.percentiles).toBeNull();
+    // a program that reads two bands on one prepared: run's error, and the JIT still on after it
+    expect(() => jk.runWithPercentiles(compileFormula('B08 - B04'), [50])).toThrow('program reads 2 bands, 1 prepared');
+    expect((jk as unknown as { jitFailed: boolean }).jitFailed).toBe(false);
   }, 60_000);
 
   it('windows of a small field take the quickselect under 512 values, the buckets up to 6,144, then the sample; all equal the reference', () => {
