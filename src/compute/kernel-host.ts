@@ -512,10 +512,7 @@ export class Kernel {
     // (a program that reads another number of bands than prepared goes to run, which says so)
     const fits = program.bands.length === this.specs.length;
     const j = inRun && fits && n >= SAMPLE_FROM && this.jit && !this.jitFailed ? this.jitFor(program, true) : null;
-    if (!j) {
-      const stats = this.run(program);
-      return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
-    }
+    if (!j) return this.runThenPlace(program, ps);
     const x = this.x;
     const lay = this.sampleLayout();
     // the values at the sample's places (one pixel each), then the sample as percentilesBySample draws it
@@ -529,11 +526,8 @@ export class Kernel {
     const s = x.sampleValid(this.outPtr, n, lay.s0, seed, lay.smpPtr);
     // the count expected from the sample's share of values (the ranks' places in it are what count)
     const expected = Math.max(1, Math.round((s * n) / lay.s0));
-    const lims = s > 0 ? this.sampleBrackets(neededRanks(ps, expected), expected, s, lay) : undefined;
-    if (!lims) {
-      const stats = this.run(program);
-      return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
-    }
+    const lims = this.sampleBrackets(neededRanks(ps, expected), expected, s, lay);
+    if (!lims) return this.runThenPlace(program, ps);
     const k = lims.length >> 1;
     const br = lay.brPtr;
     const b4 = br >> 2;
@@ -549,6 +543,12 @@ export class Kernel {
     for (let q = 0; q < k; q++) I[b4 + BLOCK.below + q] = below[q]!;
     const r = this.bracketFinish(ps, stats.count, lims, br, u);
     return { stats, percentiles: r ?? this.percentilesByBuckets(ps, stats.min, stats.max) };
+  }
+
+  /** runWithPercentiles without the pass in the run: run, then percentiles with its statistics. */
+  private runThenPlace(program: Program, ps: readonly number[]): { stats: Stats; percentiles: number[] | null } {
+    const stats = this.run(program);
+    return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
   }
 
   /** A function that writes the value of one pixel (the JIT's values function on [i, i + 1)). */
