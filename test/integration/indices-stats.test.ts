@@ -14,18 +14,9 @@ import { referenceValues } from '../../src/compute/reference.js';
 import type { Boundary } from '../../src/fields/boundary.js';
 import { readFieldWindow, type CaptureBand } from '../../src/imagery/window-reader.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { npPercentile } from '../helpers/numpy.js';
 import { hasRealData, polygonOf, realDataDir, referenceResults, REF_INDEX, scenes } from '../helpers/real-data.js';
 import { seedSeason } from '../helpers/reports.js';
-
-/** numpy.percentile (linear) of sorted float64 values. */
-function npPercentile(sorted: Float64Array, p: number): number {
-  const rank = (sorted.length - 1) * (p / 100);
-  const lo = Math.floor(rank);
-  const t = rank - lo;
-  const a = sorted[lo]!;
-  const b = sorted[Math.min(lo + 1, sorted.length - 1)]!;
-  return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
-}
 
 /** The index's float64 values over the field's valid pixels (NaN elsewhere), from the window's DNs. */
 async function float64Values(capture: (typeof scenes)[string]['capture'], boundary: Boundary, index: string) {

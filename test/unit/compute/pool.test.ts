@@ -9,6 +9,7 @@ import { datesEvery, sceneField, writeSyntheticSeason } from '../../../src/image
 import type { CaptureSource } from '../../../src/imagery/window-reader.js';
 import { referenceStats, referenceValues } from '../../../src/compute/reference.js';
 import { registry } from '../../../src/platform/metrics.js';
+import { npPercentile } from '../../helpers/numpy.js';
 
 describe('compute pool', () => {
   let pool: ComputePool;
@@ -93,14 +94,7 @@ describe('compute pool', () => {
     expect(differ).toBe(0);
     const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
     expect(result.stats.count).toBe(sorted.length);
-    const np = (p: number) => {
-      const rank = (sorted.length - 1) * (p / 100);
-      const lo = Math.floor(rank);
-      const t = rank - lo;
-      const a = sorted[lo]!;
-      const b = sorted[Math.min(lo + 1, sorted.length - 1)]!;
-      return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
-    };
+    const np = (p: number) => npPercentile(sorted, p);
     expect(result.order).toEqual({ p10: np(10), p25: np(25), median: np(50), p75: np(75), p90: np(90) });
   });
 

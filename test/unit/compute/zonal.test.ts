@@ -8,18 +8,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf } from '../../../src/compute/zonal.js';
-
-/** numpy.percentile(values, p) (method 'linear') over a sorted float64 array. */
-function npPercentile(sorted: Float64Array, p: number): number {
-  const n = sorted.length;
-  const rank = (n - 1) * (p / 100);
-  const lo = Math.floor(rank);
-  const t = rank - lo;
-  const a = sorted[lo]!;
-  const b = sorted[Math.min(lo + 1, n - 1)]!;
-  const d = b - a;
-  return t >= 0.5 ? b - d * (1 - t) : a + d * t;
-}
+import { npPercentile } from '../../helpers/numpy.js';
 
 /** numpy.histogram(values, bins | edges) in float64. */
 function npHistogram(
@@ -307,6 +296,7 @@ describe('percentiles by selection and numpy histograms', () => {
     // reference is run() then percentiles() on a second kernel over the same inputs
     const n = 1_200_000;
     const r = rng(77);
+    const ps = [10, 25, 50, 75, 90];
     const cases: Array<[string, string]> = [
       ['NDVI with a mask', '(B08 - B04) / (B08 + B04)'],
       ['five bands', '(B08 - B04) / (B08 + B04 + B02 * 0.5 + B03 - B11 * 0.25)'],
@@ -316,12 +306,8 @@ describe('percentiles by selection and numpy histograms', () => {
       const program = compileFormula(formula);
       const bands = program.bands.map(() => Uint16Array.from({ length: n }, () => Math.floor(r() * 5000)));
       const mask = Uint8Array.from({ length: n }, () => (r() < 0.7 ? 1 : 0));
-      const got: Array<{ stats: unknown; percentiles: number[] | null }> = [];
-      const want: Array<{ stats: unknown; percentiles: number[] | null }> = [];
-      for (const [kk, out] of [
-        [new Kernel({ jit: true }), got],
-        [new Kernel({ jit: true }), want],
-      ] as const) {
+      const loaded = () => {
+        const kk = new Kernel({ jit: true });
         const prep = kk.prepare(
           n,
           program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: 0 })),
@@ -329,14 +315,14 @@ describe('percentiles by selection and numpy histograms', () => {
         );
         for (const [j, b] of bands.entries()) prep.bands[j]!.set(b);
         prep.mask!.set(mask);
-        if (out === got) out.push(kk.runWithPercentiles(program, [10, 25, 50, 75, 90]));
-        else {
-          const stats = kk.run(program);
-          out.push({ stats, percentiles: kk.percentiles([10, 25, 50, 75, 90], stats) });
-          const sorted = Float64Array.from(kk.values().filter((v) => !Number.isNaN(v))).sort();
-          expect(out[0]!.percentiles, name).toEqual([10, 25, 50, 75, 90].map((p) => npPercentile(sorted, p)));
-        }
-      }
+        return kk;
+      };
+      const got = loaded().runWithPercentiles(program, ps);
+      const plain = loaded();
+      const stats = plain.run(program);
+      const want = { stats, percentiles: plain.percentiles(ps, stats) };
+      const sorted = Float64Array.from(plain.values().filter((v) => !Number.isNaN(v))).sort();
+      expect(want.percentiles, name).toEqual(ps.map((p) => npPercentile(sorted, p)));
       expect(got, name).toEqual(want);
     }
     // every pixel masked: no value, no percentile
