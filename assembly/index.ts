@@ -965,7 +965,7 @@ const PACK_LANES = memory.data<u8>([
 }
 
 /**
- * One pass over src for k (1–6) brackets [lo_j, hi_j] of disjoint value ranges in ascending
+ * One pass over src for k (1–8) brackets [lo_j, hi_j] of disjoint value ranges in ascending
  * order: counts the values below each lo_j into br (i32 from byte 64) and copies the values inside
  * any bracket to dst in index order (their union), returning how many. br holds f32 lo[8] (byte 0),
  * f32 hi[8] (byte 32). Branchless: each group of four lanes is moved to the front by one swizzle
@@ -980,14 +980,18 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     if (k == 3) return bracketPackK(src, n, br, dst, 3, true);
     if (k == 4) return bracketPackK(src, n, br, dst, 4, true);
     if (k == 5) return bracketPackK(src, n, br, dst, 5, true);
-    return bracketPackK(src, n, br, dst, 6, true);
+    if (k == 6) return bracketPackK(src, n, br, dst, 6, true);
+    if (k == 7) return bracketPackK(src, n, br, dst, 7, true);
+    return bracketPackK(src, n, br, dst, 8, true);
   }
   if (k == 1) return bracketPackK(src, n, br, dst, 1, false);
   if (k == 2) return bracketPackK(src, n, br, dst, 2, false);
   if (k == 3) return bracketPackK(src, n, br, dst, 3, false);
   if (k == 4) return bracketPackK(src, n, br, dst, 4, false);
   if (k == 5) return bracketPackK(src, n, br, dst, 5, false);
-  return bracketPackK(src, n, br, dst, 6, false);
+  if (k == 6) return bracketPackK(src, n, br, dst, 6, false);
+  if (k == 7) return bracketPackK(src, n, br, dst, 7, false);
+  return bracketPackK(src, n, br, dst, 8, false);
 }
 
 /** Lanes of x inside [lo, hi] (lanes of L and H), as a mask. */
@@ -1004,18 +1008,24 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
   const lo3 = load<f32>(br, 12);
   const lo4 = load<f32>(br, 16);
   const lo5 = load<f32>(br, 20);
+  const lo6 = load<f32>(br, 24);
+  const lo7 = load<f32>(br, 28);
   const hi0 = load<f32>(br, 32);
   const hi1 = load<f32>(br, 36);
   const hi2 = load<f32>(br, 40);
   const hi3 = load<f32>(br, 44);
   const hi4 = load<f32>(br, 48);
   const hi5 = load<f32>(br, 52);
+  const hi6 = load<f32>(br, 56);
+  const hi7 = load<f32>(br, 60);
   let c0 = 0;
   let c1 = 0;
   let c2 = 0;
   let c3 = 0;
   let c4 = 0;
   let c5 = 0;
+  let c6 = 0;
+  let c7 = 0;
   let valid = 0;
   let o: usize = dst;
   let i = 0;
@@ -1026,18 +1036,24 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     const L3 = f32x4.splat(lo3);
     const L4 = f32x4.splat(lo4);
     const L5 = f32x4.splat(lo5);
+    const L6 = f32x4.splat(lo6);
+    const L7 = f32x4.splat(lo7);
     const H0 = f32x4.splat(hi0);
     const H1 = f32x4.splat(hi1);
     const H2 = f32x4.splat(hi2);
     const H3 = f32x4.splat(hi3);
     const H4 = f32x4.splat(hi4);
     const H5 = f32x4.splat(hi5);
+    const H6 = f32x4.splat(hi6);
+    const H7 = f32x4.splat(hi7);
     let b0 = i32x4.splat(0);
     let b1 = i32x4.splat(0);
     let b2 = i32x4.splat(0);
     let b3 = i32x4.splat(0);
     let b4 = i32x4.splat(0);
     let b5 = i32x4.splat(0);
+    let b6 = i32x4.splat(0);
+    let b7 = i32x4.splat(0);
     let vv = i32x4.splat(0);
     for (; i + 4 <= n; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
@@ -1051,6 +1067,8 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
       if (K > 3) (b3 = i32x4.sub(b3, f32x4.lt(x, L3))), (w = v128.or(w, inside(x, L3, H3)));
       if (K > 4) (b4 = i32x4.sub(b4, f32x4.lt(x, L4))), (w = v128.or(w, inside(x, L4, H4)));
       if (K > 5) (b5 = i32x4.sub(b5, f32x4.lt(x, L5))), (w = v128.or(w, inside(x, L5, H5)));
+      if (K > 6) (b6 = i32x4.sub(b6, f32x4.lt(x, L6))), (w = v128.or(w, inside(x, L6, H6)));
+      if (K > 7) (b7 = i32x4.sub(b7, f32x4.lt(x, L7))), (w = v128.or(w, inside(x, L7, H7)));
       const m = i32x4.bitmask(w);
       o = packLanes(o, x, m);
     }
@@ -1060,6 +1078,8 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     c3 = laneSum(b3);
     c4 = laneSum(b4);
     c5 = laneSum(b5);
+    c6 = laneSum(b6);
+    c7 = laneSum(b7);
     valid = laneSum(vv);
   }
   for (; i < n; i++) {
@@ -1071,13 +1091,17 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
     c3 += <i32>(x < lo3);
     c4 += <i32>(x < lo4);
     c5 += <i32>(x < lo5);
+    c6 += <i32>(x < lo6);
+    c7 += <i32>(x < lo7);
     if (
       (x >= lo0 && x <= hi0) ||
       (x >= lo1 && x <= hi1) ||
       (x >= lo2 && x <= hi2) ||
       (x >= lo3 && x <= hi3) ||
       (x >= lo4 && x <= hi4) ||
-      (x >= lo5 && x <= hi5)
+      (x >= lo5 && x <= hi5) ||
+      (x >= lo6 && x <= hi6) ||
+      (x >= lo7 && x <= hi7)
     ) {
       store<f32>(o, x);
       o += 4;
@@ -1089,37 +1113,49 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
   store<i32>(br, c3, 76);
   store<i32>(br, c4, 80);
   store<i32>(br, c5, 84);
+  store<i32>(br, c6, 88);
+  store<i32>(br, c7, 92);
   if (V) store<i32>(br, valid, 96);
   return <i32>((o - dst) >> 2);
 }
 
 /**
- * Splits the union of k (2–6) brackets that bracketPack copied (u values, each in one bracket) by
- * bracket: bracket j's values go to dst + j × stride bytes, in order; their counts to br (i32 from
- * byte 100). A value belongs to the last bracket whose lower end lo_j (f32 at br) it reaches. Each
- * bracket's area needs room for 4 values more than it receives.
+ * Splits the union of k (2–8) brackets that bracketPack copied (u values, each in one bracket) by
+ * bracket: bracket j's values go to dst + start_j bytes (i32 start_j at br from byte 132), in
+ * order; their counts to br (i32 from byte 100). A value belongs to the last bracket whose lower end
+ * lo_j (f32 at br) it reaches. Each bracket's area needs room for 4 values more than it receives.
  */
-export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: usize, k: i32): void {
-  if (k == 2) bracketSplitK(src, u, br, dst, stride, 2);
-  else if (k == 3) bracketSplitK(src, u, br, dst, stride, 3);
-  else if (k == 4) bracketSplitK(src, u, br, dst, stride, 4);
-  else if (k == 5) bracketSplitK(src, u, br, dst, stride, 5);
-  else bracketSplitK(src, u, br, dst, stride, 6);
+export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, k: i32): void {
+  if (k == 2) bracketSplitK(src, u, br, dst, 2);
+  else if (k == 3) bracketSplitK(src, u, br, dst, 3);
+  else if (k == 4) bracketSplitK(src, u, br, dst, 4);
+  else if (k == 5) bracketSplitK(src, u, br, dst, 5);
+  else if (k == 6) bracketSplitK(src, u, br, dst, 6);
+  else if (k == 7) bracketSplitK(src, u, br, dst, 7);
+  else bracketSplitK(src, u, br, dst, 8);
 }
 
-// @ts-ignore: decorator
-@inline function bracketSplitK(src: usize, u: i32, br: usize, dst: usize, stride: usize, K: i32): void {
+/**
+ * The count of each of k (2–8) brackets among the u values of their union (as bracketSplit would
+ * split them), to br (i32 from byte 100): what bracketSplit's areas must hold, when they are
+ * placed back to back.
+ */
+export function bracketSizes(src: usize, u: i32, br: usize, k: i32): void {
+  // the values below lo_j (j = 1…k − 1; past it +∞, not read)
   const lo1 = load<f32>(br, 4);
-  const lo2 = load<f32>(br, 8);
-  const lo3 = load<f32>(br, 12);
-  const lo4 = load<f32>(br, 16);
-  const lo5 = load<f32>(br, 20);
-  let o0: usize = dst;
-  let o1: usize = dst + stride;
-  let o2: usize = dst + 2 * stride;
-  let o3: usize = dst + 3 * stride;
-  let o4: usize = dst + 4 * stride;
-  let o5: usize = dst + 5 * stride;
+  const lo2 = k > 2 ? load<f32>(br, 8) : Infinity;
+  const lo3 = k > 3 ? load<f32>(br, 12) : Infinity;
+  const lo4 = k > 4 ? load<f32>(br, 16) : Infinity;
+  const lo5 = k > 5 ? load<f32>(br, 20) : Infinity;
+  const lo6 = k > 6 ? load<f32>(br, 24) : Infinity;
+  const lo7 = k > 7 ? load<f32>(br, 28) : Infinity;
+  let c1 = 0;
+  let c2 = 0;
+  let c3 = 0;
+  let c4 = 0;
+  let c5 = 0;
+  let c6 = 0;
+  let c7 = 0;
   let i = 0;
   if (ASC_FEATURE_SIMD) {
     const L1 = f32x4.splat(lo1);
@@ -1127,6 +1163,80 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
     const L3 = f32x4.splat(lo3);
     const L4 = f32x4.splat(lo4);
     const L5 = f32x4.splat(lo5);
+    const L6 = f32x4.splat(lo6);
+    const L7 = f32x4.splat(lo7);
+    let b1 = i32x4.splat(0);
+    let b2 = i32x4.splat(0);
+    let b3 = i32x4.splat(0);
+    let b4 = i32x4.splat(0);
+    let b5 = i32x4.splat(0);
+    let b6 = i32x4.splat(0);
+    let b7 = i32x4.splat(0);
+    for (; i + 4 <= u; i += 4) {
+      const x = v128.load(src + (<usize>i << 2));
+      b1 = i32x4.sub(b1, f32x4.lt(x, L1));
+      b2 = i32x4.sub(b2, f32x4.lt(x, L2));
+      b3 = i32x4.sub(b3, f32x4.lt(x, L3));
+      b4 = i32x4.sub(b4, f32x4.lt(x, L4));
+      b5 = i32x4.sub(b5, f32x4.lt(x, L5));
+      b6 = i32x4.sub(b6, f32x4.lt(x, L6));
+      b7 = i32x4.sub(b7, f32x4.lt(x, L7));
+    }
+    c1 = laneSum(b1);
+    c2 = laneSum(b2);
+    c3 = laneSum(b3);
+    c4 = laneSum(b4);
+    c5 = laneSum(b5);
+    c6 = laneSum(b6);
+    c7 = laneSum(b7);
+  }
+  for (; i < u; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    c1 += <i32>(x < lo1);
+    c2 += <i32>(x < lo2);
+    c3 += <i32>(x < lo3);
+    c4 += <i32>(x < lo4);
+    c5 += <i32>(x < lo5);
+    c6 += <i32>(x < lo6);
+    c7 += <i32>(x < lo7);
+  }
+  // bracket j: below lo_(j+1) (the last: all u), not below lo_j; none past the last
+  store<i32>(br, c1, 100);
+  store<i32>(br, k == 2 ? u - c1 : c2 - c1, 104);
+  store<i32>(br, k == 3 ? u - c2 : k > 3 ? c3 - c2 : 0, 108);
+  store<i32>(br, k == 4 ? u - c3 : k > 4 ? c4 - c3 : 0, 112);
+  store<i32>(br, k == 5 ? u - c4 : k > 5 ? c5 - c4 : 0, 116);
+  store<i32>(br, k == 6 ? u - c5 : k > 6 ? c6 - c5 : 0, 120);
+  store<i32>(br, k == 7 ? u - c6 : k > 7 ? c7 - c6 : 0, 124);
+  store<i32>(br, k == 8 ? u - c7 : 0, 128);
+}
+
+// @ts-ignore: decorator
+@inline function bracketSplitK(src: usize, u: i32, br: usize, dst: usize, K: i32): void {
+  const lo1 = load<f32>(br, 4);
+  const lo2 = load<f32>(br, 8);
+  const lo3 = load<f32>(br, 12);
+  const lo4 = load<f32>(br, 16);
+  const lo5 = load<f32>(br, 20);
+  const lo6 = load<f32>(br, 24);
+  const lo7 = load<f32>(br, 28);
+  let o0: usize = dst + <usize>load<i32>(br, 132);
+  let o1: usize = dst + <usize>load<i32>(br, 136);
+  let o2: usize = dst + <usize>load<i32>(br, 140);
+  let o3: usize = dst + <usize>load<i32>(br, 144);
+  let o4: usize = dst + <usize>load<i32>(br, 148);
+  let o5: usize = dst + <usize>load<i32>(br, 152);
+  let o6: usize = dst + <usize>load<i32>(br, 156);
+  let o7: usize = dst + <usize>load<i32>(br, 160);
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const L1 = f32x4.splat(lo1);
+    const L2 = f32x4.splat(lo2);
+    const L3 = f32x4.splat(lo3);
+    const L4 = f32x4.splat(lo4);
+    const L5 = f32x4.splat(lo5);
+    const L6 = f32x4.splat(lo6);
+    const L7 = f32x4.splat(lo7);
     for (; i + 4 <= u; i += 4) {
       const x = v128.load(src + (<usize>i << 2));
       // the lanes below each next bracket's lower end (all four past the last bracket); bracket j
@@ -1136,12 +1246,16 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
       const c = K > 3 ? i32x4.bitmask(f32x4.lt(x, L3)) : 15;
       const d = K > 4 ? i32x4.bitmask(f32x4.lt(x, L4)) : 15;
       const e = K > 5 ? i32x4.bitmask(f32x4.lt(x, L5)) : 15;
+      const f = K > 6 ? i32x4.bitmask(f32x4.lt(x, L6)) : 15;
+      const g = K > 7 ? i32x4.bitmask(f32x4.lt(x, L7)) : 15;
       o0 = packLanes(o0, x, a);
       o1 = packLanes(o1, x, b & ~a);
       if (K > 2) o2 = packLanes(o2, x, c & ~b);
       if (K > 3) o3 = packLanes(o3, x, d & ~c);
       if (K > 4) o4 = packLanes(o4, x, e & ~d);
-      if (K > 5) o5 = packLanes(o5, x, 15 & ~e);
+      if (K > 5) o5 = packLanes(o5, x, f & ~e);
+      if (K > 6) o6 = packLanes(o6, x, g & ~f);
+      if (K > 7) o7 = packLanes(o7, x, 15 & ~g);
     }
   }
   for (; i < u; i++) {
@@ -1161,15 +1275,23 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, stride: 
     } else if (x < lo5 || K < 6) {
       store<f32>(o4, x);
       o4 += 4;
-    } else {
+    } else if (x < lo6 || K < 7) {
       store<f32>(o5, x);
       o5 += 4;
+    } else if (x < lo7 || K < 8) {
+      store<f32>(o6, x);
+      o6 += 4;
+    } else {
+      store<f32>(o7, x);
+      o7 += 4;
     }
   }
-  store<i32>(br, <i32>((o0 - dst) >> 2), 100);
-  store<i32>(br, <i32>((o1 - dst - stride) >> 2), 104);
-  store<i32>(br, <i32>((o2 - dst - 2 * stride) >> 2), 108);
-  store<i32>(br, <i32>((o3 - dst - 3 * stride) >> 2), 112);
-  store<i32>(br, <i32>((o4 - dst - 4 * stride) >> 2), 116);
-  store<i32>(br, <i32>((o5 - dst - 5 * stride) >> 2), 120);
+  store<i32>(br, <i32>((o0 - dst - <usize>load<i32>(br, 132)) >> 2), 100);
+  store<i32>(br, <i32>((o1 - dst - <usize>load<i32>(br, 136)) >> 2), 104);
+  store<i32>(br, <i32>((o2 - dst - <usize>load<i32>(br, 140)) >> 2), 108);
+  store<i32>(br, <i32>((o3 - dst - <usize>load<i32>(br, 144)) >> 2), 112);
+  store<i32>(br, <i32>((o4 - dst - <usize>load<i32>(br, 148)) >> 2), 116);
+  store<i32>(br, <i32>((o5 - dst - <usize>load<i32>(br, 152)) >> 2), 120);
+  store<i32>(br, <i32>((o6 - dst - <usize>load<i32>(br, 156)) >> 2), 124);
+  store<i32>(br, <i32>((o7 - dst - <usize>load<i32>(br, 160)) >> 2), 128);
 }

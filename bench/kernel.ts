@@ -330,6 +330,38 @@ function orderRow(kc: Kernel, program: ReturnType<typeof compileFormula>, m: num
 }
 
 /**
+ * A zonal request that asks for percentiles too (GET …/indices?zonal_stats=true&percentiles=5,50,95),
+ * CPU µs beyond the fused pass: the order statistics placed in the run, then the percentiles asked
+ * after it (the worker before), against both lists as one (compute-worker statsOn: ranks 5, 10,
+ * 25, 50, 75, 90, 95 in one call: the buckets under 2^22 values, seven brackets in the run from
+ * there).
+ */
+function bothRow(kc: Kernel, program: ReturnType<typeof compileFormula>, m: number): Record<string, string> {
+  const large = m > 4e6;
+  const ps = [5, 50, 95];
+  const union = [5, 10, 25, 50, 75, 90, 95];
+  const c = cpuPerCall(
+    {
+      fused: () => kc.run(program),
+      'one after the other': () => {
+        const { stats } = kc.runWithPercentiles(program, ORDER_PS);
+        kc.percentiles(ps, stats);
+      },
+      'one list': () => kc.runWithPercentiles(program, union),
+    },
+    large ? 2 : Math.max(2, Math.round(2e6 / m)),
+    large ? 3 : 15,
+  );
+  return {
+    pixels: m.toLocaleString('en'),
+    'fused (CPU µs)': us(c.fused!),
+    'one after the other': us(c['one after the other']! - c.fused!),
+    'one list': us(c['one list']! - c.fused!),
+    'speed-up of the whole call': `${f2(c['one after the other']! / c['one list']!)}×`,
+  };
+}
+
+/**
  * Percentiles 5, 50, 95 after the run (run() then percentiles() with its statistics: the brackets'
  * pass reads the whole window's values again) against in it (runWithPercentiles from 2^20 pixels:
  * the pass on each chunk as the run writes it), CPU µs beyond the fused pass; a second kernel's run
@@ -379,6 +411,7 @@ async function statisticsRows(): Promise<void> {
   const breakdown: Array<Record<string, string | number>> = [];
   const order: Array<Record<string, string>> = [];
   const inRun: Array<Record<string, string>> = [];
+  const both: Array<Record<string, string>> = [];
   // small fields first (576–4,096 px: 6–40 ha at 10 m), for the order statistics only
   for (const n of [576, 1_600, 4_096]) {
     const { m, kc } = roundField(program, n);
@@ -407,6 +440,8 @@ async function statisticsRows(): Promise<void> {
       });
     }
     order.push(orderRow(kc, program, m));
+    if (m > 1e6) for (const w of [1 << 20, 1 << 22]) both.push(bothRow(roundField(program, w).kc, program, w));
+    both.push(bothRow(kc, program, m));
     if (m > 1e6) for (const w of [1 << 18, 1 << 19, 1 << 20, 1 << 21]) inRun.push(inRunRow(program, w));
     if (m > 1e6) inRun.push(inRunRow(program, m, { kc, kt }));
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
@@ -443,6 +478,11 @@ async function statisticsRows(): Promise<void> {
     'statistics (a pass over the whole window after the run) against runWithPercentiles making the pass in the run:',
   );
   console.table(inRun);
+  console.log(
+    'A zonal request with percentiles 5, 50, 95, CPU µs beyond the fused pass: the order statistics, then the percentiles',
+  );
+  console.log("asked (two placements) against both lists as one (the worker's call: seven ranks, one placement):");
+  console.table(both);
   console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
   console.table(
     breakdown.map((b) =>

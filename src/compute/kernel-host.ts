@@ -92,7 +92,8 @@ interface Exports {
   sampleValid(src: number, n: number, s: number, seed: number, dst: number): number;
   samplePlaces(n: number, s: number, seed: number, dst: number): void;
   bracketPack(src: number, n: number, br: number, dst: number, k: number, countValid: number): number;
-  bracketSplit(src: number, u: number, br: number, dst: number, stride: number, k: number): void;
+  bracketSplit(src: number, u: number, br: number, dst: number, k: number): void;
+  bracketSizes(src: number, u: number, br: number, k: number): void;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -475,7 +476,11 @@ export class Kernel {
     // fused pass, 12.5 ms against 21.5 by the buckets at 10 M values, 1.7 against 1.9 ms at 1 M,
     // but 26.8 against 23.2 µs at 10,000; so more are declined before the sample is drawn when the
     // sample expected (count / n of it valid) would need them, and before their ends are selected
-    // when the sample drawn does (the sample and its ends were 4 µs at 10,000 values)
+    // when the sample drawn does (the sample and its ends were 4 µs at 10,000 values); seven or
+    // eight (zonal_stats' five ranks with the percentiles asked) from 2^22 values: p5–p95's seven
+    // ranks took, beyond the fused pass, 13.4 ms against 17.5 by the buckets at 10 M values, 5.5
+    // against 6.5 at 4 M, but 3.1 against 3.0 at 2.1 M and 1.7 against 1.55 at 1.1 M (the brackets
+    // of a smaller sample are wider)
     const ranks = neededRanks(ps, count);
     if (sampleSpans(ranks, count, Math.round((lay.s0 * count) / n)).length > 2 * lay.most) return undefined;
     const s = this.x.sampleValid(this.outPtr, n, lay.s0, sampleSeed(n), lay.smpPtr);
@@ -576,7 +581,7 @@ export class Kernel {
     const smpPtr = align(this.accPtr + 64);
     const brPtr = align(smpPtr + s0 * 4);
     this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
-    return { s0, smpPtr, brPtr, most: n < 1 << 19 ? 4 : MAX_BRACKETS };
+    return { s0, smpPtr, brPtr, most: n < 1 << 19 ? 4 : n < 1 << 22 ? 6 : MAX_BRACKETS };
   }
 
   /**
@@ -640,23 +645,39 @@ export class Kernel {
     const n = this.n;
     const k = lims.length >> 1;
     const b4 = br >> 2;
-    // room for the split and the narrowing: on a large window, brackets that hold more than their
-    // share (ties, a count that misplaces them) leave the ranks to the buckets instead
+    // room for the split and the narrowing: each bracket's area sized for all u values, or (on a
+    // large window where that would take more than 8 bytes a pixel: seven or eight brackets) for its
+    // own, counted first (bracketSizes); brackets that still hold more than their share (ties, a
+    // count that misplaces them) leave the ranks to the buckets instead
     const split = align(br + 2 * BLOCK_BYTES);
-    const stride = align(u * 4 + 16);
-    const packRoom = k === 1 ? 0 : k * stride;
-    if (n > 1 << 20 && packRoom + 2 * stride > 8 * n) return undefined;
-    this.ensure(split + packRoom + 2 * stride + 64);
-    const I = this.views().i32;
     const starts: number[] = new Array(k).fill(0);
     const lens: number[] = new Array(k).fill(0);
+    let packRoom = 0;
+    let widest = u; // the most values one bracket can hold (the narrowing's two areas each take as many)
+    if (k > 1) {
+      const stride = align(u * 4 + 16);
+      const exact = n > 1 << 20 && (k + 2) * stride > 8 * n;
+      if (exact) x.bracketSizes(this.scratchPtr, u, br, k);
+      const I = this.views().i32;
+      widest = 0;
+      for (let j = 0; j < k; j++) {
+        const len = exact ? I[b4 + BLOCK.split + j]! : u;
+        I[b4 + BLOCK.starts + j] = packRoom;
+        packRoom += align(len * 4 + 16);
+        widest = Math.max(widest, len);
+      }
+    }
+    const areas = packRoom + 2 * align(widest * 4 + 16);
+    if (n > 1 << 20 && areas > 8 * n) return undefined;
+    this.ensure(split + areas + 64);
+    const I = this.views().i32;
     if (k === 1) {
       starts[0] = this.scratchPtr;
       lens[0] = u;
     } else {
-      x.bracketSplit(this.scratchPtr, u, br, split, stride, k);
+      x.bracketSplit(this.scratchPtr, u, br, split, k);
       for (let j = 0; j < k; j++) {
-        starts[j] = split + j * stride;
+        starts[j] = split + I[b4 + BLOCK.starts + j]!;
         lens[j] = I[b4 + BLOCK.split + j]!;
       }
     }
@@ -836,17 +857,20 @@ export type { BandId };
 const BUCKETS_FROM = 512;
 const SAMPLE_FROM = 6144;
 
-/** Brackets of one pass of percentilesBySample (bracketPack's k): enough for OrderStats' five ranks. */
-const MAX_BRACKETS = 6;
+/**
+ * Brackets of one pass of percentilesBySample (bracketPack's k): enough for OrderStats' five ranks
+ * with p5 and p95 (the worker asks for zonal_stats' ranks and the percentiles asked at once).
+ */
+const MAX_BRACKETS = 8;
 
 /**
  * bracketPack's and bracketSplit's block (assembly/index.ts), in 4-byte places: f32 lo and hi of
  * each bracket (`slots` places each, NaN past k), i32 counts below each lo, the count of non-NaN
  * values (with countValid), then bracketSplit's count of each bracket. 16-byte aligned.
  */
-const BLOCK = { lo: 0, hi: 8, slots: 8, below: 16, valid: 24, split: 25 } as const;
-/** Room for one block (124 bytes used); narrowBracket's follows percentilesBySample's. */
-const BLOCK_BYTES = 144;
+const BLOCK = { lo: 0, hi: 8, slots: 8, below: 16, valid: 24, split: 25, starts: 33 } as const;
+/** Room for one block (164 bytes used); narrowBracket's follows percentilesBySample's. */
+const BLOCK_BYTES = 176;
 
 /** The seed of percentilesBySample's sample of n values. */
 const sampleSeed = (n: number) => 0x9e3779b9 ^ n;

@@ -206,11 +206,13 @@ function statsOn(
   for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
   const weights = win.weights;
-  // unweighted order statistics, or else the percentiles asked, in the run (runWithPercentiles)
-  const inRun = weights ? undefined : orderStats ? ORDER_PS : req?.percentiles?.length ? req.percentiles : undefined;
+  // zonal_stats' order statistics and the percentiles asked are placed together, in one list: unweighted
+  // in the run (runWithPercentiles: one pass over the values for both), weighted by one sort
+  const asked = req?.percentiles?.length ? req.percentiles : undefined;
+  const ranks = orderStats || asked ? bothLists(orderStats ? ORDER_PS : [], asked ?? []) : undefined;
   let unweighted: Stats;
   let placed: number[] | null = null;
-  if (inRun) ({ stats: unweighted, percentiles: placed } = kernel.runWithPercentiles(program, inRun));
+  if (ranks && !weights) ({ stats: unweighted, percentiles: placed } = kernel.runWithPercentiles(program, ranks));
   else unweighted = kernel.run(program);
   // weighting=coverage: the kernel's pass counted every touched pixel once; the partial ones are reweighted
   // (masked pixels are NaN in the values, and skipped)
@@ -235,9 +237,7 @@ function statsOn(
   };
   if (weights) {
     const values = kernel.values();
-    if (orderStats) {
-      result.order = orderFrom(weightedPercentiles(values, weights, ORDER_PS));
-    }
+    if (ranks) placed = weightedPercentiles(values, weights, ranks);
     if (req?.histogram)
       result.bins = histogramOf(
         values,
@@ -245,23 +245,23 @@ function statsOn(
         stats.count ? { min: stats.min, max: stats.max } : null,
         weights,
       );
-    if (req?.percentiles?.length) result.percentiles = weightedPercentiles(values, weights, req.percentiles);
-  } else {
-    if (orderStats) result.order = orderFrom(placed);
-    if (req?.histogram) {
-      const range = stats.count ? { min: stats.min, max: stats.max } : null;
-      result.bins = histogramOf(kernel.values(), req.histogram, range);
-    }
-    if (req?.percentiles?.length)
-      result.percentiles =
-        inRun === req.percentiles
-          ? placed
-          : kernel.percentiles(
-              req.percentiles,
-              stats.count ? { min: stats.min, max: stats.max, count: stats.count } : undefined,
-            );
+  } else if (req?.histogram) {
+    const range = stats.count ? { min: stats.min, max: stats.max } : null;
+    result.bins = histogramOf(kernel.values(), req.histogram, range);
   }
+  if (ranks && orderStats) result.order = orderFrom(pickOf(placed, ranks, ORDER_PS));
+  if (ranks && asked) result.percentiles = pickOf(placed, ranks, asked);
   return result;
+}
+
+/** The percentiles of both lists, ascending, each once. */
+function bothLists(a: readonly number[], b: readonly number[]): number[] {
+  return [...new Set([...a, ...b])].sort((x, y) => x - y);
+}
+
+/** The values of percentiles ps (each in `ranks`) from those placed for `ranks` (null: no value). */
+function pickOf(placed: number[] | null, ranks: readonly number[], ps: readonly number[]): number[] | null {
+  return placed && ps.map((p) => placed[ranks.indexOf(p)]!);
 }
 
 /**

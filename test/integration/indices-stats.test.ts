@@ -92,6 +92,15 @@ describe.runIf(hasRealData)('percentiles and histograms on the real scenes', () 
           for (const [i, p] of ps.entries())
             expect(Math.abs(got[i]!.value - npPercentile(sorted, p)), `${label} p${p}`).toBeLessThan(1e-6);
           expect(got[6]!.value).toBe(z.median);
+          // zonal_stats' own order statistics, placed with them
+          for (const [k, p] of [
+            ['p10', 10],
+            ['p25', 25],
+            ['median', 50],
+            ['p75', 75],
+            ['p90', 90],
+          ] as const)
+            expect(Math.abs(z[k] - npPercentile(sorted, p)), `${label} ${k}`).toBeLessThan(1e-6);
           // the bins of the float64 values; a value within 1e-6 of an edge may fall on either side of it
           const h = z.histogram as { edges: number[]; counts: number[] };
           if (histogram === '17') {
@@ -117,6 +126,37 @@ describe.runIf(hasRealData)('percentiles and histograms on the real scenes', () 
       }
     }
     expect(checked).toBeGreaterThanOrEqual(10);
+  });
+
+  it("zonal_stats' order statistics and the percentiles asked, placed as one list, each in its place", async () => {
+    // one pass over the values for both lists (one sort when weighted): each list in the order
+    // asked, duplicates kept, whatever else is asked with it
+    const ref = referenceResults().find((r) => r.indices.NDVI)!;
+    const scene = scenes[ref.scene]!;
+    const get = async (q: string) => {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${fieldOf[ref.polygon_file]}/indices?index=NDVI&imagery_id=${imageryOf[ref.scene]}&date=${scene.date}&geojson=false${q}`,
+        headers: t.auth(),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().zonal_stats;
+    };
+    for (const w of ['', '&weighting=coverage']) {
+      const z = await get(`&zonal_stats=true${w}`);
+      const alone = (await get(`&zonal_stats=true${w}&percentiles=95,5`)).percentiles;
+      const both = await get(`&zonal_stats=true${w}&percentiles=95,10,50,5,95`);
+      expect(z.p10, w).toBeLessThan(z.p90);
+      expect(alone[0].value, w).toBeGreaterThan(alone[1].value);
+      expect(both.percentiles, w).toEqual([
+        alone[0],
+        { percentile: 10, value: z.p10 },
+        { percentile: 50, value: z.median },
+        alone[1],
+        alone[0],
+      ]);
+      for (const k of ['p10', 'p25', 'median', 'p75', 'p90'] as const) expect(both[k], `${w} ${k}`).toBe(z[k]);
+    }
   });
 });
 

@@ -92,7 +92,7 @@ describe('percentiles by selection and numpy histograms', () => {
       expect(got[i], `p${p}`).toBe(npPercentile(sorted, p));
       expect(byBuckets[i], `p${p} by buckets`).toBe(npPercentile(sorted, p));
     }
-    // one pass over brackets placed by a sample (up to six brackets: a few percentiles at a time)
+    // one pass over brackets placed by a sample (up to eight brackets: a few percentiles at a time)
     for (const few of [
       [5, 50, 95],
       [0, 100],
@@ -102,6 +102,8 @@ describe('percentiles by selection and numpy histograms', () => {
       [37.123456, 37.2],
       [10, 25, 50, 75, 90],
       [1, 10, 30, 60, 80, 99],
+      [5, 10, 25, 50, 75, 90, 95],
+      [1, 10, 25, 40, 55, 70, 85, 99],
     ]) {
       const bySample = kernel.percentilesBySample(few, stats.count);
       expect(bySample, `${few} by sample`).toBeDefined();
@@ -117,6 +119,9 @@ describe('percentiles by selection and numpy histograms', () => {
       [10, 25, 50, 75, 90],
       [0, 100],
       [37.123456, 37.2],
+      // zonal_stats' ranks with p5 and p95, and eight: seven and eight brackets in one pass (from 2^22 values)
+      [5, 10, 25, 50, 75, 90, 95],
+      [1, 10, 25, 40, 55, 70, 85, 99],
     ]) {
       const inRun = jk.runWithPercentiles(identity, few);
       expect(inRun.stats).toEqual(stats);
@@ -218,16 +223,42 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
-  it('a large window whose brackets would hold most values leaves the ranks to the buckets', () => {
-    // three levels over 1,100,000 values: every bracket is a whole level, the union nearly the
-    // window; past 2^20 values the split's room is bounded, so the sample path declines
+  it('a large window whose brackets hold most values: counted first to fit 8 bytes a value, else left to the buckets', () => {
+    // past 2^20 values the room for the split and the narrowing is bounded by 8 bytes a value:
+    // three (or four) levels over 1,100,000 values make each bracket a whole level, the union
+    // nearly the window, and areas of u values each would take 20 bytes a value; bracketSizes
+    // counts each bracket first and the areas go back to back (4 bytes a value, and twice the
+    // largest bracket's for the narrowing). With two levels the largest bracket is half the
+    // window: even that does not fit, and the sample path declines
     const r = rng(99);
-    const values = Float32Array.from({ length: 1_100_000 }, () => Math.floor(r() * 3) / 4);
-    const st = load(kernel, values);
-    const sorted = Float64Array.from(values).sort();
-    const ps = [5, 50, 95];
-    expect(kernel.percentilesBySample(ps, st.count)).toBeUndefined();
-    expect(kernel.percentiles(ps, st)).toEqual(ps.map((p) => npPercentile(sorted, p)));
+    const x = (kernel as unknown as { x: Record<string, (...a: number[]) => number> }).x;
+    let sized = 0;
+    (kernel as unknown as { x: unknown }).x = {
+      ...x,
+      bracketSizes: (...a: number[]) => {
+        sized++;
+        return x.bracketSizes!(...a);
+      },
+    };
+    try {
+      for (const levels of [2, 3, 4]) {
+        const values = Float32Array.from({ length: 1_100_000 }, () => Math.floor(r() * levels) / 4);
+        const st = load(kernel, values);
+        const sorted = Float64Array.from(values).sort();
+        const ps = [5, 50, 95];
+        const ref = ps.map((p) => npPercentile(sorted, p));
+        const before = sized;
+        const bySample = kernel.percentilesBySample(ps, st.count);
+        if (levels === 2) expect(bySample).toBeUndefined();
+        else {
+          expect(bySample, `${levels} levels`).toEqual(ref);
+          expect(sized - before, `${levels} levels: counted first`).toBe(1);
+        }
+        expect(kernel.percentiles(ps, st)).toEqual(ref);
+      }
+    } finally {
+      (kernel as unknown as { x: unknown }).x = x;
+    }
   });
 
   it('percentiles in the run equal the reference and the run after it, on large windows of every shape, and say which path answered', () => {
@@ -240,17 +271,17 @@ describe('percentiles by selection and numpy histograms', () => {
     const plain = new Kernel({ jit: true });
     const k = jk as unknown as Paths;
     const r = rng(2020);
-    const shapes: Array<[string, (u: number) => number]> = [
-      ['smooth', (u) => u * 2 - 1],
-      ['skewed', (u) => u ** 12],
-      ['two peaks', (u) => (u < 0.5 ? -Math.exp(-40 * u) : Math.exp(-40 * (1 - u)))],
-      ['three levels', (u) => Math.floor(u * 3) / 3],
-      ['all equal', () => 0.375],
+    const shapes: Array<[string, (u: number) => number, number]> = [
+      ['smooth', (u) => u * 2 - 1, 0],
+      ['skewed', (u) => u ** 12, 0.4],
+      ['two peaks', (u) => (u < 0.5 ? -Math.exp(-40 * u) : Math.exp(-40 * (1 - u))), 0.9],
+      ['three levels', (u) => Math.floor(u * 3) / 3, 0],
+      ['all equal', () => 0.375, 0.4],
+      ['two levels', (u) => Math.floor(u * 2) / 2, 0],
     ];
     const paths: Record<string, number> = { 'in the run': 0, 'before the run': 0, 'after the run': 0 };
-    for (const [t, [name, shape]] of shapes.entries()) {
+    for (const [name, shape, nanShare] of shapes) {
       const n = (1 << 20) + Math.floor(r() * 300_000);
-      const nanShare = [0, 0.4, 0.9][t % 3]!;
       const values = Float32Array.from({ length: n }, () => (r() < nanShare ? NaN : shape(r())));
       const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
       for (const ps of [
@@ -285,7 +316,8 @@ describe('percentiles by selection and numpy histograms', () => {
       }
     }
     // the smooth and peaked windows answer in the run; eight ranks need more brackets than a pass
-    // takes (before); the three levels fill their brackets past the split's room (after)
+    // takes under 2^22 values (before); two levels fill one bracket with the window, past the room
+    // of 8 bytes a value (after)
     expect(paths['in the run']).toBeGreaterThanOrEqual(8);
     expect(paths['before the run']).toBeGreaterThan(0);
     expect(paths['after the run']).toBeGreaterThan(0);
@@ -373,7 +405,7 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
-  it('bracketPack and bracketSplit equal a reference written here (NaN, ties, every bracket count, tails of 1–3 values)', () => {
+  it('bracketPack, bracketSizes and bracketSplit equal a reference written here (NaN, ties, one to eight brackets, tails of 1–3 values)', () => {
     // the branchless copy: each group of four lanes moved to the front by a swizzle and stored whole
     type Fn = (...a: number[]) => number;
     const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
@@ -385,7 +417,7 @@ describe('percentiles by selection and numpy histograms', () => {
         r() < 0.2 ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
       );
       load(kernel, values);
-      const k = 1 + (t % 6);
+      const k = 1 + (t % 8);
       // k disjoint ascending brackets from sorted random ends (a bracket may be one value wide)
       const ends = Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
       const lo = ends.filter((_, i) => i % 2 === 0);
@@ -414,13 +446,27 @@ describe('percentiles by selection and numpy histograms', () => {
       }
       if (k === 1) continue;
       const u = ref.length;
+      const want = lo.map((l, j) => ref.filter((v) => v >= l && v <= hi[j]!));
+      // bracketSizes: each bracket's count, as the split will place them
+      i32.fill(-1, (br >> 2) + 25, (br >> 2) + 33);
+      x.bracketSizes!(dst, u, br, k);
+      for (let j = 0; j < 8; j++) expect(i32[(br >> 2) + 25 + j], `size ${j} of ${k}`).toBe(want[j]?.length ?? 0);
+      // the split into areas of u values each, then back to back by those sizes (the starts in the block)
       const stride = (u * 4 + 16 + 15) & ~15;
       const out = dst + stride + 16;
-      x.bracketSplit!(dst, u, br, out, stride, k);
-      for (let j = 0; j < k; j++) {
-        const want = ref.filter((v) => v >= lo[j]! && v <= hi[j]!);
-        expect(i32[(br >> 2) + 25 + j], `bracket ${j} of ${k}`).toBe(want.length);
-        expect(Array.from(new Float32Array(x.memory.buffer, out + j * stride, want.length))).toEqual(Array.from(want));
+      const exact: number[] = [];
+      for (let j = 0, at = 0; j < k; j++) {
+        exact.push(at);
+        at += (want[j]!.length * 4 + 16 + 15) & ~15;
+      }
+      for (const starts of [want.map((_, j) => j * stride), exact]) {
+        for (let j = 0; j < k; j++) i32[(br >> 2) + 33 + j] = starts[j]!;
+        x.bracketSplit!(dst, u, br, out, k);
+        for (let j = 0; j < k; j++) {
+          expect(i32[(br >> 2) + 25 + j], `bracket ${j} of ${k}`).toBe(want[j]!.length);
+          const got = new Float32Array(x.memory.buffer, out + starts[j]!, want[j]!.length);
+          expect(Array.from(got)).toEqual(Array.from(want[j]!));
+        }
       }
     }
   });
