@@ -18,7 +18,7 @@ import path from 'node:path';
 import { Bench } from 'tinybench';
 import { compileFormula } from '../src/compute/formula.js';
 import { Kernel, ORDER_PS } from '../src/compute/kernel-host.js';
-import { weightedStats } from '../src/compute/zonal.js';
+import { weightedPercentiles, weightedPercentilesBySelection, weightedStats } from '../src/compute/zonal.js';
 import { coverageFractions, type Ring } from '../src/imagery/coverage-fraction.js';
 import { packageRoot } from '../src/platform/paths.js';
 
@@ -330,6 +330,58 @@ function orderRow(kc: Kernel, program: ReturnType<typeof compileFormula>, m: num
 }
 
 /**
+ * The order statistics of a weighted zonal request (weighting=coverage: exactextract's weighted
+ * quantiles, median and p10–p90), CPU µs beyond the weighted statistics (the run over the touched
+ * pixels and weightedStats): by sorting the window's values (weightedPercentiles, the worker
+ * before) against by selection around each percentile's place (weightedPercentilesBySelection, the
+ * worker's call); the unweighted order statistics beside them.
+ */
+function weightedOrderRow(
+  kc: Kernel,
+  kt: Kernel,
+  weights: Float64Array,
+  partial: Int32Array,
+  program: ReturnType<typeof compileFormula>,
+  m: number,
+): Record<string, string> {
+  const large = m > 4e6;
+  const c = cpuPerCall(
+    {
+      weighted: () => weightedStats(kt.run(program), kt.values(), weights, partial),
+      'by the sort': () => {
+        weightedStats(kt.run(program), kt.values(), weights, partial);
+        weightedPercentiles(kt.values(), weights, ORDER_PS);
+      },
+      'by selection': () => {
+        const s = kt.run(program);
+        weightedStats(s, kt.values(), weights, partial);
+        weightedPercentilesBySelection(
+          () => kt.values(),
+          weights,
+          partial,
+          s.count,
+          [...ORDER_PS],
+          (qs) => kt.percentiles(qs, s),
+          (lims) => kt.valuesIn(lims),
+        );
+      },
+      fused: () => kc.run(program),
+      unweighted: () => kc.runWithPercentiles(program, ORDER_PS),
+    },
+    large ? 1 : Math.max(1, Math.round(2e5 / m)),
+    large ? 2 : 10,
+  );
+  return {
+    pixels: m.toLocaleString('en'),
+    'weighted statistics (CPU µs)': us(c.weighted!),
+    'by the sort, µs beyond': us(c['by the sort']! - c.weighted!),
+    'by selection, µs beyond': us(c['by selection']! - c.weighted!),
+    'speed-up of the whole call': `${f2(c['by the sort']! / c['by selection']!)}×`,
+    'unweighted, µs beyond the fused pass': us(c.unweighted! - c.fused!),
+  };
+}
+
+/**
  * A zonal request that asks for percentiles too (GET …/indices?zonal_stats=true&percentiles=5,50,95),
  * CPU µs beyond the fused pass: the order statistics placed in the run, then the percentiles asked
  * after it (the worker before), against both lists as one (compute-worker statsOn: ranks 5, 10,
@@ -412,6 +464,7 @@ async function statisticsRows(): Promise<void> {
   const order: Array<Record<string, string>> = [];
   const inRun: Array<Record<string, string>> = [];
   const both: Array<Record<string, string>> = [];
+  const weightedOrder: Array<Record<string, string>> = [];
   // small fields first (576–4,096 px: 6–40 ha at 10 m), for the order statistics only
   for (const n of [576, 1_600, 4_096]) {
     const { m, kc } = roundField(program, n);
@@ -442,6 +495,11 @@ async function statisticsRows(): Promise<void> {
     order.push(orderRow(kc, program, m));
     if (m > 1e6) for (const w of [1 << 20, 1 << 22]) both.push(bothRow(roundField(program, w).kc, program, w));
     both.push(bothRow(kc, program, m));
+    if (m > 1e6) {
+      const f = roundField(program, 1 << 20);
+      weightedOrder.push(weightedOrderRow(f.kc, f.kt, f.weights, f.partial, program, f.m));
+    }
+    weightedOrder.push(weightedOrderRow(kc, kt, weights, partial, program, m));
     if (m > 1e6) for (const w of [1 << 18, 1 << 19, 1 << 20, 1 << 21]) inRun.push(inRunRow(program, w));
     if (m > 1e6) inRun.push(inRunRow(program, m, { kc, kt }));
     const mark = (x: number, goal: number) => `${f2(x)} ${x >= goal ? 'PASS' : 'MISS'} (≥ ${goal})`;
@@ -483,6 +541,11 @@ async function statisticsRows(): Promise<void> {
   );
   console.log("asked (two placements) against both lists as one (the worker's call: seven ranks, one placement):");
   console.table(both);
+  console.log(
+    'The order statistics of a weighted zonal request (median, p10–p90, exactextract), CPU µs beyond the weighted',
+  );
+  console.log("statistics: by sorting the values against by selection around each place (the worker's call):");
+  console.table(weightedOrder);
   console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
   console.table(
     breakdown.map((b) =>

@@ -836,6 +836,29 @@ export class Kernel {
     return interpolated(ps, m, at);
   }
 
+  /**
+   * The last run's values inside any of k brackets [lims[2j], lims[2j + 1]] (1 ≤ k ≤ 8; they may
+   * overlap), in index order (a copy), and the count of values below each lo: one pass
+   * (bracketPack). The ends are f32 (rounded as a Float32Array rounds them). Weighted percentiles
+   * gather the values around their places with it.
+   */
+  valuesIn(lims: readonly number[]): { below: number[]; values: Float32Array } {
+    const k = lims.length >> 1;
+    if (k < 1 || k > MAX_BRACKETS || lims.length !== 2 * k) throw new RangeError(`1 to ${MAX_BRACKETS} brackets`);
+    const br = this.sampleLayout().brPtr;
+    const b4 = br >> 2;
+    const F = this.views().f32;
+    for (let j = 0; j < BLOCK.slots; j++) {
+      F[b4 + BLOCK.lo + j] = j < k ? lims[2 * j]! : NaN;
+      F[b4 + BLOCK.hi + j] = j < k ? lims[2 * j + 1]! : NaN;
+    }
+    const u = this.x.bracketPack(this.outPtr, this.n, br, this.scratchPtr, k, 0);
+    const I = this.views().i32;
+    const below: number[] = [];
+    for (let j = 0; j < k; j++) below.push(I[b4 + BLOCK.below + j]!);
+    return { below, values: new Float32Array(this.x.memory.buffer, this.scratchPtr, u).slice() };
+  }
+
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */
   histogram(lo: number, hi: number, bins: number): Uint32Array {
     const ptr = this.scratchPtr;

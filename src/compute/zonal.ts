@@ -188,3 +188,190 @@ export function weightedPercentiles(
     return xs[l]! + ((target - s[l]!) * (xs[lo]! - xs[l]!)) / (s[lo]! - s[l]!);
   });
 }
+
+/** @internal Which way weightedPercentilesBySelection answered each percentile (tests read it). */
+export const weightedPaths = { selection: 0, sorted: 0 };
+
+/**
+ * weightedPercentiles without sorting the values: the same percentiles (up to the order of a
+ * floating sum), from the unweighted order statistics of the m values counted (`order`: the
+ * kernel's percentiles, by selection) and one pass gathering the values around each percentile
+ * (`gather`: up to eight brackets [lo, hi], the values inside any, and the count below each lo).
+ * s_k = k·w_k + (n − 1)·C_(k−1) lies between (n − 1)(k − D) and n·k, where D is the partial
+ * pixels' weight short of 1 (Σ (1 − w)), so the place where s crosses the target q·W·(n − 1) lies
+ * within about D + 2 places of target / n: the values at those places are bracketed by two
+ * unweighted percentiles, gathered, sorted (a few times the edge pixels, not the window) and merged
+ * with the partial pixels in exactextract's order (by value, then weight). `values` gives the
+ * kernel's values (read before `order` and `gather` run: they may move them); `partial` lists the
+ * pixels of weight in (0, 1); every other counted pixel weighs 1. Null when m is 0.
+ */
+export function weightedPercentilesBySelection(
+  values: () => Float32Array,
+  weights: Float64Array,
+  partial: Int32Array,
+  m: number,
+  ps: readonly number[],
+  order: (ps: number[]) => number[] | null,
+  gather: (lims: number[]) => { below: number[]; values: Float32Array },
+): number[] | null {
+  if (m === 0 || ps.length === 0) return m === 0 ? null : [];
+  // the partial pixels that hold a value, by value then weight, and their prefix sums of 1 − w
+  const { pv, pw } = partialsInOrder(values(), weights, partial);
+  const nP = pv.length;
+  // every weight 1: exactextract's quantile is numpy's linear percentile
+  if (nP === 0) return order([...ps]);
+  if (m === 1) return ps.map(() => pv[0]!);
+  const short = new Float64Array(nP + 1);
+  for (let j = 0; j < nP; j++) short[j + 1] = short[j]! + (1 - pw[j]!);
+  const n = m;
+  const D = short[nP]!;
+  const sn = (n - D) * (n - 1);
+  // each percentile's places [a, b] (generous by two each side), and the unweighted percentiles
+  // that bracket their values: the one at place a − 1 or below, the one at b + 1 or above
+  const targets = ps.map((p) => (p / 100) * sn);
+  const bounds: number[] = [];
+  for (const t of targets) {
+    const a = Math.max(0, Math.floor(t / n) - 2);
+    const b = Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2);
+    bounds.push(a <= 1 ? 0 : (100 * (a - 1)) / (n - 1), Math.min(100, (100 * (b + 1)) / (n - 1)));
+  }
+  const at = order(bounds);
+  if (!at) return null;
+  // f32 ends (the kernel's values are f32): rounding is monotone, so each stays between the values it lies between
+  const lims = at.map((x) => Math.fround(x));
+  const out: number[] = new Array(ps.length);
+  for (let g = 0; g < ps.length; g += 8) {
+    const k = Math.min(8, ps.length - g);
+    const got = gather(lims.slice(2 * g, 2 * (g + k)));
+    const u = got.values.sort();
+    for (let q = 0; q < k; q++) {
+      const i = g + q;
+      const r = crossing(u, lims[2 * i]!, lims[2 * i + 1]!, got.below[q]!, targets[i]!, n, pv, pw, short);
+      if (r === undefined) {
+        weightedPaths.sorted++;
+        out[i] = weightedPercentiles(values(), weights, [ps[i]!])![0]!;
+      } else {
+        weightedPaths.selection++;
+        out[i] = r;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The values and weights of the partial pixels that hold a value (not NaN, weight > 0), by value
+ * then weight. Sorted natively: each value's order key (its f32 bits made monotone) and its place
+ * packed in one float64 (exact under 2^53), equal values then ordered by weight.
+ */
+function partialsInOrder(
+  values: Float32Array,
+  weights: Float64Array,
+  partial: Int32Array,
+): { pv: Float64Array; pw: Float64Array } {
+  const at = new Int32Array(partial.length);
+  let nP = 0;
+  for (let k = 0; k < partial.length; k++) {
+    const i = partial[k]!;
+    if (!Number.isNaN(values[i]!) && weights[i]! > 0) at[nP++] = i;
+  }
+  const pv = new Float64Array(nP);
+  const pw = new Float64Array(nP);
+  const PLACES = 2 ** 21;
+  if (nP >= PLACES) {
+    const order = Array.from(at.subarray(0, nP)).sort((a, b) => values[a]! - values[b]! || weights[a]! - weights[b]!);
+    for (let j = 0; j < nP; j++) {
+      pv[j] = values[order[j]!]!;
+      pw[j] = weights[order[j]!]!;
+    }
+    return { pv, pw };
+  }
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const keys = new Float64Array(nP);
+  for (let j = 0; j < nP; j++) {
+    const b = bits[at[j]!]!;
+    // negative values: all bits flipped; others: the sign bit set (−0 below +0: equal values, ordered by weight after)
+    const key = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
+    keys[j] = key * PLACES + j;
+  }
+  keys.sort();
+  for (let j = 0; j < nP; j++) {
+    const key = keys[j]!;
+    const i = at[key - Math.floor(key / PLACES) * PLACES]!;
+    pv[j] = values[i]!;
+    pw[j] = weights[i]!;
+  }
+  // equal values by weight (runs of ties: short but for quantized values)
+  for (let j = 0; j < nP; ) {
+    let e = j + 1;
+    while (e < nP && pv[e] === pv[j]) e++;
+    if (e - j > 1) pw.subarray(j, e).sort();
+    j = e;
+  }
+  return { pv, pw };
+}
+
+/**
+ * Where s crosses target t among the values in [lo, hi] (from u, sorted, the values gathered;
+ * `below` of all values under lo), merged with the partial pixels of those values (pv and pw, by
+ * value then weight; short: prefix sums of 1 − w), interpolated as weightedPercentiles does.
+ * Undefined when the crossing is not among them (then the caller sorts).
+ */
+function crossing(
+  u: Float32Array,
+  lo: number,
+  hi: number,
+  below: number,
+  t: number,
+  n: number,
+  pv: Float64Array,
+  pw: Float64Array,
+  short: Float64Array,
+): number | undefined {
+  const i0 = lowerBound(u, lo);
+  const i1 = lowerBound(u, hi, true);
+  let j = lowerBound(pv, lo);
+  let k = below; // the place of the next value
+  let c = below - short[j]!; // the weight of the values before it
+  let px = NaN;
+  let prevS = NaN;
+  // one value at place k, of weight w: false once s passes t (the result then in px)
+  const step = (x: number, w: number): boolean => {
+    const s = k === 0 ? 0 : k * w + (n - 1) * c;
+    if (s > t) {
+      px = Number.isNaN(prevS) ? NaN : px + ((t - prevS) * (x - px)) / (s - prevS);
+      return false;
+    }
+    px = x;
+    prevS = s;
+    c += w;
+    k++;
+    return true;
+  };
+  for (let i = i0; i < i1; ) {
+    // a run of equal values: its partial pixels first (by weight), then the whole ones
+    const x = u[i]!;
+    let e = i + 1;
+    while (e < i1 && u[e] === x) e++;
+    let whole = e - i;
+    for (; j < pv.length && pv[j] === x; j++, whole--) if (!step(x, pw[j]!)) return finite(px);
+    for (; whole > 0; whole--) if (!step(x, 1)) return finite(px);
+    i = e;
+  }
+  // past the last value: the maximum
+  return k === n && !Number.isNaN(prevS) ? px : undefined;
+}
+
+const finite = (x: number): number | undefined => (Number.isNaN(x) ? undefined : x);
+
+/** The first place in sorted a whose value is ≥ x (with `after`, > x). */
+function lowerBound(a: ArrayLike<number>, x: number, after = false): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (after ? a[mid]! <= x : a[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -13,7 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compileFormula } from '../compute/formula.js';
 import { Kernel, ORDER_PS, orderFrom, type Stats } from '../compute/kernel-host.js';
-import { histogramOf, weightedPercentiles, weightedStats } from '../compute/zonal.js';
+import { histogramOf, weightedPercentilesBySelection, weightedStats } from '../compute/zonal.js';
 import type {
   CoverageBatchResult,
   CoverageBatchTask as AnyCoverageBatchTask,
@@ -236,14 +236,24 @@ function statsOn(
     ...(win.fieldWeight !== undefined ? { fieldWeight: win.fieldWeight } : {}),
   };
   if (weights) {
-    const values = kernel.values();
-    if (ranks) placed = weightedPercentiles(values, weights, ranks);
     if (req?.histogram)
       result.bins = histogramOf(
-        values,
+        kernel.values(),
         req.histogram,
         stats.count ? { min: stats.min, max: stats.max } : null,
         weights,
+      );
+    // by selection around each percentile's place (the kernel's order statistics of the unweighted
+    // values, then one pass gathering the values near it), not by sorting the window
+    if (ranks)
+      placed = weightedPercentilesBySelection(
+        () => kernel.values(),
+        weights,
+        win.partial!,
+        unweighted.count,
+        ranks,
+        (qs) => kernel.percentiles(qs, unweighted),
+        (lims) => kernel.valuesIn(lims),
       );
   } else if (req?.histogram) {
     const range = stats.count ? { min: stats.min, max: stats.max } : null;

@@ -6,7 +6,9 @@
  * parcel's area reprojected by rasterio (1e-9 relative); the touched pixels lie between the
  * pixel-centre and the all-touched sets; the weighted mean lies between the pixel-centre mean
  * (all_touched=False) and the all-touched mean (all_touched=True), but for the smallest parcel only
- * within 5e-5 (see below); the default (no option) answers rasterio's pixel-centre numbers.
+ * within 5e-5 (see below); the weighted median, p10–p90, p5 and p95 equal exactextract's quantiles
+ * of rasterio's NDVI with those weights (1e-6); the default (no option) answers rasterio's
+ * pixel-centre numbers.
  * Skipped, and said so, without the data or without python3-rasterio.
  */
 import { execFileSync } from 'node:child_process';
@@ -15,6 +17,7 @@ import path from 'node:path';
 import polygonClipping, { type MultiPolygon as PcMulti } from 'polygon-clipping';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { refQuantile } from '../helpers/exactextract.js';
 import { realDataDir } from '../helpers/real-data.js';
 import { hasRasterio } from '../helpers/tools.js';
 
@@ -145,6 +148,7 @@ describe.runIf(ready)('weighting=coverage on real LPIS parcels against rasterio'
       const multi = (r.geom.type === 'Polygon' ? [r.geom.coordinates] : r.geom.coordinates) as PcMulti;
       let sw = 0;
       let swx = 0;
+      const pairs: Array<[number, number]> = [];
       for (let j = 0; j < g.h; j++)
         for (let i = 0; i < g.w; i++) {
           const v = g.ndvi[j * g.w + i];
@@ -169,10 +173,27 @@ describe.runIf(ready)('weighting=coverage on real LPIS parcels against rasterio'
           if (w > 0 && v !== null && v !== undefined) {
             sw += w;
             swx += w * v;
+            pairs.push([v, w]);
           }
         }
       expect(Math.abs(cov.mean - swx / sw), `parcel ${k} weighted mean`).toBeLessThan(1e-6);
       expect(Math.abs(cov.count - sw) / sw).toBeLessThan(1e-9);
+      // exactextract's weighted quantiles of the same pairs (the worker's are placed by selection;
+      // 1.5e-8 apart at most here, from the f32 NDVI)
+      const withPs = await get('&weighting=coverage&percentiles=5,95');
+      for (const [key, q] of [
+        ['p10', 0.1],
+        ['p25', 0.25],
+        ['median', 0.5],
+        ['p75', 0.75],
+        ['p90', 0.9],
+      ] as const)
+        expect(Math.abs(cov[key] - refQuantile(pairs, q)), `parcel ${k} weighted ${key}`).toBeLessThan(1e-6);
+      for (const [i, q] of [0.05, 0.95].entries())
+        expect(
+          Math.abs(withPs.percentiles[i].value - refQuantile(pairs, q)),
+          `parcel ${k} weighted p${q * 100}`,
+        ).toBeLessThan(1e-6);
       // Between the two means, up to 5e-5: not a theorem. The smallest parcel (45 centre pixels, 101
       // touched) has its exactly weighted mean 2.3e-5 above its all-touched mean (the polygon-clipping
       // reference above agrees to 1e-6); the two larger parcels lie strictly between.

@@ -12,6 +12,7 @@ import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf, weightedPercentiles, weightedStats } from '../../../src/compute/zonal.js';
 import { coverageFractions, type Ring } from '../../../src/imagery/coverage-fraction.js';
+import { refQuantile } from '../../helpers/exactextract.js';
 
 const OX = 500_000;
 const OY = 5_600_000;
@@ -152,24 +153,6 @@ function cases(): Array<{ name: string; polygons: Ring[][] }> {
     ],
   });
   return out;
-}
-
-/** exactextract's weighted quantile over (value, weight) pairs, full sort. */
-function refQuantile(pairs: Array<[number, number]>, q: number): number {
-  const e = [...pairs].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  const n = e.length;
-  let cum = 0;
-  const s = e.map(([, w], i) => {
-    const v = i === 0 ? 0 : i * w + (n - 1) * cum;
-    cum += w;
-    return v;
-  });
-  const target = q * cum * (n - 1);
-  const right = s.findIndex((x) => x > target);
-  if (right === 0) return e[0]![0];
-  if (right === -1) return e[n - 1]![0];
-  const l = right - 1;
-  return e[l]![0] + ((target - s[l]!) * (e[right]![0] - e[l]![0])) / (s[right]! - s[l]!);
 }
 
 describe('coverage weights against polygon-clipping', () => {

@@ -1,0 +1,165 @@
+/**
+ * Weighted percentiles by selection (compute/zonal.ts weightedPercentilesBySelection, what the
+ * compute worker calls for weighting=coverage) against exactextract's weighted quantile written out
+ * plainly in the test (test/helpers/exactextract.ts) and against the sort-based
+ * weightedPercentiles, on windows of every shape: ties between whole and partial pixels, NaN, no
+ * partial pixel, all partial, tiny weights, one value, p0/p100, more than eight percentiles.
+ */
+import { describe, expect, it } from 'vitest';
+import { compileFormula } from '../../../src/compute/formula.js';
+import { Kernel } from '../../../src/compute/kernel-host.js';
+import { weightedPaths, weightedPercentiles, weightedPercentilesBySelection } from '../../../src/compute/zonal.js';
+import { refQuantile } from '../../helpers/exactextract.js';
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const identity = compileFormula('B04');
+
+/**
+ * A window as the worker has it: the kernel's values (NaN where not counted: no weight, or no
+ * value), the weights, and the partial pixels (0 < w < 1).
+ */
+function windowOf(kernel: Kernel, values: Float32Array, weights: Float64Array) {
+  for (let i = 0; i < values.length; i++) if (!(weights[i]! > 0)) values[i] = NaN;
+  const prep = kernel.prepare(values.length, [{ dtype: 'f32' }]);
+  prep.bands[0]!.set(values);
+  const stats = kernel.run(identity);
+  const partial: number[] = [];
+  for (let i = 0; i < weights.length; i++) if (weights[i]! > 0 && weights[i]! < 1) partial.push(i);
+  return { stats, partial: Int32Array.from(partial) };
+}
+
+function bySelection(kernel: Kernel, weights: Float64Array, partial: Int32Array, m: number, ps: number[]) {
+  const stats = { ...kernel.run(identity) };
+  return weightedPercentilesBySelection(
+    () => kernel.values(),
+    weights,
+    partial,
+    m,
+    ps,
+    (qs) => kernel.percentiles(qs, stats),
+    (lims) => kernel.valuesIn(lims),
+  );
+}
+
+describe('weighted percentiles by selection', () => {
+  const kernel = new Kernel();
+
+  it("equal exactextract's quantile and the sort on windows of every shape, without sorting", () => {
+    const r = rng(2311);
+    const shapes: Array<[string, (u: number) => number]> = [
+      ['smooth', (u) => u * 2 - 1],
+      ['skewed', (u) => u ** 9],
+      ['five levels', (u) => Math.floor(u * 5) / 5],
+      ['all equal', () => 0.25],
+      ['two peaks', (u) => (u < 0.5 ? -Math.exp(-30 * u) : Math.exp(-30 * (1 - u)))],
+    ];
+    const weightsOf: Array<[string, (u: number) => number]> = [
+      ['a few partial', (u) => (u < 0.04 ? u / 0.04 : 1)],
+      ['a third partial', (u) => (u < 0.33 ? u / 0.33 : 1)],
+      ['all partial', (u) => 0.001 + u * 0.998],
+      ['tiny and near 1', (u) => (u < 0.05 ? 1e-9 : u < 0.1 ? 1 - 1e-12 : 1)],
+      ['none partial', () => 1],
+    ];
+    const lists = [
+      [0, 5, 10, 25, 50, 75, 90, 95, 100],
+      [5, 50, 95],
+      [0.1, 1, 2.5, 10, 20, 33.3, 50, 66.7, 80, 90, 97.5, 99.9], // twelve: two gathers
+      [50, 50, 37.5],
+    ];
+    const before = { ...weightedPaths };
+    let checked = 0;
+    for (let t = 0; t < 50; t++) {
+      const n = [1, 2, 7, 60, 700, 6000, 20_000][t % 7]!;
+      const [shapeName, shape] = shapes[t % shapes.length]!;
+      const [weightName, weightOf] = weightsOf[Math.floor(t / 5) % weightsOf.length]!;
+      const nanShare = [0, 0.2, 0.6][t % 3]!;
+      const values = Float32Array.from({ length: n }, () => (r() < nanShare ? NaN : shape(r())));
+      // no weight for a tenth of the pixels (outside the boundary)
+      const weights = Float64Array.from({ length: n }, () => (r() < 0.1 ? 0 : weightOf(r())));
+      const { stats, partial } = windowOf(kernel, values, weights);
+      const pairs: Array<[number, number]> = [];
+      for (let i = 0; i < n; i++)
+        if (weights[i]! > 0 && !Number.isNaN(values[i]!)) pairs.push([values[i]!, weights[i]!]);
+      expect(stats.count).toBe(pairs.length);
+      for (const ps of lists) {
+        const label = `${shapeName}, ${weightName}, ${n} px, NaN ${nanShare}, ${ps}`;
+        const got = bySelection(kernel, weights, partial, stats.count, ps);
+        if (!pairs.length) {
+          expect(got, label).toBeNull();
+          continue;
+        }
+        const sorted = weightedPercentiles(kernel.values(), weights, ps)!;
+        for (const [i, p] of ps.entries()) {
+          const want = refQuantile(pairs, p / 100);
+          expect(Math.abs(got![i]! - want), `${label}: p${p} against the reference`).toBeLessThan(1e-9);
+          expect(Math.abs(got![i]! - sorted[i]!), `${label}: p${p} against the sort`).toBeLessThan(1e-9);
+        }
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(150);
+    // every percentile found its place among the values gathered: the sort was never needed
+    expect(weightedPaths.sorted - before.sorted).toBe(0);
+    expect(weightedPaths.selection - before.selection).toBeGreaterThan(500);
+  });
+
+  it('a window of 1.2 M pixels with a field edge: the kernel selects, the values stay the run’s', () => {
+    // the worker's shape: a round field, its edge pixels partial; the kernel's percentiles take
+    // their large-window paths, and the values the per-pixel outputs read after are untouched
+    const side = 1100;
+    const n = side * side;
+    const r = rng(5);
+    const c = side / 2;
+    const rad = 0.47 * side;
+    const values = new Float32Array(n);
+    const weights = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const d = Math.hypot((i % side) + 0.5 - c, Math.floor(i / side) + 0.5 - c) - rad;
+      weights[i] = d < -0.7 ? 1 : d > 0.7 ? 0 : 0.5 - d / 1.4;
+      values[i] = Math.round((r() * 0.6 + (d < -200 ? 0.3 : 0)) * 1000) / 1000; // ties
+    }
+    const { stats, partial } = windowOf(kernel, values, weights);
+    const ps = [5, 10, 25, 50, 75, 90, 95];
+    const copy = kernel.values().slice();
+    const got = bySelection(kernel, weights, partial, stats.count, ps)!;
+    const pairs: Array<[number, number]> = [];
+    for (let i = 0; i < n; i++) if (weights[i]! > 0) pairs.push([values[i]!, weights[i]!]);
+    for (const [i, p] of ps.entries())
+      expect(Math.abs(got[i]! - refQuantile(pairs, p / 100)), `p${p}`).toBeLessThan(1e-9);
+    expect(
+      Buffer.from(kernel.values().buffer, kernel.values().byteOffset, n * 4).equals(Buffer.from(copy.buffer)),
+    ).toBe(true);
+  }, 60_000);
+
+  it('bounds that miss the place fall back to the sort, with the same result', () => {
+    const r = rng(17);
+    const n = 3000;
+    const values = Float32Array.from({ length: n }, () => r());
+    const weights = Float64Array.from({ length: n }, () => (r() < 0.3 ? r() : 1));
+    const { stats, partial } = windowOf(kernel, values, weights);
+    const ps = [10, 50, 90];
+    const before = weightedPaths.sorted;
+    // an order that places every bound at the minimum: the crossing is never among the values gathered
+    const got = weightedPercentilesBySelection(
+      () => kernel.values(),
+      weights,
+      partial,
+      stats.count,
+      ps,
+      (qs) => qs.map(() => stats.min),
+      (lims) => kernel.valuesIn(lims),
+    )!;
+    expect(weightedPaths.sorted - before).toBe(3);
+    expect(got).toEqual(weightedPercentiles(kernel.values(), weights, ps));
+  });
+});
