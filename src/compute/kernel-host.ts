@@ -889,7 +889,8 @@ const MAX_BRACKETS = 8;
 /**
  * bracketPack's and bracketSplit's block (assembly/index.ts), in 4-byte places: f32 lo and hi of
  * each bracket (`slots` places each, NaN past k), i32 counts below each lo, the count of non-NaN
- * values (with countValid), then bracketSplit's count of each bracket. 16-byte aligned.
+ * values (with countValid), then bracketSplit's count of each bracket (or bracketSizes'), then where
+ * bracketSplit puts each bracket's values (bytes from its dst). 16-byte aligned.
  */
 const BLOCK = { lo: 0, hi: 8, slots: 8, below: 16, valid: 24, split: 25, starts: 33 } as const;
 /** Room for one block (164 bytes used); narrowBracket's follows percentilesBySample's. */

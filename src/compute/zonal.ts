@@ -214,7 +214,8 @@ export function weightedPercentilesBySelection(
   order: (ps: number[]) => number[] | null,
   gather: (lims: number[]) => { below: number[]; values: Float32Array },
 ): number[] | null {
-  if (m === 0 || ps.length === 0) return m === 0 ? null : [];
+  if (m === 0) return null;
+  if (ps.length === 0) return [];
   // the partial pixels that hold a value, by value then weight, and their prefix sums of 1 − w
   const { pv, pw } = partialsInOrder(values(), weights, partial);
   const nP = pv.length;

@@ -206,13 +206,13 @@ function statsOn(
   for (const [j, b] of program.bands.entries()) prep.bands[j]!.set(win.bands[b as CaptureBand]!.data as never);
   prep.mask!.set(win.valid);
   const weights = win.weights;
-  // zonal_stats' order statistics and the percentiles asked are placed together, in one list: unweighted
-  // in the run (runWithPercentiles: one pass over the values for both), weighted by one sort
+  // zonal_stats' order statistics and the percentiles asked are placed together, as one list: unweighted
+  // in the run (runWithPercentiles: one pass over the values for both), weighted by one selection
   const asked = req?.percentiles?.length ? req.percentiles : undefined;
-  const ranks = orderStats || asked ? bothLists(orderStats ? ORDER_PS : [], asked ?? []) : undefined;
+  const list = orderStats || asked ? bothLists(orderStats ? ORDER_PS : [], asked ?? []) : undefined;
   let unweighted: Stats;
   let placed: number[] | null = null;
-  if (ranks && !weights) ({ stats: unweighted, percentiles: placed } = kernel.runWithPercentiles(program, ranks));
+  if (list && !weights) ({ stats: unweighted, percentiles: placed } = kernel.runWithPercentiles(program, list));
   else unweighted = kernel.run(program);
   // weighting=coverage: the kernel's pass counted every touched pixel once; the partial ones are reweighted
   // (masked pixels are NaN in the values, and skipped)
@@ -245,13 +245,13 @@ function statsOn(
       );
     // by selection around each percentile's place (the kernel's order statistics of the unweighted
     // values, then one pass gathering the values near it), not by sorting the window
-    if (ranks)
+    if (list)
       placed = weightedPercentilesBySelection(
         () => kernel.values(),
         weights,
         win.partial!,
         unweighted.count,
-        ranks,
+        list,
         (qs) => kernel.percentiles(qs, unweighted),
         (lims) => kernel.valuesIn(lims),
       );
@@ -259,8 +259,8 @@ function statsOn(
     const range = stats.count ? { min: stats.min, max: stats.max } : null;
     result.bins = histogramOf(kernel.values(), req.histogram, range);
   }
-  if (ranks && orderStats) result.order = orderFrom(pickOf(placed, ranks, ORDER_PS));
-  if (ranks && asked) result.percentiles = pickOf(placed, ranks, asked);
+  if (list && orderStats) result.order = orderFrom(pickOf(placed, list, ORDER_PS));
+  if (list && asked) result.percentiles = pickOf(placed, list, asked);
   return result;
 }
 
@@ -269,9 +269,9 @@ function bothLists(a: readonly number[], b: readonly number[]): number[] {
   return [...new Set([...a, ...b])].sort((x, y) => x - y);
 }
 
-/** The values of percentiles ps (each in `ranks`) from those placed for `ranks` (null: no value). */
-function pickOf(placed: number[] | null, ranks: readonly number[], ps: readonly number[]): number[] | null {
-  return placed && ps.map((p) => placed[ranks.indexOf(p)]!);
+/** The values of percentiles ps (each in `list`) from those placed for `list` (null: no value). */
+function pickOf(placed: number[] | null, list: readonly number[], ps: readonly number[]): number[] | null {
+  return placed && ps.map((p) => placed[list.indexOf(p)]!);
 }
 
 /**
