@@ -362,7 +362,7 @@ function weightedOrderRow(
           s.count,
           [...ORDER_PS],
           (qs) => kt.percentiles(qs, s),
-          (lims) => kt.valuesIn(lims),
+          (ranges) => kt.rankWindows(ranges, s),
         );
       },
       fused: () => kc.run(program),

@@ -791,6 +791,63 @@ export class Kernel {
    * among the few of its bucket: two linear passes instead of several quickselect partitions.
    */
   private percentilesByBuckets(ps: readonly number[], lo: number, hi: number): number[] | null {
+    let ranks: number[] = [];
+    const got = this.bucketSpans(
+      (m) => {
+        ranks = neededRanks(ps, m);
+        return ranks.map((r) => [r, r] as const);
+      },
+      lo,
+      hi,
+    );
+    if (!got) return null;
+    const at = new Map<number, number>();
+    for (const [i, r] of ranks.entries()) {
+      const { start, size, first } = got.spans[i]!;
+      at.set(r, this.x.select(this.scratchPtr, start, start + size - 1, start + r - first));
+    }
+    return interpolated(ps, got.m, at);
+  }
+
+  /**
+   * The last run's values whose ranks (0-based among its m non-NaN values; m must be the run's
+   * count) lie in each range [r0, r1], with the others of their buckets of [min, max]: per range,
+   * those values sorted, and the count of values below the first. Two passes whatever the ranges
+   * (bucketCount, bucketGather); the values of a range's buckets are every value between its
+   * first and its last. Weighted percentiles gather the values around their places with it.
+   */
+  rankWindows(
+    ranges: ReadonlyArray<readonly [number, number]>,
+    range: { min: number; max: number; count: number },
+  ): Array<{ first: number; values: Float32Array }> {
+    const got = this.bucketSpans(
+      (m) => {
+        if (m !== range.count) throw new Error(`rankWindows: ${range.count} values expected, ${m} counted`);
+        return ranges;
+      },
+      range.min,
+      range.max,
+    );
+    if (!got) throw new Error('rankWindows: no value');
+    const F = this.views().f32;
+    const from = this.scratchPtr >> 2;
+    return got.spans.map(({ start, size, first }) => ({
+      first,
+      values: F.slice(from + start, from + start + size).sort(),
+    }));
+  }
+
+  /**
+   * Counts the last run's values per bucket of [lo, hi] (bucketCount), finds the buckets that hold
+   * each range of ranks that `rangesOf` gives for the m values counted, and gathers their values to
+   * the scratch (bucketGather), each range's buckets next to each other: per range, where its
+   * values start in the scratch (in values), how many, and the rank of the first. Null when no value.
+   */
+  private bucketSpans(
+    rangesOf: (m: number) => ReadonlyArray<readonly [number, number]>,
+    lo: number,
+    hi: number,
+  ): { m: number; spans: Array<{ start: number; size: number; first: number }> } | null {
     const x = this.x;
     const n = this.n;
     let nb = 16;
@@ -806,57 +863,40 @@ export class Kernel {
     const hist = new Uint32Array(buf, histPtr, nb + 1);
     const m = n - hist[nb]!;
     if (m === 0) return null;
-    // the ranks needed, in order, and the bucket (and place in it) of each
-    const ranks = neededRanks(ps, m);
-    const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
-    const off = new Int32Array(buf, offPtr, nb);
-    const where: Array<{ r: number; s: number; at: number }> = [];
-    const starts: number[] = [];
-    const sizes: number[] = [];
-    let b = 0;
-    let before = 0; // values in buckets before b
-    let gathered = 0;
-    for (const r of ranks) {
-      while (before + hist[b]! <= r) before += hist[b++]!;
-      if (slot[b]! < 0) {
-        slot[b] = starts.length;
-        off[starts.length] = gathered;
-        starts.push(gathered);
-        sizes.push(hist[b]!);
-        gathered += hist[b]!;
+    const ranges = rangesOf(m);
+    // before[b]: the values in the buckets under b; the buckets from each range's first to its last marked
+    const before = new Float64Array(nb + 1);
+    for (let b = 0; b < nb; b++) before[b + 1] = before[b]! + hist[b]!;
+    const bucketOf = (r: number): number => {
+      let a = 0;
+      let z = nb - 1;
+      while (a < z) {
+        const mid = (a + z) >> 1;
+        if (before[mid + 1]! <= r) a = mid + 1;
+        else z = mid;
       }
-      where.push({ r, s: slot[b]!, at: r - before });
+      return a;
+    };
+    const ends = ranges.map(([r0, r1]) => [bucketOf(r0), bucketOf(r1)] as const);
+    const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
+    for (const [b0, b1] of ends) for (let b = b0; b <= b1; b++) slot[b] = 0;
+    // slots in bucket order (a range's buckets next to each other), each at its place in the scratch
+    const off = new Int32Array(buf, offPtr, nb);
+    const startOf = new Float64Array(nb);
+    let slots = 0;
+    let gathered = 0;
+    for (let b = 0; b < nb; b++) {
+      if (slot[b]! < 0) continue;
+      slot[b] = slots;
+      off[slots++] = gathered;
+      startOf[b] = gathered;
+      gathered += hist[b]!;
     }
     x.bucketGather(this.outPtr, n, fLo, scale, nb, slotPtr, offPtr, this.scratchPtr);
-    const at = new Map<number, number>();
-    for (const w of where) {
-      const start = starts[w.s]!;
-      at.set(w.r, x.select(this.scratchPtr, start, start + sizes[w.s]! - 1, start + w.at));
-    }
-    return interpolated(ps, m, at);
-  }
-
-  /**
-   * The last run's values inside any of k brackets [lims[2j], lims[2j + 1]] (1 ≤ k ≤ 8; they may
-   * overlap), in index order (a copy), and the count of values below each lo: one pass
-   * (bracketPack). The ends are f32 (rounded as a Float32Array rounds them). Weighted percentiles
-   * gather the values around their places with it.
-   */
-  valuesIn(lims: readonly number[]): { below: number[]; values: Float32Array } {
-    const k = lims.length >> 1;
-    if (k < 1 || k > MAX_BRACKETS || lims.length !== 2 * k) throw new RangeError(`1 to ${MAX_BRACKETS} brackets`);
-    const br = this.sampleLayout().brPtr;
-    const b4 = br >> 2;
-    const F = this.views().f32;
-    for (let j = 0; j < BLOCK.slots; j++) {
-      F[b4 + BLOCK.lo + j] = j < k ? lims[2 * j]! : NaN;
-      F[b4 + BLOCK.hi + j] = j < k ? lims[2 * j + 1]! : NaN;
-    }
-    const u = this.x.bracketPack(this.outPtr, this.n, br, this.scratchPtr, k, 0);
-    const I = this.views().i32;
-    const below: number[] = [];
-    for (let j = 0; j < k; j++) below.push(I[b4 + BLOCK.below + j]!);
-    return { below, values: new Float32Array(this.x.memory.buffer, this.scratchPtr, u).slice() };
+    return {
+      m,
+      spans: ends.map(([b0, b1]) => ({ start: startOf[b0]!, size: before[b1 + 1]! - before[b0]!, first: before[b0]! })),
+    };
   }
 
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */

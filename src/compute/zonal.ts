@@ -194,16 +194,16 @@ export const weightedPaths = { selection: 0, sorted: 0 };
 
 /**
  * weightedPercentiles without sorting the values: the same percentiles (up to the order of a
- * floating sum), from the unweighted order statistics of the m values counted (`order`: the
- * kernel's percentiles, by selection) and one pass gathering the values around each percentile
- * (`gather`: up to eight brackets [lo, hi], the values inside any, and the count below each lo).
- * s_k = k·w_k + (n − 1)·C_(k−1) lies between (n − 1)(k − D) and n·k, where D is the partial
- * pixels' weight short of 1 (Σ (1 − w)), so the place where s crosses the target q·W·(n − 1) lies
- * within about D + 2 places of target / n: the values at those places are bracketed by two
- * unweighted percentiles, gathered, sorted (a few times the edge pixels, not the window) and merged
- * with the partial pixels in exactextract's order (by value, then weight). `values` gives the
- * kernel's values (read before `order` and `gather` run: they may move them); `partial` lists the
- * pixels of weight in (0, 1); every other counted pixel weighs 1. Null when m is 0.
+ * floating sum). s_k = k·w_k + (n − 1)·C_(k−1) lies between (n − 1)(k − D) and n·k, where D is the
+ * partial pixels' weight short of 1 (Σ (1 − w)), so the place where s crosses the target
+ * q·W·(n − 1) lies within D + 2 places of target / n. `windows` gives, for each range of ranks
+ * [r0, r1] among the m values counted (the kernel's rankWindows: two passes over the window for
+ * all of them), those values and the others between the first and the last, sorted, with the count
+ * of values below them; they are merged with the partial pixels of those values in exactextract's
+ * order (by value, then weight) and s is walked from that count. Where the crossing is not among
+ * them, the sort answers. `values` gives the kernel's values (read before `windows` runs: it may
+ * move them); `partial` lists the pixels of weight in (0, 1); every other counted pixel weighs 1;
+ * `order` gives unweighted percentiles (all weights 1: numpy's). Null when m is 0.
  */
 export function weightedPercentilesBySelection(
   values: () => Float32Array,
@@ -212,7 +212,7 @@ export function weightedPercentilesBySelection(
   m: number,
   ps: readonly number[],
   order: (ps: number[]) => number[] | null,
-  gather: (lims: number[]) => { below: number[]; values: Float32Array },
+  windows: (ranges: Array<[number, number]>) => Array<{ first: number; values: Float32Array }>,
 ): number[] | null {
   if (m === 0) return null;
   if (ps.length === 0) return [];
@@ -227,37 +227,21 @@ export function weightedPercentilesBySelection(
   const n = m;
   const D = short[nP]!;
   const sn = (n - D) * (n - 1);
-  // each percentile's places [a, b] (generous by two each side), and the unweighted percentiles
-  // that bracket their values: the one at place a − 1 or below, the one at b + 1 or above
+  // each percentile's places (generous by two each side)
   const targets = ps.map((p) => (p / 100) * sn);
-  const bounds: number[] = [];
-  for (const t of targets) {
-    const a = Math.max(0, Math.floor(t / n) - 2);
-    const b = Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2);
-    bounds.push(a <= 1 ? 0 : (100 * (a - 1)) / (n - 1), Math.min(100, (100 * (b + 1)) / (n - 1)));
-  }
-  const at = order(bounds);
-  if (!at) return null;
-  // f32 ends (the kernel's values are f32): rounding is monotone, so each stays between the values it lies between
-  const lims = at.map((x) => Math.fround(x));
-  const out: number[] = new Array(ps.length);
-  for (let g = 0; g < ps.length; g += 8) {
-    const k = Math.min(8, ps.length - g);
-    const got = gather(lims.slice(2 * g, 2 * (g + k)));
-    const u = got.values.sort();
-    for (let q = 0; q < k; q++) {
-      const i = g + q;
-      const r = crossing(u, lims[2 * i]!, lims[2 * i + 1]!, got.below[q]!, targets[i]!, n, pv, pw, short);
-      if (r === undefined) {
-        weightedPaths.sorted++;
-        out[i] = weightedPercentiles(values(), weights, [ps[i]!])![0]!;
-      } else {
-        weightedPaths.selection++;
-        out[i] = r;
-      }
+  const got = windows(
+    targets.map((t) => [Math.max(0, Math.floor(t / n) - 2), Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2)]),
+  );
+  return ps.map((p, i) => {
+    const { first, values: u } = got[i]!;
+    const r = u.length ? crossing(u, u[0]!, u[u.length - 1]!, first, targets[i]!, n, pv, pw, short) : undefined;
+    if (r !== undefined) {
+      weightedPaths.selection++;
+      return r;
     }
-  }
-  return out;
+    weightedPaths.sorted++;
+    return weightedPercentiles(values(), weights, [p])![0]!;
+  });
 }
 
 /**

@@ -243,8 +243,8 @@ function statsOn(
         stats.count ? { min: stats.min, max: stats.max } : null,
         weights,
       );
-    // by selection around each percentile's place (the kernel's order statistics of the unweighted
-    // values, then one pass gathering the values near it), not by sorting the window
+    // by selection around each percentile's place (the values of the ranks near it, by the kernel's
+    // buckets), not by sorting the window
     if (list)
       placed = weightedPercentilesBySelection(
         () => kernel.values(),
@@ -253,7 +253,7 @@ function statsOn(
         unweighted.count,
         list,
         (qs) => kernel.percentiles(qs, unweighted),
-        (lims) => kernel.valuesIn(lims),
+        (ranges) => kernel.rankWindows(ranges, unweighted),
       );
   } else if (req?.histogram) {
     const range = stats.count ? { min: stats.min, max: stats.max } : null;

@@ -47,7 +47,7 @@ function bySelection(kernel: Kernel, weights: Float64Array, partial: Int32Array,
     m,
     ps,
     (qs) => kernel.percentiles(qs, stats),
-    (lims) => kernel.valuesIn(lims),
+    (ranges) => kernel.rankWindows(ranges, stats),
   );
 }
 
@@ -113,9 +113,9 @@ describe('weighted percentiles by selection', () => {
     expect(weightedPaths.selection - before.selection).toBeGreaterThan(500);
   });
 
-  it('a window of 1.2 M pixels with a field edge: the kernel selects, the values stay the run’s', () => {
-    // the worker's shape: a round field, its edge pixels partial; the kernel's percentiles take
-    // their large-window paths, and the values the per-pixel outputs read after are untouched
+  it('a window of 1.2 M pixels with a field edge: the kernel gathers, the values stay the run’s', () => {
+    // the worker's shape: a round field, its edge pixels partial; the kernel's buckets gather each
+    // place's values, and the values the per-pixel outputs read after are untouched
     const side = 1100;
     const n = side * side;
     const r = rng(5);
@@ -141,7 +141,7 @@ describe('weighted percentiles by selection', () => {
     ).toBe(true);
   }, 60_000);
 
-  it('bounds that miss the place fall back to the sort, with the same result', () => {
+  it('windows that miss the place fall back to the sort, with the same result', () => {
     const r = rng(17);
     const n = 3000;
     const values = Float32Array.from({ length: n }, () => r());
@@ -149,17 +149,61 @@ describe('weighted percentiles by selection', () => {
     const { stats, partial } = windowOf(kernel, values, weights);
     const ps = [10, 50, 90];
     const before = weightedPaths.sorted;
-    // an order that places every bound at the minimum: the crossing is never among the values gathered
+    // windows of the lowest ranks only: the crossing is never among the values they hold
     const got = weightedPercentilesBySelection(
       () => kernel.values(),
       weights,
       partial,
       stats.count,
       ps,
-      (qs) => qs.map(() => stats.min),
-      (lims) => kernel.valuesIn(lims),
+      (qs) => kernel.percentiles(qs, stats),
+      (ranges) =>
+        kernel.rankWindows(
+          ranges.map(() => [0, 3]),
+          stats,
+        ),
     )!;
     expect(weightedPaths.sorted - before).toBe(3);
     expect(got).toEqual(weightedPercentiles(kernel.values(), weights, ps));
+  });
+
+  it("the kernel's rank windows: every value from the first rank's bucket to the last's, sorted, and the count below", () => {
+    const r = rng(404);
+    for (let t = 0; t < 30; t++) {
+      const n = [600, 5000, 70_000][t % 3]!;
+      const levels = [0, 7, 300][t % 3]!;
+      const values = Float32Array.from({ length: n }, () =>
+        r() < 0.15 ? NaN : levels ? Math.floor(r() * levels) / levels : r() ** 3,
+      );
+      const prep = kernel.prepare(n, [{ dtype: 'f32' }]);
+      prep.bands[0]!.set(values);
+      const stats = kernel.run(identity);
+      const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+      const m = sorted.length;
+      const ranges: Array<[number, number]> = [
+        [0, 0],
+        [m - 1, m - 1],
+        [0, m - 1],
+      ];
+      for (let q = 0; q < 5; q++) {
+        const a = Math.floor(r() * m);
+        ranges.push([a, Math.min(m - 1, a + Math.floor(r() * 400))]);
+      }
+      const got = kernel.rankWindows(ranges, stats);
+      for (const [i, [r0, r1]] of ranges.entries()) {
+        const { first, values: w } = got[i]!;
+        const label = `${n} values, ${levels} levels, ranks ${r0}–${r1}`;
+        // the ranks asked are inside, and the values are the sorted ones from first on
+        expect(first, label).toBeLessThanOrEqual(r0);
+        expect(first + w.length - 1, label).toBeGreaterThanOrEqual(r1);
+        expect(Array.from(w), label).toEqual(Array.from(sorted.subarray(first, first + w.length)));
+        // every value equal to the ends is in (a bucket holds all of a value)
+        expect(first === 0 || sorted[first - 1]! < w[0]!, label).toBe(true);
+        expect(first + w.length === m || sorted[first + w.length]! > w[w.length - 1]!, label).toBe(true);
+      }
+    }
+    // a count that is not the run's is a caller's mistake
+    const stats = kernel.run(identity);
+    expect(() => kernel.rankWindows([[0, 1]], { ...stats, count: stats.count + 1 })).toThrow(/expected/);
   });
 });
