@@ -831,23 +831,36 @@ export class Kernel {
     if (!got) throw new Error('rankWindows: no value');
     const F = this.views().f32;
     const from = this.scratchPtr >> 2;
-    return got.spans.map(({ start, size, first }) => ({
-      first,
-      values: F.slice(from + start, from + start + size).sort(),
-    }));
+    return got.spans.map(({ start, size, first, buckets }, i) => {
+      const values = F.slice(from + start, from + start + size);
+      const [r0, r1] = ranges[i]!;
+      if (size <= 2 * (r1 - r0 + 1) + 4096) return { first, values: values.sort() };
+      // far more values than ranks: ties fill the buckets (a field of a few levels). The buckets
+      // are in value order: each is sorted alone, and one of a single value not at all
+      let at = 0;
+      for (const len of buckets) {
+        const part = values.subarray(at, at + len);
+        at += len;
+        let same = true;
+        for (let q = 1; q < len && same; q++) same = part[q] === part[0];
+        if (!same) part.sort();
+      }
+      return { first, values };
+    });
   }
 
   /**
    * Counts the last run's values per bucket of [lo, hi] (bucketCount), finds the buckets that hold
    * each range of ranks that `rangesOf` gives for the m values counted, and gathers their values to
    * the scratch (bucketGather), each range's buckets next to each other: per range, where its
-   * values start in the scratch (in values), how many, and the rank of the first. Null when no value.
+   * values start in the scratch (in values), how many, the rank of the first, and how many each of
+   * its buckets holds. Null when no value.
    */
   private bucketSpans(
     rangesOf: (m: number) => ReadonlyArray<readonly [number, number]>,
     lo: number,
     hi: number,
-  ): { m: number; spans: Array<{ start: number; size: number; first: number }> } | null {
+  ): { m: number; spans: Array<{ start: number; size: number; first: number; buckets: number[] }> } | null {
     const x = this.x;
     const n = this.n;
     let nb = 16;
@@ -895,7 +908,12 @@ export class Kernel {
     x.bucketGather(this.outPtr, n, fLo, scale, nb, slotPtr, offPtr, this.scratchPtr);
     return {
       m,
-      spans: ends.map(([b0, b1]) => ({ start: startOf[b0]!, size: before[b1 + 1]! - before[b0]!, first: before[b0]! })),
+      spans: ends.map(([b0, b1]) => ({
+        start: startOf[b0]!,
+        size: before[b1 + 1]! - before[b0]!,
+        first: before[b0]!,
+        buckets: Array.from(hist.subarray(b0, b1 + 1)),
+      })),
     };
   }
 

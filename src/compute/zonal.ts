@@ -336,11 +336,24 @@ function crossing(
   for (let i = i0; i < i1; ) {
     // a run of equal values: its partial pixels first (by weight), then the whole ones
     const x = u[i]!;
-    let e = i + 1;
-    while (e < i1 && u[e] === x) e++;
+    // its end: the next value, or (a long run of ties) the first greater one by bisection
+    const e = i + 1 < i1 && u[i + 1] === x ? lowerBound(u, x, true) : i + 1;
     let whole = e - i;
     for (; j < pv.length && pv[j] === x; j++, whole--) if (!step(x, pw[j]!)) return finite(px);
-    for (; whole > 0; whole--) if (!step(x, 1)) return finite(px);
+    // the whole ones: the first stepped (it may interpolate from the value before), the rest at
+    // once (a field of a few levels has runs of millions): all x, so a crossing among them gives x
+    if (whole > 0) {
+      if (!step(x, 1)) return finite(px);
+      const rest = whole - 1;
+      if (rest > 0) {
+        const s = k + rest - 1 + (n - 1) * (c + rest - 1);
+        if (s > t) return x;
+        px = x;
+        prevS = s;
+        c += rest;
+        k += rest;
+      }
+    }
     i = e;
   }
   // past the last value: the maximum

@@ -5,6 +5,11 @@
  * independent reference for weighted percentiles.
  */
 export function refQuantile(pairs: Array<[number, number]>, q: number): number {
+  return refQuantiles(pairs, [q])[0]!;
+}
+
+/** The same for several quantiles, the pairs sorted once. */
+export function refQuantiles(pairs: Array<[number, number]>, qs: readonly number[]): number[] {
   const e = [...pairs].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   const n = e.length;
   let cum = 0;
@@ -13,10 +18,12 @@ export function refQuantile(pairs: Array<[number, number]>, q: number): number {
     cum += w;
     return v;
   });
-  const target = q * cum * (n - 1);
-  const right = s.findIndex((x) => x > target);
-  if (right === 0) return e[0]![0];
-  if (right === -1) return e[n - 1]![0];
-  const l = right - 1;
-  return e[l]![0] + ((target - s[l]!) * (e[right]![0] - e[l]![0])) / (s[right]! - s[l]!);
+  return qs.map((q) => {
+    const target = q * cum * (n - 1);
+    const right = s.findIndex((x) => x > target);
+    if (right === 0) return e[0]![0];
+    if (right === -1) return e[n - 1]![0];
+    const l = right - 1;
+    return e[l]![0] + ((target - s[l]!) * (e[right]![0] - e[l]![0])) / (s[right]! - s[l]!);
+  });
 }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { weightedPaths, weightedPercentiles, weightedPercentilesBySelection } from '../../../src/compute/zonal.js';
-import { refQuantile } from '../../helpers/exactextract.js';
+import { refQuantile, refQuantiles } from '../../helpers/exactextract.js';
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -134,11 +134,39 @@ describe('weighted percentiles by selection', () => {
     const got = bySelection(kernel, weights, partial, stats.count, ps)!;
     const pairs: Array<[number, number]> = [];
     for (let i = 0; i < n; i++) if (weights[i]! > 0) pairs.push([values[i]!, weights[i]!]);
-    for (const [i, p] of ps.entries())
-      expect(Math.abs(got[i]! - refQuantile(pairs, p / 100)), `p${p}`).toBeLessThan(1e-9);
+    const want = refQuantiles(
+      pairs,
+      ps.map((p) => p / 100),
+    );
+    for (const [i, p] of ps.entries()) expect(Math.abs(got[i]! - want[i]!), `p${p}`).toBeLessThan(1e-9);
     expect(
       Buffer.from(kernel.values().buffer, kernel.values().byteOffset, n * 4).equals(Buffer.from(copy.buffer)),
     ).toBe(true);
+  }, 60_000);
+
+  it('fields of one, two and three levels (ties by the million) on 1.2 M pixels', () => {
+    // the buckets then hold far more values than the places: each is sorted alone, one of a single
+    // value not at all, and the walk crosses a run of equal values at once
+    const side = 1100;
+    const n = side * side;
+    const r = rng(31);
+    for (const levels of [1, 2, 3]) {
+      const values = Float32Array.from({ length: n }, () => 0.25 + Math.floor(r() * levels) / 8);
+      const weights = Float64Array.from({ length: n }, () => (r() < 0.02 ? r() : r() < 0.01 ? 0 : 1));
+      const { stats, partial } = windowOf(kernel, values, weights);
+      const ps = [0, 5, 10, 25, 50, 75, 90, 95, 100, 33.3];
+      const before = { ...weightedPaths };
+      const got = bySelection(kernel, weights, partial, stats.count, ps)!;
+      const pairs: Array<[number, number]> = [];
+      for (let i = 0; i < n; i++) if (weights[i]! > 0) pairs.push([values[i]!, weights[i]!]);
+      const want = refQuantiles(
+        pairs,
+        ps.map((p) => p / 100),
+      );
+      for (const [i, p] of ps.entries())
+        expect(Math.abs(got[i]! - want[i]!), `${levels} levels p${p}`).toBeLessThan(1e-9);
+      expect(weightedPaths.sorted - before.sorted).toBe(0);
+    }
   }, 60_000);
 
   it('windows that miss the place fall back to the sort, with the same result', () => {
@@ -169,11 +197,14 @@ describe('weighted percentiles by selection', () => {
 
   it("the kernel's rank windows: every value from the first rank's bucket to the last's, sorted, and the count below", () => {
     const r = rng(404);
-    for (let t = 0; t < 30; t++) {
-      const n = [600, 5000, 70_000][t % 3]!;
-      const levels = [0, 7, 300][t % 3]!;
+    for (let t = 0; t < 33; t++) {
+      // the last three: 20,000 values of one, two and three levels and a tenth of others (buckets
+      // sorted one by one: a level's bucket holds a few others too)
+      const n = t < 30 ? [600, 5000, 70_000][t % 3]! : 20_000;
+      const levels = t < 30 ? [0, 7, 300][t % 3]! : t - 29;
+      const others = t < 30 ? 0 : 0.1;
       const values = Float32Array.from({ length: n }, () =>
-        r() < 0.15 ? NaN : levels ? Math.floor(r() * levels) / levels : r() ** 3,
+        r() < 0.15 ? NaN : r() < others ? r() : levels ? Math.floor(r() * levels) / levels : r() ** 3,
       );
       const prep = kernel.prepare(n, [{ dtype: 'f32' }]);
       prep.bands[0]!.set(values);
