@@ -765,6 +765,21 @@ export function selectFR(p: usize, lo: i32, hi: i32, k: i32): f32 {
   return at(p, k);
 }
 
+/**
+ * Whether p[lo..hi] holds a single value (compared as floats, so −0 and 0 alike): a bucket of ties,
+ * where selection has nothing to do. Stops at the first other value.
+ */
+export function oneValue(p: usize, lo: i32, hi: i32): bool {
+  const v = at(p, lo);
+  let i = lo + 1;
+  if (ASC_FEATURE_SIMD) {
+    const V = f32x4.splat(v);
+    for (; i + 3 <= hi; i += 4) if (!i32x4.all_true(f32x4.eq(v128.load(p + (<usize>i << 2)), V))) return false;
+  }
+  for (; i <= hi; i++) if (at(p, i) != v) return false;
+  return true;
+}
+
 /** Smallest value of p[lo..hi]. */
 export function minOf(p: usize, lo: i32, hi: i32): f32 {
   let m: f32 = Infinity;

@@ -94,6 +94,7 @@ interface Exports {
   bracketPack(src: number, n: number, br: number, dst: number, k: number, countValid: number): number;
   bracketSplit(src: number, u: number, br: number, dst: number, k: number): void;
   bracketSizes(src: number, u: number, br: number, k: number): void;
+  oneValue(p: number, lo: number, hi: number): number;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -645,6 +646,16 @@ export class Kernel {
     const n = this.n;
     const k = lims.length >> 1;
     const b4 = br >> 2;
+    // brackets of one value (ties: a field of a few levels, where the union can be most of the
+    // window) hold nothing to select: when every rank falls in one, the counts answer
+    const oneValue = m > 0 && lims.some((v, i) => i % 2 === 0 && v === lims[i + 1]);
+    if (oneValue) {
+      const tied = this.tiedRanks(ps, m, lims, br, u);
+      if (tied) {
+        this.tied++;
+        return tied;
+      }
+    }
     // room for the split and the narrowing: each bracket's area sized for all u values, or (on a
     // large window where that would take more than 8 bytes a pixel: seven or eight brackets) for its
     // own, counted first (bracketSizes); brackets that still hold more than their share (ties, a
@@ -657,7 +668,7 @@ export class Kernel {
     if (k > 1) {
       const stride = align(u * 4 + 16);
       const exact = n > 1 << 20 && (k + 2) * stride > 8 * n;
-      if (exact) x.bracketSizes(this.scratchPtr, u, br, k);
+      if (exact && !oneValue) x.bracketSizes(this.scratchPtr, u, br, k); // (tiedRanks counted them)
       const I = this.views().i32;
       widest = 0;
       for (let j = 0; j < k; j++) {
@@ -727,6 +738,37 @@ export class Kernel {
     }
     return interpolatedAt(ps, m, rs, at);
   }
+
+  /**
+   * bracketFinish's answer when every rank falls in a bracket of one value (lo = hi): that value,
+   * each bracket's count from bracketSizes (u with one bracket). Undefined when a rank falls in
+   * another bracket, or in none.
+   */
+  private tiedRanks(
+    ps: readonly number[],
+    m: number,
+    lims: readonly number[],
+    br: number,
+    u: number,
+  ): number[] | undefined {
+    const k = lims.length >> 1;
+    const b4 = br >> 2;
+    if (k > 1) this.x.bracketSizes(this.scratchPtr, u, br, k);
+    const I = this.views().i32;
+    const len = (j: number) => (k > 1 ? I[b4 + BLOCK.split + j]! : u);
+    const rs = neededRanks(ps, m);
+    const at: number[] = [];
+    for (const r of rs) {
+      let j = 0;
+      while (j < k && r >= I[b4 + BLOCK.below + j]! + len(j)) j++;
+      if (j >= k || r < I[b4 + BLOCK.below + j]! || lims[2 * j] !== lims[2 * j + 1]) return undefined;
+      at.push(lims[2 * j]!);
+    }
+    return interpolatedAt(ps, m, rs, at);
+  }
+
+  /** @internal Placements answered by tiedRanks (tests read it). */
+  tied = 0;
 
   /** @internal Narrowing passes run and those whose interpolated bracket missed a rank (tests read them). */
   readonly narrowings = { passes: 0, misses: 0 };
@@ -802,9 +844,19 @@ export class Kernel {
     );
     if (!got) return null;
     const at = new Map<number, number>();
+    const F = this.views().f32;
+    const sp = this.scratchPtr;
+    let checked = -1; // the start of the last bucket checked for ties, and what it holds
+    let tied = false;
     for (const [i, r] of ranks.entries()) {
       const { start, size, first } = got.spans[i]!;
-      at.set(r, this.x.select(this.scratchPtr, start, start + size - 1, start + r - first));
+      // a large bucket of ties (a field of a few levels) holds one value: nothing to select
+      if (size > 4096 && start !== checked) {
+        checked = start;
+        tied = this.x.oneValue(sp, start, start + size - 1) !== 0;
+      }
+      const one = size > 4096 && tied;
+      at.set(r, one ? F[(sp >> 2) + start]! : this.x.select(sp, start, start + size - 1, start + r - first));
     }
     return interpolated(ps, got.m, at);
   }

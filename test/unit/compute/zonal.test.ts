@@ -223,13 +223,14 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
-  it('a large window whose brackets hold most values: counted first to fit 8 bytes a value, else left to the buckets', () => {
-    // past 2^20 values the room for the split and the narrowing is bounded by 8 bytes a value:
-    // three (or four) levels over 1,100,000 values make each bracket a whole level, the union
-    // nearly the window, and areas of u values each would take 20 bytes a value; bracketSizes
-    // counts each bracket first and the areas go back to back (4 bytes a value, and twice the
-    // largest bracket's for the narrowing). With two levels the largest bracket is half the
-    // window: even that does not fit, and the sample path declines
+  it('a large window whose brackets hold most values: of one value answered by the counts, else counted first, else the buckets', () => {
+    // past 2^20 values the room for the split and the narrowing is bounded by 8 bytes a value: a
+    // few levels over 1,100,000 values make the brackets whole levels, the union nearly the window.
+    // Three levels: every rank in a bracket of one value, whose count (bracketSizes) places it: no
+    // split, no selection. Four: the median's bracket spans two levels; areas of u values each
+    // would take 20 bytes a value, so each bracket is counted first and the areas go back to back (4
+    // bytes a value, and twice the largest bracket's for the narrowing). Two: the median lies
+    // between the levels, one bracket holds the window, and the sample path declines
     const r = rng(99);
     const x = (kernel as unknown as { x: Record<string, (...a: number[]) => number> }).x;
     let sized = 0;
@@ -247,13 +248,11 @@ describe('percentiles by selection and numpy histograms', () => {
         const sorted = Float64Array.from(values).sort();
         const ps = [5, 50, 95];
         const ref = ps.map((p) => npPercentile(sorted, p));
-        const before = sized;
+        const [sizedBefore, tiedBefore] = [sized, kernel.tied];
         const bySample = kernel.percentilesBySample(ps, st.count);
-        if (levels === 2) expect(bySample).toBeUndefined();
-        else {
-          expect(bySample, `${levels} levels`).toEqual(ref);
-          expect(sized - before, `${levels} levels: counted first`).toBe(1);
-        }
+        expect(bySample, `${levels} levels`).toEqual(levels === 2 ? undefined : ref);
+        expect(sized - sizedBefore, `${levels} levels: counted once`).toBe(levels === 2 ? 0 : 1);
+        expect(kernel.tied - tiedBefore, `${levels} levels: by the counts`).toBe(levels === 3 ? 1 : 0);
         expect(kernel.percentiles(ps, st)).toEqual(ref);
       }
     } finally {
@@ -321,6 +320,8 @@ describe('percentiles by selection and numpy histograms', () => {
     expect(paths['in the run']).toBeGreaterThanOrEqual(8);
     expect(paths['before the run']).toBeGreaterThan(0);
     expect(paths['after the run']).toBeGreaterThan(0);
+    // the three levels and the equal values: ranks in brackets of one value, placed by the counts
+    expect(jk.tied).toBeGreaterThanOrEqual(4);
   }, 120_000);
 
   it('percentiles in the run: a masked two-band NDVI, a five-band formula, the interpreter, no value at all', () => {
@@ -469,6 +470,39 @@ describe('percentiles by selection and numpy histograms', () => {
         }
       }
     }
+  });
+
+  it('oneValue, and the buckets of ties it spares a selection', () => {
+    type Fn = (...a: number[]) => number;
+    const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
+    const at = x.memory.buffer.byteLength;
+    x.memory.grow(1);
+    const f32 = new Float32Array(x.memory.buffer, at, 64);
+    for (let len = 1; len <= 40; len++) {
+      f32.fill(0.375, 0, len);
+      expect(x.oneValue!(at, 0, len - 1), `${len} equal`).toBe(1);
+      for (let q = 0; q < len; q++) {
+        f32[q] = q % 2 ? 0.5 : NaN;
+        expect(x.oneValue!(at, 0, len - 1), `${len}, another at ${q}`).toBe(len === 1 ? 1 : 0);
+        f32[q] = 0.375;
+      }
+    }
+    f32.set([0, -0, 0, -0, 0]);
+    expect(x.oneValue!(at, 0, 4)).toBe(1);
+    // the buckets of [min, max] on 1,100,000 values: half 0.25, half 0.75, and 1 % just above 0.25
+    // (in 0.25's bucket): that bucket holds two values and is selected in, the other not at all
+    const r = rng(12);
+    const values = Float32Array.from({ length: 1_100_000 }, () => {
+      const u = r();
+      return u < 0.49 ? 0.25 : u < 0.5 ? 0.25 + Math.fround(r() * 1e-6) : 0.75;
+    });
+    const st = load(kernel, values);
+    const sorted = Float64Array.from(values).sort();
+    const ps = [1, 25, 49.5, 50, 50.5, 75, 99];
+    const byBuckets = (
+      kernel as unknown as { percentilesByBuckets: (p: number[], lo: number, hi: number) => number[] }
+    ).percentilesByBuckets(ps, st.min, st.max);
+    expect(byBuckets).toEqual(ps.map((p) => npPercentile(sorted, p)));
   });
 
   it("order statistics (median, p10–p90) with the run's statistics equal numpy's linear percentiles exactly", () => {
