@@ -830,35 +830,50 @@ export class Kernel {
    * The same percentiles when the values' min and max are known (the run's statistics): a count
    * per bucket of [min, max] (about 32 values a bucket, at most 65,536 buckets), the buckets that
    * hold the ranks needed found from the counts, their values gathered, and each rank selected
-   * among the few of its bucket: two linear passes instead of several quickselect partitions.
+   * among the few of its bucket: two linear passes instead of several quickselect partitions. A
+   * bucket of over 4,096 values that holds one value (ties: a field of a few levels) answers
+   * without a selection (oneValue).
    */
   private percentilesByBuckets(ps: readonly number[], lo: number, hi: number): number[] | null {
-    let ranks: number[] = [];
-    const got = this.bucketSpans(
-      (m) => {
-        ranks = neededRanks(ps, m);
-        return ranks.map((r) => [r, r] as const);
-      },
-      lo,
-      hi,
-    );
-    if (!got) return null;
-    const at = new Map<number, number>();
-    const F = this.views().f32;
-    const sp = this.scratchPtr;
-    let checked = -1; // the start of the last bucket checked for ties, and what it holds
-    let tied = false;
-    for (const [i, r] of ranks.entries()) {
-      const { start, size, first } = got.spans[i]!;
-      // a large bucket of ties (a field of a few levels) holds one value: nothing to select
-      if (size > 4096 && start !== checked) {
-        checked = start;
-        tied = this.x.oneValue(sp, start, start + size - 1) !== 0;
+    const x = this.x;
+    const t = this.bucketCounts(lo, hi);
+    const { hist, slot, off, m } = t;
+    if (m === 0) return null;
+    // the ranks needed, in order, and the bucket (and place in it) of each
+    const ranks = neededRanks(ps, m);
+    const where: Array<{ r: number; s: number; at: number }> = [];
+    const starts: number[] = [];
+    const sizes: number[] = [];
+    let b = 0;
+    let before = 0; // values in buckets before b
+    let gathered = 0;
+    for (const r of ranks) {
+      while (before + hist[b]! <= r) before += hist[b++]!;
+      if (slot[b]! < 0) {
+        slot[b] = starts.length;
+        off[starts.length] = gathered;
+        starts.push(gathered);
+        sizes.push(hist[b]!);
+        gathered += hist[b]!;
       }
-      const one = size > 4096 && tied;
-      at.set(r, one ? F[(sp >> 2) + start]! : this.x.select(sp, start, start + size - 1, start + r - first));
+      where.push({ r, s: slot[b]!, at: r - before });
     }
-    return interpolated(ps, got.m, at);
+    this.bucketGather(t);
+    const at = new Map<number, number>();
+    const sp = this.scratchPtr;
+    let tied: Map<number, boolean> | undefined; // per slot of over 4,096 values: one value only
+    for (const w of where) {
+      const start = starts[w.s]!;
+      const size = sizes[w.s]!;
+      let one = false;
+      if (size > 4096) {
+        tied ??= new Map();
+        if (!tied.has(w.s)) tied.set(w.s, x.oneValue(sp, start, start + size - 1) !== 0);
+        one = tied.get(w.s)!;
+      }
+      at.set(w.r, one ? this.views().f32[(sp >> 2) + start]! : x.select(sp, start, start + size - 1, start + w.at));
+    }
+    return interpolated(ps, m, at);
   }
 
   /**
@@ -866,70 +881,18 @@ export class Kernel {
    * count) lie in each range [r0, r1], with the others of their buckets of [min, max]: per range,
    * those values sorted, and the count of values below the first. Two passes whatever the ranges
    * (bucketCount, bucketGather); the values of a range's buckets are every value between its
-   * first and its last. Weighted percentiles gather the values around their places with it.
+   * first and its last. A range far wider in values than in ranks (ties fill its buckets: a field
+   * of a few levels) is sorted bucket by bucket, a bucket of one value not at all. Weighted
+   * percentiles gather the values around their places with it.
    */
   rankWindows(
     ranges: ReadonlyArray<readonly [number, number]>,
     range: { min: number; max: number; count: number },
   ): Array<{ first: number; values: Float32Array }> {
-    const got = this.bucketSpans(
-      (m) => {
-        if (m !== range.count) throw new Error(`rankWindows: ${range.count} values expected, ${m} counted`);
-        return ranges;
-      },
-      range.min,
-      range.max,
-    );
-    if (!got) throw new Error('rankWindows: no value');
-    const F = this.views().f32;
-    const from = this.scratchPtr >> 2;
-    return got.spans.map(({ start, size, first, buckets }, i) => {
-      const values = F.slice(from + start, from + start + size);
-      const [r0, r1] = ranges[i]!;
-      if (size <= 2 * (r1 - r0 + 1) + 4096) return { first, values: values.sort() };
-      // far more values than ranks: ties fill the buckets (a field of a few levels). The buckets
-      // are in value order: each is sorted alone, and one of a single value not at all
-      let at = 0;
-      for (const len of buckets) {
-        const part = values.subarray(at, at + len);
-        at += len;
-        let same = true;
-        for (let q = 1; q < len && same; q++) same = part[q] === part[0];
-        if (!same) part.sort();
-      }
-      return { first, values };
-    });
-  }
-
-  /**
-   * Counts the last run's values per bucket of [lo, hi] (bucketCount), finds the buckets that hold
-   * each range of ranks that `rangesOf` gives for the m values counted, and gathers their values to
-   * the scratch (bucketGather), each range's buckets next to each other: per range, where its
-   * values start in the scratch (in values), how many, the rank of the first, and how many each of
-   * its buckets holds. Null when no value.
-   */
-  private bucketSpans(
-    rangesOf: (m: number) => ReadonlyArray<readonly [number, number]>,
-    lo: number,
-    hi: number,
-  ): { m: number; spans: Array<{ start: number; size: number; first: number; buckets: number[] }> } | null {
-    const x = this.x;
-    const n = this.n;
-    let nb = 16;
-    while (nb < 65536 && nb * 32 < n) nb *= 2;
-    const histPtr = align(this.accPtr + 64);
-    const slotPtr = align(histPtr + 4 * (nb + 1) * 4); // four count tables (bucketCount)
-    const offPtr = align(slotPtr + (nb + 1) * 4); // slot[nb]: NaN's, never gathered
-    this.ensure(offPtr + nb * 4 + 64);
-    const fLo = Math.fround(lo);
-    const scale = hi > lo ? Math.fround(nb / (hi - lo)) : 0;
-    x.bucketCount(this.outPtr, n, fLo, scale, nb, histPtr);
-    const buf = x.memory.buffer;
-    const hist = new Uint32Array(buf, histPtr, nb + 1);
-    const m = n - hist[nb]!;
-    if (m === 0) return null;
-    const ranges = rangesOf(m);
-    // before[b]: the values in the buckets under b; the buckets from each range's first to its last marked
+    const t = this.bucketCounts(range.min, range.max);
+    const { nb, hist, slot, off, m } = t;
+    if (m !== range.count) throw new Error(`rankWindows: ${range.count} values expected, ${m} counted`);
+    // before[b]: the values in the buckets under b; each range's first and last bucket
     const before = new Float64Array(nb + 1);
     for (let b = 0; b < nb; b++) before[b + 1] = before[b]! + hist[b]!;
     const bucketOf = (r: number): number => {
@@ -943,10 +906,8 @@ export class Kernel {
       return a;
     };
     const ends = ranges.map(([r0, r1]) => [bucketOf(r0), bucketOf(r1)] as const);
-    const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
     for (const [b0, b1] of ends) for (let b = b0; b <= b1; b++) slot[b] = 0;
     // slots in bucket order (a range's buckets next to each other), each at its place in the scratch
-    const off = new Int32Array(buf, offPtr, nb);
     const startOf = new Float64Array(nb);
     let slots = 0;
     let gathered = 0;
@@ -957,16 +918,52 @@ export class Kernel {
       startOf[b] = gathered;
       gathered += hist[b]!;
     }
-    x.bucketGather(this.outPtr, n, fLo, scale, nb, slotPtr, offPtr, this.scratchPtr);
-    return {
-      m,
-      spans: ends.map(([b0, b1]) => ({
-        start: startOf[b0]!,
-        size: before[b1 + 1]! - before[b0]!,
-        first: before[b0]!,
-        buckets: Array.from(hist.subarray(b0, b1 + 1)),
-      })),
-    };
+    const sizes = hist.slice(0, nb); // (copied: views of the kernel's memory may move)
+    this.bucketGather(t);
+    const F = this.views().f32;
+    const from = this.scratchPtr >> 2;
+    return ends.map(([b0, b1], i) => {
+      const start = from + startOf[b0]!;
+      const values = F.slice(start, start + before[b1 + 1]! - before[b0]!);
+      const [r0, r1] = ranges[i]!;
+      if (values.length <= 2 * (r1 - r0 + 1) + 4096) values.sort();
+      else
+        for (let b = b0, at = 0; b <= b1; at += sizes[b++]!) {
+          const part = values.subarray(at, at + sizes[b]!);
+          let same = true;
+          for (let q = 1; q < part.length && same; q++) same = part[q] === part[0];
+          if (!same) part.sort();
+        }
+      return { first: before[b0]!, values };
+    });
+  }
+
+  /**
+   * Counts the last run's values per bucket of [lo, hi] (bucketCount: ⌊(x − lo) × scale⌋ in f32,
+   * monotone, so the buckets are in value order; about 32 values a bucket, at most 65,536), with
+   * the slot and offset tables bucketGather reads (no slot yet) and m, the values counted.
+   */
+  private bucketCounts(lo: number, hi: number) {
+    const n = this.n;
+    let nb = 16;
+    while (nb < 65536 && nb * 32 < n) nb *= 2;
+    const histPtr = align(this.accPtr + 64);
+    const slotPtr = align(histPtr + 4 * (nb + 1) * 4); // four count tables (bucketCount)
+    const offPtr = align(slotPtr + (nb + 1) * 4); // slot[nb]: NaN's, never gathered
+    this.ensure(offPtr + nb * 4 + 64);
+    const fLo = Math.fround(lo);
+    const scale = hi > lo ? Math.fround(nb / (hi - lo)) : 0;
+    this.x.bucketCount(this.outPtr, n, fLo, scale, nb, histPtr);
+    const buf = this.x.memory.buffer;
+    const hist = new Uint32Array(buf, histPtr, nb + 1);
+    const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
+    const off = new Int32Array(buf, offPtr, nb);
+    return { nb, fLo, scale, slotPtr, offPtr, hist, slot, off, m: n - hist[nb]! };
+  }
+
+  /** Gathers the values of the buckets given a slot (bucketCounts' tables) to the scratch. */
+  private bucketGather(t: { nb: number; fLo: number; scale: number; slotPtr: number; offPtr: number }): void {
+    this.x.bucketGather(this.outPtr, this.n, t.fLo, t.scale, t.nb, t.slotPtr, t.offPtr, this.scratchPtr);
   }
 
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */
