@@ -780,6 +780,73 @@ export function oneValue(p: usize, lo: i32, hi: i32): bool {
   return true;
 }
 
+/**
+ * numpy.histogram's counts of the non-NaN values of src over nb bins whose f64 edges are at
+ * `edges` (nb + 1, increasing), as u32 at dst: values outside [edges[0], edges[nb]] left out, the
+ * last bin closed. With `uniform` (equal bins) each value's bin comes from the step and is then
+ * checked against the edges either side; else by bisection (the last edge ≤ the value). In
+ * float64, as compute/zonal.ts describes it.
+ */
+export function histogramNp(src: usize, n: i32, edges: usize, nb: i32, uniform: i32, dst: usize): void {
+  // four count tables (value i into table i % 4: no increment waits on the last one's store),
+  // summed into the first at the end; dst needs room for 4 × nb counts
+  const T = <usize>nb << 2;
+  memory.fill(dst, 0, T << 2);
+  const first = load<f64>(edges);
+  const last = load<f64>(edges + (<usize>nb << 3));
+  const norm = <f64>nb / (last - first);
+  let i = 0;
+  if (uniform) {
+    for (; i + 4 <= n; i += 4) {
+      const p = src + (<usize>i << 2);
+      countUniform(load<f32>(p), edges, nb, first, last, norm, dst);
+      countUniform(load<f32>(p, 4), edges, nb, first, last, norm, dst + T);
+      countUniform(load<f32>(p, 8), edges, nb, first, last, norm, dst + 2 * T);
+      countUniform(load<f32>(p, 12), edges, nb, first, last, norm, dst + 3 * T);
+    }
+    for (; i < n; i++) countUniform(load<f32>(src + (<usize>i << 2)), edges, nb, first, last, norm, dst);
+  } else {
+    for (; i + 4 <= n; i += 4) {
+      const p = src + (<usize>i << 2);
+      countBisect(load<f32>(p), edges, nb, first, last, dst);
+      countBisect(load<f32>(p, 4), edges, nb, first, last, dst + T);
+      countBisect(load<f32>(p, 8), edges, nb, first, last, dst + 2 * T);
+      countBisect(load<f32>(p, 12), edges, nb, first, last, dst + 3 * T);
+    }
+    for (; i < n; i++) countBisect(load<f32>(src + (<usize>i << 2)), edges, nb, first, last, dst);
+  }
+  for (let b = 0; b < nb; b++) {
+    const q = dst + (<usize>b << 2);
+    store<u32>(q, load<u32>(q) + load<u32>(q + T) + load<u32>(q + 2 * T) + load<u32>(q + 3 * T));
+  }
+}
+
+// @ts-ignore: decorator
+@inline function countUniform(x: f32, edges: usize, nb: i32, first: f64, last: f64, norm: f64, table: usize): void {
+  const v = <f64>x;
+  if (!(v >= first && v <= last)) return; // NaN, or outside the edges
+  let b = min(nb - 1, <i32>Math.floor((v - first) * norm));
+  if (v < load<f64>(edges + (<usize>b << 3))) b--;
+  else if (b < nb - 1 && v >= load<f64>(edges + (<usize>(b + 1) << 3))) b++;
+  const q = table + (<usize>b << 2);
+  store<u32>(q, load<u32>(q) + 1);
+}
+
+// @ts-ignore: decorator
+@inline function countBisect(x: f32, edges: usize, nb: i32, first: f64, last: f64, table: usize): void {
+  const v = <f64>x;
+  if (!(v >= first && v <= last)) return;
+  let lo = 0;
+  let hi = nb - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (load<f64>(edges + (<usize>mid << 3)) <= v) lo = mid;
+    else hi = mid - 1;
+  }
+  const q = table + (<usize>lo << 2);
+  store<u32>(q, load<u32>(q) + 1);
+}
+
 /** Smallest value of p[lo..hi]. */
 export function minOf(p: usize, lo: i32, hi: i32): f32 {
   let m: f32 = Infinity;

@@ -95,6 +95,7 @@ interface Exports {
   bracketSplit(src: number, u: number, br: number, dst: number, k: number): void;
   bracketSizes(src: number, u: number, br: number, k: number): void;
   oneValue(p: number, lo: number, hi: number): number;
+  histogramNp(src: number, n: number, edges: number, nb: number, uniform: number, dst: number): void;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -964,6 +965,22 @@ export class Kernel {
   /** Gathers the values of the buckets given a slot (bucketCounts' tables) to the scratch. */
   private bucketGather(t: { nb: number; fLo: number; scale: number; slotPtr: number; offPtr: number }): void {
     this.x.bucketGather(this.outPtr, this.n, t.fLo, t.scale, t.nb, t.slotPtr, t.offPtr, this.scratchPtr);
+  }
+
+  /**
+   * numpy.histogram's counts of the last run's non-NaN values over `edges` (increasing; values
+   * outside left out, the last bin closed), in one pass: with `uniform` (equal bins) each value's
+   * bin from the step, checked against the edges either side, else by bisection; in float64.
+   * compute/zonal.ts histogramOf gives the edges and the weights.
+   */
+  countBins(edges: Float64Array, uniform: boolean): Uint32Array {
+    const nb = edges.length - 1;
+    const ePtr = align(this.accPtr + 64);
+    const cPtr = align(ePtr + edges.length * 8);
+    this.ensure(cPtr + 4 * nb * 4 + 64); // four count tables (histogramNp)
+    new Float64Array(this.x.memory.buffer, ePtr, edges.length).set(edges);
+    this.x.histogramNp(this.outPtr, this.n, ePtr, nb, uniform ? 1 : 0, cPtr);
+    return new Uint32Array(this.x.memory.buffer, cPtr, nb).slice();
   }
 
   /** Histogram of the last run's values over [lo, hi] in `bins` equal bins (outliers clamp to the edge bins). */

@@ -16,33 +16,25 @@ export interface Histogram {
 }
 
 /**
- * numpy.histogram of the non-NaN values (with weights: `weights=`). With `bins` the range is
- * [min, max] of the values ([v − 0.5, v + 0.5] when they are all v) and the edges numpy's
- * linspace (i × step + min, the last exactly max); with `edges`, values outside are left out.
- * A value goes in the bin searchsorted puts it in. `weights` (one per value) are read only where
- * given; `range` is the values' min and max when the caller knows them.
+ * numpy.histogram of the non-NaN values a kernel run left (with weights: `weights=`). With `bins`
+ * the range is [min, max] of the values (`range`, the run's; [v − 0.5, v + 0.5] when they are all
+ * v; [0, 1] without a value) and the edges numpy's linspace (i × step + min, the last exactly
+ * max); with `edges`, values outside are left out. A value goes in the bin searchsorted puts it in
+ * (the last bin closed): the kernel counts them in one pass (Kernel.countBins). With `weighted`
+ * (the window's coverage weights and its partial pixels: every other counted pixel weighs 1) the
+ * counts are weight sums: the partial pixels add w − 1 to their bins.
  */
 export function histogramOf(
-  values: Float32Array,
+  kernel: { countBins(edges: Float64Array, uniform: boolean): Uint32Array; values(): Float32Array },
   spec: HistogramSpec,
   range: { min: number; max: number } | null,
-  weights?: Float64Array | null,
+  weighted?: { weights: Float64Array; partial: Int32Array },
 ): Histogram {
   let edges: number[];
   if ('edges' in spec) edges = spec.edges.slice();
   else {
-    let lo = range?.min ?? Infinity;
-    let hi = range?.max ?? -Infinity;
-    if (!range)
-      for (let i = 0; i < values.length; i++) {
-        const v = values[i]!;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-      }
-    if (!(lo <= hi)) {
-      lo = 0;
-      hi = 1; // no value: numpy's default range
-    }
+    let lo = range ? range.min : 0;
+    let hi = range ? range.max : 1; // no value: numpy's default range
     if (lo === hi) {
       lo -= 0.5;
       hi += 0.5;
@@ -51,35 +43,46 @@ export function histogramOf(
     edges = Array.from({ length: spec.bins + 1 }, (_, i) => i * step + lo);
     edges[spec.bins] = hi;
   }
-  const nb = edges.length - 1;
-  const counts = new Float64Array(nb);
   const e = Float64Array.from(edges);
-  const first = e[0]!;
-  const last = e[nb]!;
   const uniform = 'bins' in spec;
-  const norm = nb / (last - first);
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]!;
-    if (!(v >= first && v <= last)) continue; // NaN, or outside explicit edges
-    let b: number;
-    if (uniform) {
-      b = Math.min(nb - 1, Math.floor((v - first) * norm));
-      if (v < e[b]!) b--;
-      else if (b < nb - 1 && v >= e[b + 1]!) b++;
-    } else {
-      // the last edge ≤ v (the last bin is closed)
-      let lo = 0;
-      let hi = nb - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (e[mid]! <= v) lo = mid;
-        else hi = mid - 1;
-      }
-      b = lo;
+  const counts = Array.from(kernel.countBins(e, uniform));
+  if (weighted) {
+    const values = kernel.values();
+    const nb = edges.length - 1;
+    const first = e[0]!;
+    const last = e[nb]!;
+    const norm = nb / (last - first);
+    for (let k = 0; k < weighted.partial.length; k++) {
+      const i = weighted.partial[k]!;
+      const v = values[i]!;
+      if (!(v >= first && v <= last)) continue; // NaN, or outside explicit edges
+      counts[binOf(v, e, uniform, norm)] += weighted.weights[i]! - 1;
     }
-    counts[b] = counts[b]! + (weights ? weights[i]! : 1);
   }
-  return { edges, counts: Array.from(counts) };
+  return { edges, counts };
+}
+
+/**
+ * The bin of v (within [e_0, e_nb]) as searchsorted gives it, the last bin closed: equal bins
+ * from the step (`norm` = nb / (e_nb − e_0)), checked against the edges either side; else the last
+ * edge ≤ v by bisection. The kernel's histogramNp does the same in float64.
+ */
+function binOf(v: number, e: Float64Array, uniform: boolean, norm: number): number {
+  const nb = e.length - 1;
+  if (uniform) {
+    let b = Math.min(nb - 1, Math.floor((v - e[0]!) * norm));
+    if (v < e[b]!) b--;
+    else if (b < nb - 1 && v >= e[b + 1]!) b++;
+    return b;
+  }
+  let lo = 0;
+  let hi = nb - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (e[mid]! <= v) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /**

@@ -237,12 +237,10 @@ function statsOn(
   };
   if (weights) {
     if (req?.histogram)
-      result.bins = histogramOf(
-        kernel.values(),
-        req.histogram,
-        stats.count ? { min: stats.min, max: stats.max } : null,
+      result.bins = histogramOf(kernel, req.histogram, stats.count ? { min: stats.min, max: stats.max } : null, {
         weights,
-      );
+        partial: win.partial!,
+      });
     // by selection around each percentile's place (the values of the ranks near it, by the kernel's
     // buckets), not by sorting the window
     if (list)
@@ -257,7 +255,7 @@ function statsOn(
       );
   } else if (req?.histogram) {
     const range = stats.count ? { min: stats.min, max: stats.max } : null;
-    result.bins = histogramOf(kernel.values(), req.histogram, range);
+    result.bins = histogramOf(kernel, req.histogram, range);
   }
   if (list && orderStats) result.order = orderFrom(pickOf(placed, list, ORDER_PS));
   if (list && asked) result.percentiles = pickOf(placed, list, asked);

@@ -8,46 +8,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf } from '../../../src/compute/zonal.js';
-import { npPercentile } from '../../helpers/numpy.js';
-
-/** numpy.histogram(values, bins | edges) in float64. */
-function npHistogram(
-  values: Float64Array,
-  spec: { bins: number } | { edges: number[] },
-): { edges: number[]; counts: number[] } {
-  let edges: number[];
-  if ('edges' in spec) edges = spec.edges;
-  else {
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const v of values) {
-      lo = Math.min(lo, v);
-      hi = Math.max(hi, v);
-    }
-    if (lo === hi) {
-      lo -= 0.5;
-      hi += 0.5;
-    }
-    const step = (hi - lo) / spec.bins;
-    edges = Array.from({ length: spec.bins + 1 }, (_, i) => i * step + lo);
-    edges[spec.bins] = hi;
-  }
-  const counts = new Array(edges.length - 1).fill(0);
-  const last = edges.length - 1;
-  for (const v of values) {
-    if (v < edges[0]! || v > edges[last]!) continue;
-    // searchsorted(edges, v, 'right') − 1, the last edge into the last bin
-    let lo = 0;
-    let hi = edges.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (edges[mid]! <= v) lo = mid + 1;
-      else hi = mid;
-    }
-    counts[Math.min(lo - 1, last - 1)]++;
-  }
-  return { edges, counts };
-}
+import { npHistogram, npPercentile } from '../../helpers/numpy.js';
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -144,7 +105,7 @@ describe('percentiles by selection and numpy histograms', () => {
       { edges: [-1, -0.2, 0, 0.1, 0.25, 0.5, 2] },
       { edges: [0.1, 0.3] },
     ]) {
-      const h = histogramOf(kernel.values(), spec, { min: stats.min, max: stats.max });
+      const h = histogramOf(kernel, spec, { min: stats.min, max: stats.max });
       const ref = npHistogram(sorted, spec);
       expect(h.edges).toEqual(ref.edges);
       expect(h.counts).toEqual(ref.counts);
@@ -472,6 +433,38 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
+  it('histogram bins at their edges: values on and one float either side of each edge, as searchsorted puts them', () => {
+    // the kernel takes a value's bin from the step, then checks it against the float64 edges
+    // either side; values at an edge, or one f32 step away, are where the step alone goes wrong
+    const r = rng(88);
+    const f32 = new Float32Array(1);
+    const u32 = new Uint32Array(f32.buffer);
+    const step = (x: number, d: number) => {
+      f32[0] = x;
+      u32[0]! += x >= 0 ? d : -d;
+      return f32[0]!;
+    };
+    let checked = 0;
+    for (let t = 0; t < 200; t++) {
+      const lo = Math.fround(r() * 2 - 1);
+      const hi = Math.fround(lo + 0.001 + r() * 2);
+      const bins = 1 + Math.floor(r() * 60);
+      const explicit = t % 4 === 3 ? [lo, Math.fround((lo + hi) / 2), hi] : null;
+      const spec = explicit ? { edges: explicit } : { bins };
+      const w = (hi - lo) / bins;
+      const edges = explicit ?? Array.from({ length: bins + 1 }, (_, i) => i * w + lo);
+      const values: number[] = [lo, hi];
+      for (const e of edges) for (const d of [-2, -1, 0, 1, 2]) values.push(step(Math.fround(e), d));
+      const v = Float32Array.from(values.filter((x) => x >= lo && x <= hi));
+      load(kernel, v);
+      const got = histogramOf(kernel, spec, { min: lo, max: hi });
+      const want = npHistogram(Float64Array.from(v), explicit ? { edges: explicit } : { edges: got.edges });
+      expect(got.counts, `${lo} ${hi} ${bins}`).toEqual(want.counts);
+      checked++;
+    }
+    expect(checked).toBe(200);
+  });
+
   it('oneValue, and the buckets of ties it spares a selection', () => {
     type Fn = (...a: number[]) => number;
     const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
@@ -557,10 +550,11 @@ describe('percentiles by selection and numpy histograms', () => {
       }
       load(kernel, Float32Array.from(c));
       const spec = { bins: 4 };
-      expect(histogramOf(kernel.values(), spec, null)).toEqual(npHistogram(sorted, spec));
+      const range = sorted.length ? { min: sorted[0]!, max: sorted[sorted.length - 1]! } : null;
+      expect(histogramOf(kernel, spec, range)).toEqual(npHistogram(sorted, spec));
     }
     load(kernel, Float32Array.from([NaN, NaN]));
     expect(kernel.percentiles([50])).toBeNull();
-    expect(histogramOf(kernel.values(), { bins: 2 }, null).counts).toEqual([0, 0]);
+    expect(histogramOf(kernel, { bins: 2 }, null)).toEqual({ edges: [0, 0.5, 1], counts: [0, 0] });
   });
 });

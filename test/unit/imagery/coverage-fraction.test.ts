@@ -13,6 +13,7 @@ import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf, weightedPercentiles, weightedStats } from '../../../src/compute/zonal.js';
 import { coverageFractions, type Ring } from '../../../src/imagery/coverage-fraction.js';
 import { refQuantile } from '../../helpers/exactextract.js';
+import { npHistogram } from '../../helpers/numpy.js';
 
 const OX = 500_000;
 const OY = 5_600_000;
@@ -212,8 +213,22 @@ describe('coverage weights against polygon-clipping', () => {
       const wp = weightedPercentiles(values, got, ps)!;
       for (const [i, p] of ps.entries())
         expect(Math.abs(wp[i]! - refQuantile(pairs, p / 100)), `p${p}`).toBeLessThan(1e-6);
-      // the weighted histogram's counts sum to the weight of the valid pixels
-      const hist = histogramOf(values, { bins: 5 }, { min: mn, max: mx }, got);
+      // the weighted histogram: numpy's with weights= over the same values and weights (1e-9), and
+      // its counts sum to the weight of the valid pixels (the kernel's values read before it runs)
+      const counted = Array.from({ length: n }, (_, k) => k).filter((k) => got[k]! > 0 && !Number.isNaN(values[k]!));
+      const want = npHistogram(
+        counted.map((k) => values[k]!),
+        { bins: 5 },
+        counted.map((k) => got[k]!),
+      );
+      const hist = histogramOf(
+        kernel,
+        { bins: 5 },
+        { min: mn, max: mx },
+        { weights: got, partial: Int32Array.from(partial) },
+      );
+      expect(hist.edges).toEqual(want.edges);
+      for (const [b, c] of want.counts.entries()) expect(Math.abs(hist.counts[b]! - c), `bin ${b}`).toBeLessThan(1e-9);
       expect(Math.abs(hist.counts.reduce((a, b) => a + b, 0) - sw)).toBeLessThan(1e-9 * Math.max(1, sw));
     });
   }
