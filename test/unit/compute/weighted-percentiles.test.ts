@@ -10,17 +10,7 @@ import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { weightedPaths, weightedPercentiles, weightedPercentilesBySelection } from '../../../src/compute/zonal.js';
 import { refQuantile, refQuantiles } from '../../helpers/exactextract.js';
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../../helpers/random.js';
 
 const identity = compileFormula('B04');
 
@@ -36,6 +26,22 @@ function windowOf(kernel: Kernel, values: Float32Array, weights: Float64Array) {
   const partial: number[] = [];
   for (let i = 0; i < weights.length; i++) if (weights[i]! > 0 && weights[i]! < 1) partial.push(i);
   return { stats, partial: Int32Array.from(partial) };
+}
+
+/** The (value, weight) pairs of the pixels counted: weight > 0 and a value (the references' input). */
+function pairsOf(values: Float32Array, weights: Float64Array): Array<[number, number]> {
+  const pairs: Array<[number, number]> = [];
+  for (let i = 0; i < values.length; i++)
+    if (weights[i]! > 0 && !Number.isNaN(values[i]!)) pairs.push([values[i]!, weights[i]!]);
+  return pairs;
+}
+
+/** exactextract's quantiles of those pairs (test/helpers/exactextract.ts) at percentiles ps. */
+function reference(values: Float32Array, weights: Float64Array, ps: readonly number[]): number[] {
+  return refQuantiles(
+    pairsOf(values, weights),
+    ps.map((p) => p / 100),
+  );
 }
 
 function bySelection(kernel: Kernel, weights: Float64Array, partial: Int32Array, m: number, ps: number[]) {
@@ -87,9 +93,7 @@ describe('weighted percentiles by selection', () => {
       // no weight for a tenth of the pixels (outside the boundary)
       const weights = Float64Array.from({ length: n }, () => (r() < 0.1 ? 0 : weightOf(r())));
       const { stats, partial } = windowOf(kernel, values, weights);
-      const pairs: Array<[number, number]> = [];
-      for (let i = 0; i < n; i++)
-        if (weights[i]! > 0 && !Number.isNaN(values[i]!)) pairs.push([values[i]!, weights[i]!]);
+      const pairs = pairsOf(values, weights);
       expect(stats.count).toBe(pairs.length);
       for (const ps of lists) {
         const label = `${shapeName}, ${weightName}, ${n} px, NaN ${nanShare}, ${ps}`;
@@ -132,12 +136,7 @@ describe('weighted percentiles by selection', () => {
     const ps = [5, 10, 25, 50, 75, 90, 95];
     const copy = kernel.values().slice();
     const got = bySelection(kernel, weights, partial, stats.count, ps)!;
-    const pairs: Array<[number, number]> = [];
-    for (let i = 0; i < n; i++) if (weights[i]! > 0) pairs.push([values[i]!, weights[i]!]);
-    const want = refQuantiles(
-      pairs,
-      ps.map((p) => p / 100),
-    );
+    const want = reference(values, weights, ps);
     for (const [i, p] of ps.entries()) expect(Math.abs(got[i]! - want[i]!), `p${p}`).toBeLessThan(1e-9);
     expect(
       Buffer.from(kernel.values().buffer, kernel.values().byteOffset, n * 4).equals(Buffer.from(copy.buffer)),
@@ -157,12 +156,7 @@ describe('weighted percentiles by selection', () => {
       const ps = [0, 5, 10, 25, 50, 75, 90, 95, 100, 33.3];
       const before = { ...weightedPaths };
       const got = bySelection(kernel, weights, partial, stats.count, ps)!;
-      const pairs: Array<[number, number]> = [];
-      for (let i = 0; i < n; i++) if (weights[i]! > 0) pairs.push([values[i]!, weights[i]!]);
-      const want = refQuantiles(
-        pairs,
-        ps.map((p) => p / 100),
-      );
+      const want = reference(values, weights, ps);
       for (const [i, p] of ps.entries())
         expect(Math.abs(got[i]! - want[i]!), `${levels} levels p${p}`).toBeLessThan(1e-9);
       expect(weightedPaths.sorted - before.sorted).toBe(0);

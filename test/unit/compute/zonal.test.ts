@@ -9,17 +9,7 @@ import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf } from '../../../src/compute/zonal.js';
 import { npHistogram, npPercentile } from '../../helpers/numpy.js';
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../../helpers/random.js';
 
 const identity = compileFormula('B04');
 

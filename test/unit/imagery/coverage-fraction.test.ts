@@ -14,21 +14,11 @@ import { histogramOf, weightedPercentiles, weightedStats } from '../../../src/co
 import { coverageFractions, type Ring } from '../../../src/imagery/coverage-fraction.js';
 import { refQuantile } from '../../helpers/exactextract.js';
 import { npHistogram } from '../../helpers/numpy.js';
+import { rng } from '../../helpers/random.js';
 
 const OX = 500_000;
 const OY = 5_600_000;
 const RES = 10;
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A star-shaped simple ring around (cx, cy) in UTM metres, radii in [r0, r1], closed. */
 function star(r: () => number, cx: number, cy: number, r0: number, r1: number, n: number): Ring {

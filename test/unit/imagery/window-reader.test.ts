@@ -23,6 +23,7 @@ import {
   type CaptureSource,
   type FieldWindow,
 } from '../../../src/imagery/window-reader.js';
+import { rng } from '../../helpers/random.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'window-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -545,17 +546,6 @@ describe('coverage of a group of fields (one read of the union window)', () => {
 });
 
 describe('usable-pixel counts against a reference', () => {
-  // mulberry32: the same pseudo-random rasters on every run
-  function random(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
   const W = 300;
   const H = 260;
   const spec = { epsg: 32631, ox: 600_000, oy: 5_700_000, res: 10, width: W, height: H };
@@ -614,7 +604,7 @@ describe('usable-pixel counts against a reference', () => {
     ['int16 bands, a mask smaller than the bands', 2, 'i16', 0.03, 0.5],
     ['a cloudless capture (no pixel to clear but at the edges)', 3, 16, 0, 0],
   ] as const)('%s: every excluded class, edge windows', async (_name, seed, bits, holes, cloudy) => {
-    const rnd = random(seed);
+    const rnd = rng(seed); // the same pseudo-random rasters on every run
     const nd: [number | null, number | null] = bits === 'i16' ? [-32768, null] : [65535, 9999];
     const band = (nodata: number | null) => {
       const data = bits === 'i16' ? new Int16Array(W * H) : new Uint16Array(W * H);
