@@ -696,15 +696,15 @@ export class Kernel {
     if (m === 0) return undefined;
     // each rank's bracket (each rank must lie in one, at or above the values below it)
     const rs = neededRanks(ps, m);
-    const inBracket: number[] = [];
+    const inBracket = bracketsOf(
+      rs,
+      k,
+      (j) => I[b4 + BLOCK.below + j]!,
+      (j) => lens[j]!,
+    );
+    if (!inBracket) return undefined;
     let room = 0;
-    for (const r of rs) {
-      let j = 0;
-      while (j < k && r >= I[b4 + BLOCK.below + j]! + lens[j]!) j++;
-      if (j >= k || r < I[b4 + BLOCK.below + j]!) return undefined;
-      inBracket.push(j);
-      room = Math.max(room, lens[j]!);
-    }
+    for (const j of inBracket) room = Math.max(room, lens[j]!);
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
     const br2 = br + BLOCK_BYTES;
     const bufA = align(split + packRoom);
@@ -756,16 +756,20 @@ export class Kernel {
     const b4 = br >> 2;
     if (k > 1) this.x.bracketSizes(this.scratchPtr, u, br, k);
     const I = this.views().i32;
-    const len = (j: number) => (k > 1 ? I[b4 + BLOCK.split + j]! : u);
     const rs = neededRanks(ps, m);
-    const at: number[] = [];
-    for (const r of rs) {
-      let j = 0;
-      while (j < k && r >= I[b4 + BLOCK.below + j]! + len(j)) j++;
-      if (j >= k || r < I[b4 + BLOCK.below + j]! || lims[2 * j] !== lims[2 * j + 1]) return undefined;
-      at.push(lims[2 * j]!);
-    }
-    return interpolatedAt(ps, m, rs, at);
+    const inBracket = bracketsOf(
+      rs,
+      k,
+      (j) => I[b4 + BLOCK.below + j]!,
+      (j) => (k > 1 ? I[b4 + BLOCK.split + j]! : u),
+    );
+    if (!inBracket || inBracket.some((j) => lims[2 * j] !== lims[2 * j + 1])) return undefined;
+    return interpolatedAt(
+      ps,
+      m,
+      rs,
+      inBracket.map((j) => lims[2 * j]!),
+    );
   }
 
   /** @internal Placements answered by tiedRanks (tests read it). */
@@ -919,8 +923,7 @@ export class Kernel {
       startOf[b] = gathered;
       gathered += hist[b]!;
     }
-    const sizes = hist.slice(0, nb); // (copied: views of the kernel's memory may move)
-    this.bucketGather(t);
+    this.bucketGather(t); // (no memory grows from here on: hist stays valid)
     const F = this.views().f32;
     const from = this.scratchPtr >> 2;
     return ends.map(([b0, b1], i) => {
@@ -929,8 +932,8 @@ export class Kernel {
       const [r0, r1] = ranges[i]!;
       if (values.length <= 2 * (r1 - r0 + 1) + 4096) values.sort();
       else
-        for (let b = b0, at = 0; b <= b1; at += sizes[b++]!) {
-          const part = values.subarray(at, at + sizes[b]!);
+        for (let b = b0, at = 0; b <= b1; at += hist[b++]!) {
+          const part = values.subarray(at, at + hist[b]!);
           let same = true;
           for (let q = 1; q < part.length && same; q++) same = part[q] === part[0];
           if (!same) part.sort();
@@ -1061,6 +1064,27 @@ function sampleSpans(ranks: readonly number[], count: number, s: number): number
     spans.push(a, b);
   }
   return spans;
+}
+
+/**
+ * The bracket of each rank (ascending) among k brackets of `len(j)` values with `below(j)` values
+ * under each: the first that reaches past it; undefined when a rank lies in none (past the last,
+ * or under the values of its bracket).
+ */
+function bracketsOf(
+  rs: readonly number[],
+  k: number,
+  below: (j: number) => number,
+  len: (j: number) => number,
+): number[] | undefined {
+  const out: number[] = [];
+  for (const r of rs) {
+    let j = 0;
+    while (j < k && r >= below(j) + len(j)) j++;
+    if (j >= k || r < below(j)) return undefined;
+    out.push(j);
+  }
+  return out;
 }
 
 /** The ranks (0-based, ascending, once each) that numpy's linear percentiles of m values read. */

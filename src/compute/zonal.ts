@@ -237,7 +237,7 @@ export function weightedPercentilesBySelection(
   );
   return ps.map((p, i) => {
     const { first, values: u } = got[i]!;
-    const r = u.length ? crossing(u, u[0]!, u[u.length - 1]!, first, targets[i]!, n, pv, pw, short) : undefined;
+    const r = u.length ? crossing(u, first, targets[i]!, n, pv, pw, short) : undefined;
     if (r !== undefined) {
       weightedPaths.selection++;
       return r;
@@ -300,15 +300,13 @@ function partialsInOrder(
 }
 
 /**
- * Where s crosses target t among the values in [lo, hi] (from u, sorted, the values gathered;
- * `below` of all values under lo), merged with the partial pixels of those values (pv and pw, by
- * value then weight; short: prefix sums of 1 − w), interpolated as weightedPercentiles does.
+ * Where s crosses target t among the values u (sorted: every value between the first and the
+ * last; `below` of all values under them), merged with the partial pixels of those values (pv and
+ * pw, by value then weight; short: prefix sums of 1 − w), interpolated as weightedPercentiles does.
  * Undefined when the crossing is not among them (then the caller sorts).
  */
 function crossing(
   u: Float32Array,
-  lo: number,
-  hi: number,
   below: number,
   t: number,
   n: number,
@@ -316,9 +314,7 @@ function crossing(
   pw: Float64Array,
   short: Float64Array,
 ): number | undefined {
-  const i0 = lowerBound(u, lo);
-  const i1 = lowerBound(u, hi, true);
-  let j = lowerBound(pv, lo);
+  let j = lowerBound(pv, u[0]!);
   let k = below; // the place of the next value
   let c = below - short[j]!; // the weight of the values before it
   let px = NaN;
@@ -336,7 +332,8 @@ function crossing(
     k++;
     return true;
   };
-  for (let i = i0; i < i1; ) {
+  const i1 = u.length;
+  for (let i = 0; i < i1; ) {
     // a run of equal values: its partial pixels first (by weight), then the whole ones
     const x = u[i]!;
     // its end: the next value, or (a long run of ties) the first greater one by bisection
