@@ -249,8 +249,10 @@ export function weightedPercentilesBySelection(
 
 /**
  * The values and weights of the partial pixels that hold a value (not NaN, weight > 0), by value
- * then weight. Sorted natively: each value's order key (its f32 bits made monotone) and its place
- * packed in one float64 (exact under 2^53), equal values then ordered by weight.
+ * then weight. Sorted natively, in runs of up to 2^21 pixels: each value's order key (its f32 bits
+ * made monotone) and its place in the run packed in one float64 (exact under 2^53), equal values
+ * then ordered by weight; runs (over 2^21 partial pixels: a window of millions of edge pixels)
+ * then merged two by two.
  */
 function partialsInOrder(
   values: Float32Array,
@@ -263,31 +265,26 @@ function partialsInOrder(
     const i = partial[k]!;
     if (!Number.isNaN(values[i]!) && weights[i]! > 0) at[nP++] = i;
   }
-  const pv = new Float64Array(nP);
-  const pw = new Float64Array(nP);
-  const PLACES = 2 ** 21;
-  if (nP >= PLACES) {
-    const order = Array.from(at.subarray(0, nP)).sort((a, b) => values[a]! - values[b]! || weights[a]! - weights[b]!);
-    for (let j = 0; j < nP; j++) {
-      pv[j] = values[order[j]!]!;
-      pw[j] = weights[order[j]!]!;
-    }
-    return { pv, pw };
-  }
+  let pv = new Float64Array(nP);
+  let pw = new Float64Array(nP);
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-  const keys = new Float64Array(nP);
-  for (let j = 0; j < nP; j++) {
-    const b = bits[at[j]!]!;
-    // negative values: all bits flipped; others: the sign bit set (−0 below +0: equal values, ordered by weight after)
-    const key = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
-    keys[j] = key * PLACES + j;
-  }
-  keys.sort();
-  for (let j = 0; j < nP; j++) {
-    const key = keys[j]!;
-    const i = at[key - Math.floor(key / PLACES) * PLACES]!;
-    pv[j] = values[i]!;
-    pw[j] = weights[i]!;
+  const keys = new Float64Array(Math.min(nP, RUN));
+  for (let from = 0; from < nP; from += RUN) {
+    const len = Math.min(RUN, nP - from);
+    const run = keys.subarray(0, len);
+    for (let j = 0; j < len; j++) {
+      const b = bits[at[from + j]!]!;
+      // negative values: all bits flipped; others: the sign bit set (−0 below +0: equal values, ordered by weight after)
+      const key = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
+      run[j] = key * RUN + j;
+    }
+    run.sort();
+    for (let j = 0; j < len; j++) {
+      const key = run[j]!;
+      const i = at[from + key - Math.floor(key / RUN) * RUN]!;
+      pv[from + j] = values[i]!;
+      pw[from + j] = weights[i]!;
+    }
   }
   // equal values by weight (runs of ties: short but for quantized values)
   for (let j = 0; j < nP; ) {
@@ -296,8 +293,32 @@ function partialsInOrder(
     if (e - j > 1) pw.subarray(j, e).sort();
     j = e;
   }
+  // the sorted runs merged, two by two, by value then weight
+  if (nP > RUN) {
+    let v2 = new Float64Array(nP);
+    let w2 = new Float64Array(nP);
+    for (let width = RUN; width < nP; width *= 2) {
+      for (let lo = 0; lo < nP; lo += 2 * width) {
+        const mid = Math.min(lo + width, nP);
+        const hi = Math.min(lo + 2 * width, nP);
+        let a = lo;
+        let b = mid;
+        for (let o = lo; o < hi; o++) {
+          const fromA = b >= hi || (a < mid && (pv[a]! < pv[b]! || (pv[a] === pv[b] && pw[a]! <= pw[b]!)));
+          const q = fromA ? a++ : b++;
+          v2[o] = pv[q]!;
+          w2[o] = pw[q]!;
+        }
+      }
+      [pv, v2] = [v2, pv];
+      [pw, w2] = [w2, pw];
+    }
+  }
   return { pv, pw };
 }
+
+/** Partial pixels sorted at once by partialsInOrder (their places in a run fit 21 bits). */
+const RUN = 2 ** 21;
 
 /**
  * Where s crosses target t among the values u (sorted: every value between the first and the

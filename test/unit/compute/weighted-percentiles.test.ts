@@ -163,6 +163,79 @@ describe('weighted percentiles by selection', () => {
     }
   }, 60_000);
 
+  it('over 2^21 partial pixels (sorted in runs, then merged): the same quantiles', () => {
+    // partialsInOrder sorts the partial pixels natively in runs of 2^21 (a packed key: the value's
+    // order and the place in the run) and merges the runs: this window has two, with negative
+    // values and two levels of ties (−0.5, and −0 with +0) in both
+    const n = 2 ** 21 + 60_000;
+    const r = rng(2121);
+    // the others in [−1, −0.5), [−0.25, 0) and [0.5, 1): the value after each level is far from it
+    const others = [-1, -0.5, -0.25, 0, 0.5, 1];
+    const values = Float32Array.from({ length: n }, () => {
+      const u = r();
+      const j = 2 * Math.floor(r() * 3);
+      return u < 0.015 ? -0.5 : u < 0.02 ? -0 : u < 0.03 ? 0 : others[j]! + r() * (others[j + 1]! - others[j]!);
+    });
+    // weights up to 0.9, the levels all partial (a whole pixel, weight 1, would come last among
+    // them in any order); each level's heaviest (0.99) in another run, so the merge decides whether
+    // it comes last: −0.5's in the second run, the zeros' in the first
+    const level = (v: number) => v === -0.5 || v === 0;
+    const weights = Float64Array.from(values, (v) => (r() < 0.01 && !level(v) ? 1 : r() < 0.01 ? 0 : 1e-6 + r() * 0.9));
+    values[0] = 0;
+    weights[0] = 0.99;
+    values[n - 1] = -0.5;
+    weights[n - 1] = 0.99;
+    const { stats, partial } = windowOf(kernel, values, weights);
+    expect(partial.length).toBeGreaterThan(2 ** 21);
+    // for each level, a percentile whose target falls between its last value and the value after
+    // it: there s depends on which of the level comes last (exactextract's order: by value, then
+    // weight), s_i = i·w_i + (N − 1)·C_(i−1) over the N pairs so ordered
+    const pairs = pairsOf(values, weights);
+    const N = pairs.length;
+    const total = pairs.reduce((acc, [, w]) => acc + w, 0);
+    const afterLevel = (x: number) => {
+      let below = 0; // pairs under the level, and their weight
+      let cBelow = 0;
+      let count = 0;
+      let c = 0;
+      let wLast = 0; // the heaviest of the level comes last
+      let next: [number, number] = [Infinity, Infinity]; // the first pair after the level
+      for (const [v, w] of pairs) {
+        if (v < x) {
+          below++;
+          cBelow += w;
+        } else if (v === x) {
+          count++;
+          c += w;
+          wLast = Math.max(wLast, w);
+        } else if (v < next[0] || (v === next[0] && w < next[1])) next = [v, w];
+      }
+      expect(wLast).toBe(0.99);
+      const last = below + count - 1;
+      const sl = last * wLast + (N - 1) * (cBelow + c - wLast);
+      const sr = (last + 1) * next[1] + (N - 1) * (cBelow + c);
+      return { p: (100 * (sl + sr)) / 2 / (total * (N - 1)), next: next[0] };
+    };
+    const edges = [afterLevel(-0.5), afterLevel(0)];
+    const ps = [0, 5, 33.3, 50, 95, 100, ...edges.map((e) => e.p)];
+    const before = { ...weightedPaths };
+    const got = bySelection(kernel, weights, partial, stats.count, ps)!;
+    expect(weightedPaths.selection - before.selection).toBe(ps.length);
+    const want = refQuantiles(
+      pairs,
+      ps.map((p) => p / 100),
+    );
+    // each edge's between its level and the value after it; its value moves by 0.25–0.5 across a
+    // gap in s of about N/2 there, where the order of the sums of 2 M weights shows (a few 1e-9),
+    // and another value of the level last moves it by about 1e-3
+    for (const [e, { next }] of edges.entries()) {
+      expect(want[6 + e]).toBeGreaterThan([-0.5, 0][e]!);
+      expect(want[6 + e]).toBeLessThan(next);
+    }
+    for (const [i, p] of ps.entries())
+      expect(Math.abs(got[i]! - want[i]!), `p${p} against the reference`).toBeLessThan(i >= 6 ? 1e-6 : 1e-9);
+  }, 60_000);
+
   it('windows that miss the place fall back to the sort, with the same result', () => {
     const r = rng(17);
     const n = 3000;
