@@ -1218,6 +1218,160 @@ export function bracketSplit(src: usize, u: i32, br: usize, dst: usize, k: i32):
 }
 
 /**
+ * The distinct values of p[0..s) (compared as floats: −0 and 0 alike), in the order met, up to
+ * `most` of them, to out (f32); returns how many, or most + 1 as soon as there are more. On a
+ * sample of values that are not a few levels it stops within its first values.
+ */
+export function sampleLevels(p: usize, s: i32, most: i32, out: usize): i32 {
+  let k = 0;
+  for (let i = 0; i < s; i++) {
+    const x = load<f32>(p + (<usize>i << 2));
+    let j = 0;
+    while (j < k && load<f32>(out + (<usize>j << 2)) != x) j++;
+    if (j < k) continue;
+    if (k == most) return most + 1;
+    store<f32>(out + (<usize>k << 2), x);
+    k++;
+  }
+  return k;
+}
+
+/**
+ * For each of k (1–8) values v_j (f32 at lv), the count of src's values below it (i32 at dst + 4j)
+ * and equal to it (i32 at dst + 32 + 4j): a window of a few levels, counted without copying
+ * anything. NaN is below and equal to none.
+ */
+export function levelCounts(src: usize, n: i32, lv: usize, k: i32, dst: usize): void {
+  if (k == 1) levelCountsK(src, n, lv, dst, 1);
+  else if (k == 2) levelCountsK(src, n, lv, dst, 2);
+  else if (k == 3) levelCountsK(src, n, lv, dst, 3);
+  else if (k == 4) levelCountsK(src, n, lv, dst, 4);
+  else if (k == 5) levelCountsK(src, n, lv, dst, 5);
+  else if (k == 6) levelCountsK(src, n, lv, dst, 6);
+  else if (k == 7) levelCountsK(src, n, lv, dst, 7);
+  else levelCountsK(src, n, lv, dst, 8);
+}
+
+// @ts-ignore: decorator
+@inline function levelCountsK(src: usize, n: i32, lv: usize, dst: usize, K: i32): void {
+  // (the values past k are never compared)
+  const v0 = load<f32>(lv);
+  const v1 = load<f32>(lv, 4);
+  const v2 = load<f32>(lv, 8);
+  const v3 = load<f32>(lv, 12);
+  const v4 = load<f32>(lv, 16);
+  const v5 = load<f32>(lv, 20);
+  const v6 = load<f32>(lv, 24);
+  const v7 = load<f32>(lv, 28);
+  let c0 = 0;
+  let c1 = 0;
+  let c2 = 0;
+  let c3 = 0;
+  let c4 = 0;
+  let c5 = 0;
+  let c6 = 0;
+  let c7 = 0;
+  let e0 = 0;
+  let e1 = 0;
+  let e2 = 0;
+  let e3 = 0;
+  let e4 = 0;
+  let e5 = 0;
+  let e6 = 0;
+  let e7 = 0;
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const V0 = f32x4.splat(v0);
+    const V1 = f32x4.splat(v1);
+    const V2 = f32x4.splat(v2);
+    const V3 = f32x4.splat(v3);
+    const V4 = f32x4.splat(v4);
+    const V5 = f32x4.splat(v5);
+    const V6 = f32x4.splat(v6);
+    const V7 = f32x4.splat(v7);
+    let b0 = i32x4.splat(0);
+    let b1 = i32x4.splat(0);
+    let b2 = i32x4.splat(0);
+    let b3 = i32x4.splat(0);
+    let b4 = i32x4.splat(0);
+    let b5 = i32x4.splat(0);
+    let b6 = i32x4.splat(0);
+    let b7 = i32x4.splat(0);
+    let q0 = i32x4.splat(0);
+    let q1 = i32x4.splat(0);
+    let q2 = i32x4.splat(0);
+    let q3 = i32x4.splat(0);
+    let q4 = i32x4.splat(0);
+    let q5 = i32x4.splat(0);
+    let q6 = i32x4.splat(0);
+    let q7 = i32x4.splat(0);
+    for (; i + 4 <= n; i += 4) {
+      const x = v128.load(src + (<usize>i << 2));
+      b0 = i32x4.sub(b0, f32x4.lt(x, V0));
+      q0 = i32x4.sub(q0, f32x4.eq(x, V0));
+      if (K > 1) (b1 = i32x4.sub(b1, f32x4.lt(x, V1))), (q1 = i32x4.sub(q1, f32x4.eq(x, V1)));
+      if (K > 2) (b2 = i32x4.sub(b2, f32x4.lt(x, V2))), (q2 = i32x4.sub(q2, f32x4.eq(x, V2)));
+      if (K > 3) (b3 = i32x4.sub(b3, f32x4.lt(x, V3))), (q3 = i32x4.sub(q3, f32x4.eq(x, V3)));
+      if (K > 4) (b4 = i32x4.sub(b4, f32x4.lt(x, V4))), (q4 = i32x4.sub(q4, f32x4.eq(x, V4)));
+      if (K > 5) (b5 = i32x4.sub(b5, f32x4.lt(x, V5))), (q5 = i32x4.sub(q5, f32x4.eq(x, V5)));
+      if (K > 6) (b6 = i32x4.sub(b6, f32x4.lt(x, V6))), (q6 = i32x4.sub(q6, f32x4.eq(x, V6)));
+      if (K > 7) (b7 = i32x4.sub(b7, f32x4.lt(x, V7))), (q7 = i32x4.sub(q7, f32x4.eq(x, V7)));
+    }
+    c0 = laneSum(b0);
+    c1 = laneSum(b1);
+    c2 = laneSum(b2);
+    c3 = laneSum(b3);
+    c4 = laneSum(b4);
+    c5 = laneSum(b5);
+    c6 = laneSum(b6);
+    c7 = laneSum(b7);
+    e0 = laneSum(q0);
+    e1 = laneSum(q1);
+    e2 = laneSum(q2);
+    e3 = laneSum(q3);
+    e4 = laneSum(q4);
+    e5 = laneSum(q5);
+    e6 = laneSum(q6);
+    e7 = laneSum(q7);
+  }
+  for (; i < n; i++) {
+    const x = load<f32>(src + (<usize>i << 2));
+    c0 += <i32>(x < v0);
+    e0 += <i32>(x == v0);
+    c1 += <i32>(x < v1);
+    e1 += <i32>(x == v1);
+    c2 += <i32>(x < v2);
+    e2 += <i32>(x == v2);
+    c3 += <i32>(x < v3);
+    e3 += <i32>(x == v3);
+    c4 += <i32>(x < v4);
+    e4 += <i32>(x == v4);
+    c5 += <i32>(x < v5);
+    e5 += <i32>(x == v5);
+    c6 += <i32>(x < v6);
+    e6 += <i32>(x == v6);
+    c7 += <i32>(x < v7);
+    e7 += <i32>(x == v7);
+  }
+  store<i32>(dst, c0);
+  store<i32>(dst, c1, 4);
+  store<i32>(dst, c2, 8);
+  store<i32>(dst, c3, 12);
+  store<i32>(dst, c4, 16);
+  store<i32>(dst, c5, 20);
+  store<i32>(dst, c6, 24);
+  store<i32>(dst, c7, 28);
+  store<i32>(dst, e0, 32);
+  store<i32>(dst, e1, 36);
+  store<i32>(dst, e2, 40);
+  store<i32>(dst, e3, 44);
+  store<i32>(dst, e4, 48);
+  store<i32>(dst, e5, 52);
+  store<i32>(dst, e6, 56);
+  store<i32>(dst, e7, 60);
+}
+
+/**
  * The count of each of k (2–8) brackets among the u values of their union (as bracketSplit would
  * split them), to br (i32 from byte 100): what bracketSplit's areas must hold, when they are
  * placed back to back.

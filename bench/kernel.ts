@@ -448,6 +448,44 @@ function inRunRow(
 }
 
 /**
+ * The median and p10–p90 of a window of a few values (a custom formula of classes: two or three
+ * levels over the round field), CPU µs beyond the fused pass: placed by the brackets, as before
+ * levelPercentiles (its sample said to hold many values), against answered by the counts of the
+ * levels (the service's call, Kernel.runWithPercentiles).
+ */
+function levelsRow(formula: string, label: string, n: number): Record<string, string> {
+  const program = compileFormula(formula);
+  const { m, kc } = roundField(program, n);
+  type Fn = (...a: number[]) => number;
+  const holder = kc as unknown as { x: Record<string, Fn> };
+  const x = holder.x;
+  const many = { ...x, sampleLevels: (_p: number, _s: number, most: number) => most + 1 };
+  const c = cpuPerCall(
+    {
+      fused: () => kc.run(program),
+      brackets: () => {
+        holder.x = many;
+        try {
+          kc.runWithPercentiles(program, ORDER_PS);
+        } finally {
+          holder.x = x;
+        }
+      },
+      counts: () => kc.runWithPercentiles(program, ORDER_PS),
+    },
+    m > 2e6 ? 1 : 4,
+    5,
+  );
+  return {
+    window: `${m.toLocaleString('en')} px, ${label}`,
+    'fused (CPU µs)': us(c.fused!),
+    'by the brackets, µs beyond': us(c.brackets! - c.fused!),
+    'by the counts, µs beyond': us(c.counts! - c.fused!),
+    'speed-up of the whole call': `${f2(c.brackets! / c.counts!)}×`,
+  };
+}
+
+/**
  * Issue 23: NDVI over a round field (a 64-gon filling the window, which has n pixels) with the
  * service's default path (pixel centres: values+stats, the mask the centres inside) against the
  * same with coverage weights (every touched pixel in the kernel's pass, then the edge pixels
@@ -546,6 +584,19 @@ async function statisticsRows(): Promise<void> {
   );
   console.log("statistics: by sorting the values against by selection around each place (the worker's call):");
   console.table(weightedOrder);
+  const levels: Array<Record<string, string>> = [];
+  const step = (expr: string) => `min(1, max(0, (${expr}) * 1000000))`;
+  for (const n of [1 << 20, 10_000_000])
+    for (const [label, formula] of [
+      ['two levels', step('B08 - B04')],
+      ['three levels', `${step('B08 - B04')} + ${step('B08 - 2 * B04')}`],
+    ] as const)
+      levels.push(levelsRow(formula, label, n));
+  console.log(
+    'The median and p10–p90 of a window of a few values (a formula of classes), CPU µs beyond the fused pass:',
+  );
+  console.log('placed by the brackets (as before levelPercentiles) against answered by the counts of its levels:');
+  console.table(levels);
   console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
   console.table(
     breakdown.map((b) =>

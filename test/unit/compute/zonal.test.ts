@@ -181,7 +181,9 @@ describe('percentiles by selection and numpy histograms', () => {
     // split, no selection. Four: the median's bracket spans two levels; areas of u values each
     // would take 20 bytes a value, so each bracket is counted first and the areas go back to back (4
     // bytes a value, and twice the largest bracket's for the narrowing). Two: the median lies
-    // between the levels, one bracket holds the window, and the sample path declines
+    // between the levels, one bracket holds the window, and the sample path declines. (A window of
+    // a few levels is answered by its counts first, levelPercentiles: here the sample is said to
+    // hold more values than it takes, as when a few others are among the levels)
     const r = rng(99);
     const x = (kernel as unknown as { x: Record<string, (...a: number[]) => number> }).x;
     let sized = 0;
@@ -191,6 +193,7 @@ describe('percentiles by selection and numpy histograms', () => {
         sized++;
         return x.bracketSizes!(...a);
       },
+      sampleLevels: (_p: number, _s: number, most: number) => most + 1,
     };
     try {
       for (const levels of [2, 3, 4]) {
@@ -211,6 +214,116 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
+  it('a window of a few values (1–8 levels, NaN, −0 and 0) is answered by its counts, without copying a value', () => {
+    // levelPercentiles: the sample holds at most eight values, one pass counts the window's values
+    // below and equal to each, the ranks that fall on them are answered. Spies tell it from the
+    // brackets (bracketPack copies) and the buckets (bucketCounts)
+    const r = rng(808);
+    const x = (kernel as unknown as { x: Record<string, (...a: number[]) => number> }).x;
+    const calls: Record<string, number> = { bracketPack: 0, bucketCounts: 0, levelCounts: 0 };
+    const spied = { ...x };
+    for (const name of Object.keys(calls))
+      spied[name] = (...a: number[]) => {
+        calls[name]!++;
+        return x[name]!(...a);
+      };
+    (kernel as unknown as { x: unknown }).x = spied;
+    const lists = [
+      [5, 50, 95],
+      [10, 25, 50, 75, 90],
+      [0, 33.3, 100],
+      [5, 10, 25, 50, 75, 90, 95],
+    ];
+    try {
+      for (let t = 0; t < 16; t++) {
+        const k = 1 + (t % 8);
+        const n = t < 8 ? 300_000 + Math.floor(r() * 200_000) : 1_100_000;
+        // levels of either sign, one of them zero written as −0 and 0 alike
+        const levels = Array.from({ length: k }, (_, j) => (j === 0 ? 0 : (j - k / 2 - 0.25) * 0.37));
+        expect(new Set(levels).size).toBe(k);
+        const nanShare = [0, 0.35][t % 2]!;
+        const values = Float32Array.from({ length: n }, () => {
+          if (r() < nanShare) return NaN;
+          const v = levels[Math.floor(r() ** 1.5 * k)]!; // unequal shares
+          return v === 0 && r() < 0.5 ? -0 : v;
+        });
+        const st = load(kernel, values);
+        const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+        for (const ps of lists) {
+          const label = `${k} levels, ${n} values, NaN ${nanShare}, ${ps}`;
+          const before: Record<string, number> = { ...calls, levels: kernel.levels };
+          const got = kernel.percentilesBySample(ps, st.count);
+          // (−0 and 0 are one value: compared as numbers)
+          expect(
+            got?.map((v) => v + 0),
+            label,
+          ).toEqual(ps.map((p) => npPercentile(sorted, p) + 0));
+          expect(kernel.levels - before.levels!, label).toBe(1);
+          expect(calls.levelCounts! - before.levelCounts!, label).toBe(1);
+          expect(calls.bracketPack! - before.bracketPack!, label).toBe(0);
+          expect(calls.bucketCounts! - before.bucketCounts!, label).toBe(0);
+        }
+        // a count that is not the run's: not by the counts (the brackets or the buckets, which count)
+        const before = kernel.levels;
+        kernel.percentilesBySample([50], st.count - 1);
+        expect(kernel.levels, `${k} levels: a count not the run's`).toBe(before);
+      }
+      // ranks either side of where one level ends and the next begins (a quarter of the values 0.5,
+      // the rest 2): the last of the first, the first of the next, and between them
+      const n = 400_000;
+      const values = Float32Array.from({ length: n }, (_, i) => (i % 4 === 0 ? 0.5 : 2));
+      const st = load(kernel, values);
+      const q = n / 4; // the first rank of 2
+      const ps = [q - 1, q - 0.5, q, q + 0.5].map((rank) => (100 * rank) / (n - 1));
+      const before = kernel.levels;
+      const got = kernel.percentilesBySample(ps, st.count)!;
+      expect(kernel.levels - before).toBe(1);
+      expect(got).toEqual(ps.map((p) => npPercentile(Float64Array.from(values).sort(), p)));
+      expect(got[1]).toBeCloseTo(1.25, 9);
+      // nine levels: more than the sample may hold; three levels with others among them: by the
+      // counts when every rank falls on a level, else by the brackets, with the same values
+      const cases: Array<[string, () => number, number[], boolean]> = [
+        ['nine levels', () => Math.floor(r() * 9) / 8, [5, 50, 95], false],
+        [
+          'three levels, 0.01 % others, ranks on levels',
+          () => (r() < 1e-4 ? r() : Math.floor(r() * 3)),
+          [5, 50, 95],
+          true,
+        ],
+        ['three levels, 0.01 % others, p0 among them', () => (r() < 1e-4 ? -r() : Math.floor(r() * 3)), [0, 50], false],
+      ];
+      for (const [label, draw, ps, byLevels] of cases) {
+        const values = Float32Array.from({ length: 600_000 }, draw);
+        const st = load(kernel, values);
+        const sorted = Float64Array.from(values).sort();
+        const before = kernel.levels;
+        const got = kernel.percentiles(ps, st);
+        expect(got, label).toEqual(ps.map((p) => npPercentile(sorted, p)));
+        expect(kernel.levels - before, label).toBe(byLevels ? 1 : 0);
+      }
+    } finally {
+      (kernel as unknown as { x: unknown }).x = x;
+    }
+    // in the run (from 2^18 pixels, through the JIT): a sample of a few values leaves the window to
+    // the counts after the run, with the run's statistics and values unchanged
+    const jk = new Kernel({ jit: true });
+    const plain = new Kernel({ jit: true });
+    const values = Float32Array.from({ length: 700_000 }, () => (r() < 0.2 ? NaN : Math.floor(r() * 4) * 0.25));
+    for (const kk of [jk, plain]) kk.prepare(values.length, [{ dtype: 'f32' }]).bands[0]!.set(values);
+    const before = jk.levels;
+    const got = jk.runWithPercentiles(identity, [5, 10, 25, 50, 75, 90, 95]);
+    const st = plain.run(identity);
+    expect(got.stats).toEqual(st);
+    const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+    expect(got.percentiles).toEqual([5, 10, 25, 50, 75, 90, 95].map((p) => npPercentile(sorted, p)));
+    expect(jk.levels - before).toBe(1);
+    // the scalar kernel (no SIMD: the tests' and benchmarks' comparison) counts the same
+    const scalar = new Kernel({ simd: false });
+    const sst = load(scalar, values);
+    expect(scalar.percentiles([5, 50, 95], sst)).toEqual([5, 50, 95].map((p) => npPercentile(sorted, p)));
+    expect(scalar.levels).toBe(1);
+  }, 120_000);
+
   it('percentiles in the run equal the reference and the run after it, on large windows of every shape, and say which path answered', () => {
     // Kernel.runWithPercentiles from 2^20 pixels through the JIT: the sample computed at its places
     // before the run, the brackets' pass on each chunk as it is written; it must give what run()
@@ -230,7 +343,17 @@ describe('percentiles by selection and numpy histograms', () => {
       ['two levels', (u) => Math.floor(u * 2) / 2, 0],
     ];
     const paths: Record<string, number> = { 'in the run': 0, 'before the run': 0, 'after the run': 0 };
-    for (const [name, shape, nanShare] of shapes) {
+    const levelsBefore = jk.levels;
+    // the windows of levels once more with their sample said to hold many values (as when a few
+    // others are among the levels): the brackets then place them, in the run or after it
+    const x = (jk as unknown as { x: Record<string, unknown> }).x;
+    const many = { ...x, sampleLevels: (_p: number, _s: number, most: number) => most + 1 };
+    const levelShapes = shapes.filter(([name]) => name.includes('level') || name === 'all equal');
+    for (const [name, shape, nanShare, manyValues] of [
+      ...shapes.map(([a, b, c]) => [a, b, c, false] as const),
+      ...levelShapes.map(([a, b, c]) => [`${a} (many values said)`, b, c, true] as const),
+    ]) {
+      (jk as unknown as { x: unknown }).x = manyValues ? many : x;
       const n = (1 << 20) + Math.floor(r() * 300_000);
       const values = Float32Array.from({ length: n }, () => (r() < nanShare ? NaN : shape(r())));
       const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
@@ -265,9 +388,13 @@ describe('percentiles by selection and numpy histograms', () => {
         expect(bytes(jk.values()).equals(bytes(plain.values())), label).toBe(true);
       }
     }
-    // the smooth and peaked windows answer in the run; eight ranks need more brackets than a pass
-    // takes under 2^22 values (before); two levels fill one bracket with the window, past the room
-    // of 8 bytes a value (after)
+    (jk as unknown as { x: unknown }).x = x;
+    // the windows of levels (three, two, all equal; four lists each) are answered by their counts
+    // after the run (levelPercentiles: run called, before); the smooth and peaked windows answer in
+    // the run; eight ranks need more brackets than a pass takes under 2^22 values (before); two
+    // levels, placed by the brackets, fill one with the window, past the room of 8 bytes a value
+    // (after)
+    expect(jk.levels - levelsBefore).toBe(12);
     expect(paths['in the run']).toBeGreaterThanOrEqual(8);
     expect(paths['before the run']).toBeGreaterThan(0);
     expect(paths['after the run']).toBeGreaterThan(0);
