@@ -363,6 +363,7 @@ function weightedOrderRow(
           [...ORDER_PS],
           (qs) => kt.percentiles(qs, s),
           (ranges) => kt.rankWindows(ranges, s),
+          () => kt.levelsOf(s),
         );
       },
       fused: () => kc.run(program),
@@ -455,11 +456,27 @@ function inRunRow(
  */
 function levelsRow(formula: string, label: string, n: number): Record<string, string> {
   const program = compileFormula(formula);
-  const { m, kc } = roundField(program, n);
+  const { m, kc, kt, weights, partial } = roundField(program, n);
   type Fn = (...a: number[]) => number;
   const holder = kc as unknown as { x: Record<string, Fn> };
   const x = holder.x;
   const many = { ...x, sampleLevels: (_p: number, _s: number, most: number) => most + 1 };
+  // weighted (coverage): the statistics, then exactextract's median and p10–p90 from the kernel's
+  // rank windows (as before levelsOf) or walked by the count of each value (the worker's call)
+  const weighted = (levels: boolean) => {
+    const s = kt.run(program);
+    weightedStats(s, kt.values(), weights, partial);
+    weightedPercentilesBySelection(
+      () => kt.values(),
+      weights,
+      partial,
+      s.count,
+      [...ORDER_PS],
+      (qs) => kt.percentiles(qs, s),
+      (ranges) => kt.rankWindows(ranges, s),
+      levels ? () => kt.levelsOf(s) : undefined,
+    );
+  };
   const c = cpuPerCall(
     {
       fused: () => kc.run(program),
@@ -472,16 +489,26 @@ function levelsRow(formula: string, label: string, n: number): Record<string, st
         }
       },
       counts: () => kc.runWithPercentiles(program, ORDER_PS),
+      'weighted statistics': () => {
+        const s = kt.run(program);
+        weightedStats(s, kt.values(), weights, partial);
+      },
+      'weighted, windows': () => weighted(false),
+      'weighted, counts': () => weighted(true),
     },
     m > 2e6 ? 1 : 4,
     5,
   );
+  const ws = c['weighted statistics']!;
   return {
     window: `${m.toLocaleString('en')} px, ${label}`,
     'fused (CPU µs)': us(c.fused!),
     'by the brackets, µs beyond': us(c.brackets! - c.fused!),
     'by the counts, µs beyond': us(c.counts! - c.fused!),
     'speed-up of the whole call': `${f2(c.brackets! / c.counts!)}×`,
+    'weighted: windows, µs beyond the weighted statistics': us(c['weighted, windows']! - ws),
+    'weighted: counts, µs beyond': us(c['weighted, counts']! - ws),
+    'weighted speed-up': `${f2(c['weighted, windows']! / c['weighted, counts']!)}×`,
   };
 }
 

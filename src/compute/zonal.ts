@@ -193,7 +193,7 @@ export function weightedPercentiles(
 }
 
 /** @internal Which way weightedPercentilesBySelection answered each percentile (tests read it). */
-export const weightedPaths = { selection: 0, sorted: 0 };
+export const weightedPaths = { selection: 0, levels: 0, sorted: 0 };
 
 /**
  * weightedPercentiles without sorting the values: the same percentiles (up to the order of a
@@ -206,7 +206,8 @@ export const weightedPaths = { selection: 0, sorted: 0 };
  * order (by value, then weight) and s is walked from that count. Where the crossing is not among
  * them, the sort answers. `values` gives the kernel's values (read before `windows` runs: it may
  * move them); `partial` lists the pixels of weight in (0, 1); every other counted pixel weighs 1;
- * `order` gives unweighted percentiles (all weights 1: numpy's). Null when m is 0.
+ * `order` gives unweighted percentiles (all weights 1: numpy's); `levels`, when the window is a
+ * few values, each value and its count (then walked without gathering). Null when m is 0.
  */
 export function weightedPercentilesBySelection(
   values: () => Float32Array,
@@ -216,6 +217,7 @@ export function weightedPercentilesBySelection(
   ps: readonly number[],
   order: (ps: number[]) => number[] | null,
   windows: (ranges: Array<[number, number]>) => Array<{ first: number; values: Float32Array }>,
+  levels?: () => { values: number[]; counts: number[] } | undefined,
 ): number[] | null {
   if (m === 0) return null;
   if (ps.length === 0) return [];
@@ -232,12 +234,27 @@ export function weightedPercentilesBySelection(
   const sn = (n - D) * (n - 1);
   // each percentile's places (generous by two each side)
   const targets = ps.map((p) => (p / 100) * sn);
+  // a window of a few values (the kernel's levelsOf): its runs are the levels, each as often as
+  // counted, walked from the first place; nothing gathered
+  const few = levels?.();
+  if (few) {
+    const runs = levelRuns(few.values, few.counts);
+    return ps.map((p, i) => {
+      const r = crossing(runs, 0, targets[i]!, n, pv, pw, short);
+      if (r !== undefined) {
+        weightedPaths.levels++;
+        return r;
+      }
+      weightedPaths.sorted++;
+      return weightedPercentiles(values(), weights, [p])![0]!;
+    });
+  }
   const got = windows(
     targets.map((t) => [Math.max(0, Math.floor(t / n) - 2), Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2)]),
   );
   return ps.map((p, i) => {
     const { first, values: u } = got[i]!;
-    const r = u.length ? crossing(u, first, targets[i]!, n, pv, pw, short) : undefined;
+    const r = u.length ? crossing(valueRuns(u), first, targets[i]!, n, pv, pw, short) : undefined;
     if (r !== undefined) {
       weightedPaths.selection++;
       return r;
@@ -327,7 +344,7 @@ const RUN = 2 ** 21;
  * Undefined when the crossing is not among them (then the caller sorts).
  */
 function crossing(
-  u: Float32Array,
+  u: Runs,
   below: number,
   t: number,
   n: number,
@@ -335,7 +352,7 @@ function crossing(
   pw: Float64Array,
   short: Float64Array,
 ): number | undefined {
-  let j = lowerBound(pv, u[0]!);
+  let j = lowerBound(pv, u.at(0));
   let k = below; // the place of the next value
   let c = below - short[j]!; // the weight of the values before it
   let px = NaN;
@@ -356,9 +373,9 @@ function crossing(
   const i1 = u.length;
   for (let i = 0; i < i1; ) {
     // a run of equal values: its partial pixels first (by weight), then the whole ones
-    const x = u[i]!;
-    // its end: the next value, or (a long run of ties) the first greater one by bisection
-    const e = i + 1 < i1 && u[i + 1] === x ? lowerBound(u, x, true) : i + 1;
+    const x = u.at(i);
+    const e = u.end(i);
+    if (e <= i) return undefined; // (runs that do not advance: never, but the loop must end)
     let whole = e - i;
     for (; j < pv.length && pv[j] === x; j++, whole--) if (!step(x, pw[j]!)) return finite(px);
     // the whole ones: the first stepped (it may interpolate from the value before), the rest at
@@ -382,6 +399,37 @@ function crossing(
 }
 
 const finite = (x: number): number | undefined => (Number.isNaN(x) ? undefined : x);
+
+/**
+ * Sorted values as runs of equal values, for crossing: the value at a run's first place, and the
+ * place after the run.
+ */
+interface Runs {
+  length: number;
+  at(i: number): number;
+  end(i: number): number;
+}
+
+/** The runs of sorted values u: a run ends at the next value, or (a long run of ties) at the first greater one, by bisection. */
+function valueRuns(u: Float32Array): Runs {
+  return {
+    length: u.length,
+    at: (i) => u[i]!,
+    end: (i) => (i + 1 < u.length && u[i + 1] === u[i] ? lowerBound(u, u[i]!, true) : i + 1),
+  };
+}
+
+/** The runs of a window of a few values: each value (ascending) as often as it is counted. */
+function levelRuns(values: readonly number[], counts: readonly number[]): Runs {
+  const starts = [0];
+  for (const c of counts) starts.push(starts[starts.length - 1]! + c);
+  const run = (i: number) => {
+    let j = 0;
+    while (starts[j + 1]! <= i) j++;
+    return j;
+  };
+  return { length: starts[counts.length]!, at: (i) => values[run(i)]!, end: (i) => starts[run(i) + 1]! };
+}
 
 /** The first place in sorted a whose value is ≥ x (with `after`, > x). */
 function lowerBound(a: ArrayLike<number>, x: number, after = false): number {

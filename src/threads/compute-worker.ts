@@ -252,6 +252,7 @@ function statsOn(
         list,
         (qs) => kernel.percentiles(qs, unweighted),
         (ranges) => kernel.rankWindows(ranges, unweighted),
+        () => kernel.levelsOf(unweighted),
       );
   } else if (req?.histogram) {
     const range = stats.count ? { min: stats.min, max: stats.max } : null;

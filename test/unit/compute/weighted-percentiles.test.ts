@@ -44,7 +44,15 @@ function reference(values: Float32Array, weights: Float64Array, ps: readonly num
   );
 }
 
-function bySelection(kernel: Kernel, weights: Float64Array, partial: Int32Array, m: number, ps: number[]) {
+/** As the compute worker calls it (with `levels`, the kernel's levelsOf, as the worker does). */
+function bySelection(
+  kernel: Kernel,
+  weights: Float64Array,
+  partial: Int32Array,
+  m: number,
+  ps: number[],
+  levels = false,
+) {
   const stats = { ...kernel.run(identity) };
   return weightedPercentilesBySelection(
     () => kernel.values(),
@@ -54,6 +62,7 @@ function bySelection(kernel: Kernel, weights: Float64Array, partial: Int32Array,
     ps,
     (qs) => kernel.percentiles(qs, stats),
     (ranges) => kernel.rankWindows(ranges, stats),
+    levels ? () => kernel.levelsOf(stats) : undefined,
   );
 }
 
@@ -154,13 +163,68 @@ describe('weighted percentiles by selection', () => {
       const weights = Float64Array.from({ length: n }, () => (r() < 0.02 ? r() : r() < 0.01 ? 0 : 1));
       const { stats, partial } = windowOf(kernel, values, weights);
       const ps = [0, 5, 10, 25, 50, 75, 90, 95, 100, 33.3];
-      const before = { ...weightedPaths };
-      const got = bySelection(kernel, weights, partial, stats.count, ps)!;
       const want = reference(values, weights, ps);
-      for (const [i, p] of ps.entries())
-        expect(Math.abs(got[i]! - want[i]!), `${levels} levels p${p}`).toBeLessThan(1e-9);
-      expect(weightedPaths.sorted - before.sorted).toBe(0);
+      // gathered by the kernel's rank windows, then walked by the kernel's count of each value
+      // (levelsOf, as the worker asks): the same quantiles
+      for (const withLevels of [false, true]) {
+        const before = { ...weightedPaths };
+        const got = bySelection(kernel, weights, partial, stats.count, ps, withLevels)!;
+        for (const [i, p] of ps.entries())
+          expect(Math.abs(got[i]! - want[i]!), `${levels} levels p${p}, levels ${withLevels}`).toBeLessThan(1e-9);
+        expect(weightedPaths.sorted - before.sorted).toBe(0);
+        expect(weightedPaths.levels - before.levels).toBe(withLevels ? ps.length : 0);
+      }
     }
+  }, 60_000);
+
+  it('a window of a few values walked by the count of each: where a level ends, and levels with another value among them', () => {
+    // levelsOf gives each value and its count; the walk crosses each level's partial pixels one
+    // by one and its whole pixels at once. A percentile whose target falls between the last pixel
+    // of one level and the first of the next interpolates between the two: there every weight
+    // and count must be right
+    const n = 600_000;
+    const r = rng(6161);
+    const values = Float32Array.from({ length: n }, () => [0.25, 0.5, 0.875][Math.floor(r() ** 1.3 * 3)]!);
+    const weights = Float64Array.from({ length: n }, () => (r() < 0.03 ? 1e-6 + r() * 0.9 : r() < 0.01 ? 0 : 1));
+    const { stats, partial } = windowOf(kernel, values, weights);
+    // exactextract's s at the last pixel of each level and the first of the next (the reference's
+    // order: by value, then weight; the level's whole pixels last)
+    const pairs = pairsOf(values, weights).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const N = pairs.length;
+    const total = pairs.reduce((acc, [, w]) => acc + w, 0);
+    const edges: number[] = [];
+    let cum = 0;
+    for (let i = 0; i + 1 < N; i++) {
+      if (pairs[i]![0] !== pairs[i + 1]![0]) {
+        const sl = i * pairs[i]![1] + (N - 1) * cum;
+        const sr = (i + 1) * pairs[i + 1]![1] + (N - 1) * (cum + pairs[i]![1]);
+        edges.push((100 * (sl + sr)) / 2 / (total * (N - 1)));
+      }
+      cum += pairs[i]![1];
+    }
+    expect(edges).toHaveLength(2);
+    const ps = [0, 5, 50, 95, 100, ...edges];
+    const want = refQuantiles(
+      pairs,
+      ps.map((p) => p / 100),
+    );
+    const before = { ...weightedPaths };
+    const got = bySelection(kernel, weights, partial, stats.count, ps, true)!;
+    expect(weightedPaths.levels - before.levels).toBe(ps.length);
+    for (const [i, p] of ps.entries()) {
+      // (the edges' values move by 0.25–0.375 across a gap in s of about N/2: the order of the sums shows)
+      expect(Math.abs(got[i]! - want[i]!), `p${p}`).toBeLessThan(i >= 5 ? 1e-7 : 1e-9);
+      if (i >= 5) expect(got[i]! % 0.125, `p${p} between two levels`).not.toBe(0);
+    }
+    // another value among the levels: not a few values; the windows answer
+    values[1234] = 0.3;
+    const other = windowOf(kernel, values, weights);
+    expect(kernel.levelsOf(kernel.run(identity))).toBeUndefined();
+    const before2 = { ...weightedPaths };
+    const got2 = bySelection(kernel, weights, other.partial, other.stats.count, [5, 50, 95], true)!;
+    expect(weightedPaths.levels - before2.levels).toBe(0);
+    const want2 = reference(values, weights, [5, 50, 95]);
+    for (const [i, p] of [5, 50, 95].entries()) expect(Math.abs(got2[i]! - want2[i]!), `p${p}`).toBeLessThan(1e-9);
   }, 60_000);
 
   it('over 2^21 partial pixels (sorted in runs, then merged): the same quantiles', () => {
