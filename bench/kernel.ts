@@ -508,7 +508,7 @@ function levelsRow(formula: string, label: string, n: number): Record<string, st
     'speed-up of the whole call': `${f2(c.brackets! / c.counts!)}×`,
     'weighted: windows, µs beyond the weighted statistics': us(c['weighted, windows']! - ws),
     'weighted: counts, µs beyond': us(c['weighted, counts']! - ws),
-    'weighted speed-up': `${f2(c['weighted, windows']! / c['weighted, counts']!)}×`,
+    'weighted: the whole call': `${f2(c['weighted, windows']! / c['weighted, counts']!)}× faster`,
   };
 }
 
@@ -622,7 +622,12 @@ async function statisticsRows(): Promise<void> {
   console.log(
     'The median and p10–p90 of a window of a few values (a formula of classes), CPU µs beyond the fused pass:',
   );
-  console.log('placed by the brackets (as before levelPercentiles) against answered by the counts of its levels:');
+  console.log(
+    'placed by the brackets (as before levelPercentiles) against answered by the counts of its levels; weighted',
+  );
+  console.log(
+    "(coverage), beyond the weighted statistics: the kernel's rank windows (as before levelsOf) against the counts:",
+  );
   console.table(levels);
   console.log('The percentile path beyond the fused pass, CPU µs a call by phase (Kernel.percentilesBySample):');
   console.table(
