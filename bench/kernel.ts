@@ -352,20 +352,7 @@ function weightedOrderRow(
         weightedStats(kt.run(program), kt.values(), weights, partial);
         weightedPercentiles(kt.values(), weights, ORDER_PS);
       },
-      'by selection': () => {
-        const s = kt.run(program);
-        weightedStats(s, kt.values(), weights, partial);
-        weightedPercentilesBySelection(
-          () => kt.values(),
-          weights,
-          partial,
-          s.count,
-          [...ORDER_PS],
-          (qs) => kt.percentiles(qs, s),
-          (ranges) => kt.rankWindows(ranges, s),
-          () => kt.levelsOf(s),
-        );
-      },
+      'by selection': () => weightedOrder(kt, program, weights, partial, true),
       fused: () => kc.run(program),
       unweighted: () => kc.runWithPercentiles(program, ORDER_PS),
     },
@@ -449,6 +436,32 @@ function inRunRow(
 }
 
 /**
+ * A weighted zonal request's statistics and median and p10–p90 (exactextract's quantiles) as the
+ * compute worker places them: by selection around each place, with the kernel's count of each value
+ * when the window is a few values (`levels`; without it, the rank windows always).
+ */
+function weightedOrder(
+  kt: Kernel,
+  program: ReturnType<typeof compileFormula>,
+  weights: Float64Array,
+  partial: Int32Array,
+  levels: boolean,
+): void {
+  const s = kt.run(program);
+  weightedStats(s, kt.values(), weights, partial);
+  weightedPercentilesBySelection(
+    () => kt.values(),
+    weights,
+    partial,
+    s.count,
+    [...ORDER_PS],
+    (qs) => kt.percentiles(qs, s),
+    (ranges) => kt.rankWindows(ranges, s),
+    levels ? () => kt.levelsOf(s) : undefined,
+  );
+}
+
+/**
  * The median and p10–p90 of a window of a few values (a custom formula of classes: two or three
  * levels over the round field), CPU µs beyond the fused pass: placed by the brackets, as before
  * levelPercentiles (its sample said to hold many values), against answered by the counts of the
@@ -461,22 +474,9 @@ function levelsRow(formula: string, label: string, n: number): Record<string, st
   const holder = kc as unknown as { x: Record<string, Fn> };
   const x = holder.x;
   const many = { ...x, sampleLevels: (_p: number, _s: number, most: number) => most + 1 };
-  // weighted (coverage): the statistics, then exactextract's median and p10–p90 from the kernel's
-  // rank windows (as before levelsOf) or walked by the count of each value (the worker's call)
-  const weighted = (levels: boolean) => {
-    const s = kt.run(program);
-    weightedStats(s, kt.values(), weights, partial);
-    weightedPercentilesBySelection(
-      () => kt.values(),
-      weights,
-      partial,
-      s.count,
-      [...ORDER_PS],
-      (qs) => kt.percentiles(qs, s),
-      (ranges) => kt.rankWindows(ranges, s),
-      levels ? () => kt.levelsOf(s) : undefined,
-    );
-  };
+  // weighted (coverage): from the kernel's rank windows (as before levelsOf) or walked by the
+  // count of each value (the worker's call)
+  const weighted = (levels: boolean) => weightedOrder(kt, program, weights, partial, levels);
   const c = cpuPerCall(
     {
       fused: () => kc.run(program),
