@@ -570,9 +570,12 @@ export class Kernel {
    * it otherwise.
    */
   private fewValues(lay: { smpPtr: number; brPtr: number }): boolean {
-    const x = this.x;
-    const s = x.sampleValid(this.outPtr, this.n, 64, sampleSeed(this.n), lay.smpPtr);
-    return s > 0 && x.sampleLevels(lay.smpPtr, s, MAX_BRACKETS, lay.brPtr + BLOCK_BYTES) <= MAX_BRACKETS;
+    return this.fewInSample(this.x.sampleValid(this.outPtr, this.n, 64, sampleSeed(this.n), lay.smpPtr), lay);
+  }
+
+  /** Whether the sample (s values at smpPtr, at least one) holds at most MAX_BRACKETS distinct values. */
+  private fewInSample(s: number, lay: { smpPtr: number; brPtr: number }): boolean {
+    return s > 0 && this.x.sampleLevels(lay.smpPtr, s, MAX_BRACKETS, lay.brPtr + BLOCK_BYTES) <= MAX_BRACKETS;
   }
 
   /**
@@ -630,8 +633,7 @@ export class Kernel {
     for (let q = places >> 2, e = q + lay.s0; q < e; q++) one(I[q]!);
     const s = x.sampleValid(this.outPtr, n, lay.s0, seed, lay.smpPtr);
     // a sample of a few values: the window is answered after the run by its counts (levelPercentiles)
-    if (s > 0 && x.sampleLevels(lay.smpPtr, s, MAX_BRACKETS, lay.brPtr + BLOCK_BYTES) <= MAX_BRACKETS)
-      return this.runThenPlace(program, ps);
+    if (this.fewInSample(s, lay)) return this.runThenPlace(program, ps);
     // the count expected from the sample's share of values (the ranks' places in it are what count)
     const expected = Math.max(1, Math.round((s * n) / lay.s0));
     const lims = this.sampleBrackets(neededRanks(ps, expected), expected, s, lay);

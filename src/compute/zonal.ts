@@ -232,31 +232,21 @@ export function weightedPercentilesBySelection(
   const n = m;
   const D = short[nP]!;
   const sn = (n - D) * (n - 1);
-  // each percentile's places (generous by two each side)
   const targets = ps.map((p) => (p / 100) * sn);
-  // a window of a few values (the kernel's levelsOf): its runs are the levels, each as often as
-  // counted, walked from the first place; nothing gathered
+  // each percentile's values as runs from a place: a window of a few values (the kernel's
+  // levelsOf) is its levels, each as often as counted, from the first place (nothing gathered);
+  // else the kernel's window around the percentile's places (generous by two each side)
   const few = levels?.();
-  if (few) {
-    const runs = levelRuns(few.values, few.counts);
-    return ps.map((p, i) => {
-      const r = crossing(runs, 0, targets[i]!, n, pv, pw, short);
-      if (r !== undefined) {
-        weightedPaths.levels++;
-        return r;
-      }
-      weightedPaths.sorted++;
-      return weightedPercentiles(values(), weights, [p])![0]!;
-    });
-  }
-  const got = windows(
-    targets.map((t) => [Math.max(0, Math.floor(t / n) - 2), Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2)]),
-  );
+  const around: Array<{ runs: Runs | null; first: number }> = few
+    ? ps.map(() => ({ runs: levelRuns(few.values, few.counts), first: 0 }))
+    : windows(
+        targets.map((t) => [Math.max(0, Math.floor(t / n) - 2), Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2)]),
+      ).map(({ first, values: u }) => ({ runs: u.length ? valueRuns(u) : null, first }));
   return ps.map((p, i) => {
-    const { first, values: u } = got[i]!;
-    const r = u.length ? crossing(valueRuns(u), first, targets[i]!, n, pv, pw, short) : undefined;
+    const { runs, first } = around[i]!;
+    const r = runs ? crossing(runs, first, targets[i]!, n, pv, pw, short) : undefined;
     if (r !== undefined) {
-      weightedPaths.selection++;
+      weightedPaths[few ? 'levels' : 'selection']++;
       return r;
     }
     weightedPaths.sorted++;
