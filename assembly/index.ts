@@ -1057,23 +1057,37 @@ const PACK_LANES = memory.data<u8>([
  */
 export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, countValid: bool): i32 {
   if (countValid) {
-    if (k == 1) return bracketPackK(src, n, br, dst, 1, true);
-    if (k == 2) return bracketPackK(src, n, br, dst, 2, true);
-    if (k == 3) return bracketPackK(src, n, br, dst, 3, true);
-    if (k == 4) return bracketPackK(src, n, br, dst, 4, true);
-    if (k == 5) return bracketPackK(src, n, br, dst, 5, true);
-    if (k == 6) return bracketPackK(src, n, br, dst, 6, true);
-    if (k == 7) return bracketPackK(src, n, br, dst, 7, true);
-    return bracketPackK(src, n, br, dst, 8, true);
+    if (k == 1) return bracketPackK(src, n, br, dst, 1, true, false, false);
+    if (k == 2) return bracketPackK(src, n, br, dst, 2, true, false, false);
+    if (k == 3) return bracketPackK(src, n, br, dst, 3, true, false, false);
+    if (k == 4) return bracketPackK(src, n, br, dst, 4, true, false, false);
+    if (k == 5) return bracketPackK(src, n, br, dst, 5, true, false, false);
+    if (k == 6) return bracketPackK(src, n, br, dst, 6, true, false, false);
+    if (k == 7) return bracketPackK(src, n, br, dst, 7, true, false, false);
+    return bracketPackK(src, n, br, dst, 8, true, false, false);
   }
-  if (k == 1) return bracketPackK(src, n, br, dst, 1, false);
-  if (k == 2) return bracketPackK(src, n, br, dst, 2, false);
-  if (k == 3) return bracketPackK(src, n, br, dst, 3, false);
-  if (k == 4) return bracketPackK(src, n, br, dst, 4, false);
-  if (k == 5) return bracketPackK(src, n, br, dst, 5, false);
-  if (k == 6) return bracketPackK(src, n, br, dst, 6, false);
-  if (k == 7) return bracketPackK(src, n, br, dst, 7, false);
-  return bracketPackK(src, n, br, dst, 8, false);
+  if (k == 1) return bracketPackT(src, n, br, dst, 1);
+  if (k == 2) return bracketPackT(src, n, br, dst, 2);
+  if (k == 3) return bracketPackT(src, n, br, dst, 3);
+  if (k == 4) return bracketPackT(src, n, br, dst, 4);
+  if (k == 5) return bracketPackT(src, n, br, dst, 5);
+  if (k == 6) return bracketPackT(src, n, br, dst, 6);
+  if (k == 7) return bracketPackT(src, n, br, dst, 7);
+  return bracketPackT(src, n, br, dst, 8);
+}
+
+/**
+ * bracketPackK for k brackets whose first may start at −∞ and last end at +∞ (the tails: a
+ * percentile near either end of the window, where the bracket then holds the values beyond it
+ * too): an open end is neither compared nor counted (nothing lies below −∞), two compares, a
+ * count and an and-not fewer a tail for four values.
+ */
+// @ts-ignore: decorator
+@inline function bracketPackT(src: usize, n: i32, br: usize, dst: usize, K: i32): i32 {
+  const low = load<f32>(br) == -Infinity;
+  const high = load<f32>(br + 32 + (<usize>(K - 1) << 2)) == Infinity;
+  if (low) return high ? bracketPackK(src, n, br, dst, K, false, true, true) : bracketPackK(src, n, br, dst, K, false, true, false);
+  return high ? bracketPackK(src, n, br, dst, K, false, false, true) : bracketPackK(src, n, br, dst, K, false, false, false);
 }
 
 /** Lanes of x inside [lo, hi] (lanes of L and H), as a mask. */
@@ -1082,8 +1096,14 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
   return v128.andnot(f32x4.le(x, H), f32x4.lt(x, L));
 }
 
+/** inside(), or with `open` (a bracket to +∞) the lanes not below L and not NaN. */
 // @ts-ignore: decorator
-@inline function bracketPackK(src: usize, n: i32, br: usize, dst: usize, K: i32, V: bool): i32 {
+@inline function insideUp(x: v128, L: v128, H: v128, open: bool): v128 {
+  return open ? f32x4.ge(x, L) : inside(x, L, H);
+}
+
+// @ts-ignore: decorator
+@inline function bracketPackK(src: usize, n: i32, br: usize, dst: usize, K: i32, V: bool, TL: bool, TU: bool): i32 {
   const lo0 = load<f32>(br);
   const lo1 = load<f32>(br, 4);
   const lo2 = load<f32>(br, 8);
@@ -1141,16 +1161,21 @@ export function bracketPack(src: usize, n: i32, br: usize, dst: usize, k: i32, c
       const x = v128.load(src + (<usize>i << 2));
       if (V) vv = i32x4.sub(vv, f32x4.eq(x, x));
       // per bracket: the lanes below it counted, the lanes inside it added to w (the engine
-      // computes each lt once: inside() repeats the one the count used)
-      b0 = i32x4.sub(b0, f32x4.lt(x, L0));
-      let w = inside(x, L0, H0);
-      if (K > 1) (b1 = i32x4.sub(b1, f32x4.lt(x, L1))), (w = v128.or(w, inside(x, L1, H1)));
-      if (K > 2) (b2 = i32x4.sub(b2, f32x4.lt(x, L2))), (w = v128.or(w, inside(x, L2, H2)));
-      if (K > 3) (b3 = i32x4.sub(b3, f32x4.lt(x, L3))), (w = v128.or(w, inside(x, L3, H3)));
-      if (K > 4) (b4 = i32x4.sub(b4, f32x4.lt(x, L4))), (w = v128.or(w, inside(x, L4, H4)));
-      if (K > 5) (b5 = i32x4.sub(b5, f32x4.lt(x, L5))), (w = v128.or(w, inside(x, L5, H5)));
-      if (K > 6) (b6 = i32x4.sub(b6, f32x4.lt(x, L6))), (w = v128.or(w, inside(x, L6, H6)));
-      if (K > 7) (b7 = i32x4.sub(b7, f32x4.lt(x, L7))), (w = v128.or(w, inside(x, L7, H7)));
+      // computes each lt once: inside() repeats the one the count used); with TL the first starts
+      // at −∞ (nothing below it), with TU the last ends at +∞ (inside: not below it, not NaN)
+      let w: v128;
+      if (TL) w = K == 1 && TU ? f32x4.eq(x, x) : f32x4.le(x, H0);
+      else {
+        b0 = i32x4.sub(b0, f32x4.lt(x, L0));
+        w = K == 1 && TU ? f32x4.ge(x, L0) : inside(x, L0, H0);
+      }
+      if (K > 1) (b1 = i32x4.sub(b1, f32x4.lt(x, L1))), (w = v128.or(w, insideUp(x, L1, H1, K == 2 && TU)));
+      if (K > 2) (b2 = i32x4.sub(b2, f32x4.lt(x, L2))), (w = v128.or(w, insideUp(x, L2, H2, K == 3 && TU)));
+      if (K > 3) (b3 = i32x4.sub(b3, f32x4.lt(x, L3))), (w = v128.or(w, insideUp(x, L3, H3, K == 4 && TU)));
+      if (K > 4) (b4 = i32x4.sub(b4, f32x4.lt(x, L4))), (w = v128.or(w, insideUp(x, L4, H4, K == 5 && TU)));
+      if (K > 5) (b5 = i32x4.sub(b5, f32x4.lt(x, L5))), (w = v128.or(w, insideUp(x, L5, H5, K == 6 && TU)));
+      if (K > 6) (b6 = i32x4.sub(b6, f32x4.lt(x, L6))), (w = v128.or(w, insideUp(x, L6, H6, K == 7 && TU)));
+      if (K > 7) (b7 = i32x4.sub(b7, f32x4.lt(x, L7))), (w = v128.or(w, insideUp(x, L7, H7, TU)));
       const m = i32x4.bitmask(w);
       o = packLanes(o, x, m);
     }

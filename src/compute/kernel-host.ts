@@ -498,14 +498,15 @@ export class Kernel {
       if (byLevels) return byLevels;
     }
     if (declined) return undefined;
-    const lims = this.sampleBrackets(ranks, count, s, lay);
-    if (!lims) return undefined;
+    const placed = this.sampleBrackets(ranks, count, s, lay);
+    if (!placed) return undefined;
+    const { lims, guess } = placed;
     // the pass: the values below each bracket counted, those inside copied (branchless: a swizzle
     // per four lanes) to the scratch; the count of values is the run's when it is (this.validCount),
     // else the pass's own
     const u = this.x.bracketPack(this.outPtr, n, lay.brPtr, this.scratchPtr, lims.length >> 1, trusted ? 0 : 1);
     const m = trusted ? count : this.views().i32[(lay.brPtr >> 2) + BLOCK.valid]!;
-    return this.bracketFinish(ps, m, lims, lay.brPtr, u);
+    return this.bracketFinish(ps, m, lims, guess, lay.brPtr, u);
   }
 
   /**
@@ -636,8 +637,9 @@ export class Kernel {
     if (this.fewInSample(s, lay)) return this.runThenPlace(program, ps);
     // the count expected from the sample's share of values (the ranks' places in it are what count)
     const expected = Math.max(1, Math.round((s * n) / lay.s0));
-    const lims = this.sampleBrackets(neededRanks(ps, expected), expected, s, lay);
-    if (!lims) return this.runThenPlace(program, ps);
+    const placed = this.sampleBrackets(neededRanks(ps, expected), expected, s, lay);
+    if (!placed) return this.runThenPlace(program, ps);
+    const { lims, guess } = placed;
     const k = lims.length >> 1;
     const br = lay.brPtr;
     const b4 = br >> 2;
@@ -651,7 +653,7 @@ export class Kernel {
     this.validCount = stats.count;
     if (stats.count === 0) return { stats, percentiles: null };
     for (let q = 0; q < k; q++) I[b4 + BLOCK.below + q] = below[q]!;
-    const r = this.bracketFinish(ps, stats.count, lims, br, u);
+    const r = this.bracketFinish(ps, stats.count, lims, guess, br, u);
     return { stats, percentiles: r ?? this.percentilesByBuckets(ps, stats.min, stats.max) };
   }
 
@@ -692,14 +694,17 @@ export class Kernel {
   /**
    * The brackets [lo, hi] (flat) around the ranks of `count` values, by selection in the sample of
    * s values (left to right), merged where they meet, written to the block at brPtr. Undefined when
-   * the sample has too few values or more brackets than a pass takes are needed.
+   * the sample has too few values or more brackets than a pass takes are needed. A first bracket
+   * that starts within TAIL_SHARE of the sample's start is opened to −∞, a last one that ends
+   * within it of its end to +∞ (`lims`: what the pass takes; `guess`: the sample's ends, where
+   * narrowBracket starts): the pass then compares and counts that end for no value.
    */
   private sampleBrackets(
     ranks: readonly number[],
     count: number,
     s: number,
     lay: { smpPtr: number; brPtr: number; most: number },
-  ): number[] | undefined {
+  ): { lims: number[]; guess: number[] } | undefined {
     if (s < 64) return undefined;
     const spans = sampleSpans(ranks, count, s);
     if (spans.length > 2 * lay.most) return undefined;
@@ -723,6 +728,12 @@ export class Kernel {
       if (last > 0 && lo <= lims[last]!) lims[last] = hi;
       else lims.push(lo, hi);
     }
+    const guess = lims.slice();
+    // (not a bracket of one value: a level of ties, which tiedRanks answers by its count)
+    const tail = TAIL_SHARE * s;
+    const z = lims.length - 1;
+    if (spans[0]! < tail && lims[0]! < lims[1]!) lims[0] = -Infinity;
+    if (spans[spans.length - 1]! > s - 1 - tail && lims[z - 1]! < lims[z]!) lims[z] = Infinity;
     const k = lims.length >> 1;
     const F = this.views().f32;
     const b4 = lay.brPtr >> 2; // brPtr is 16-byte aligned
@@ -730,7 +741,7 @@ export class Kernel {
       F[b4 + BLOCK.lo + j] = j < k ? lims[2 * j]! : NaN;
       F[b4 + BLOCK.hi + j] = j < k ? lims[2 * j + 1]! : NaN;
     }
-    return lims;
+    return { lims, guess };
   }
 
   /**
@@ -743,6 +754,7 @@ export class Kernel {
     ps: readonly number[],
     m: number,
     lims: readonly number[],
+    guess: readonly number[],
     br: number,
     u: number,
   ): number[] | undefined {
@@ -823,6 +835,8 @@ export class Kernel {
         rs[e - 1]!,
         lims[2 * j]!,
         lims[2 * j + 1]!,
+        guess[2 * j]!,
+        guess[2 * j + 1]!,
         starts[j]!,
         lens[j]!,
         below,
@@ -889,14 +903,17 @@ export class Kernel {
    * below it and copies those inside, into bufA and bufB in turn, while more than NARROW_MIN values
    * are left. When a rank falls outside the interpolated bracket (a bracket whose values are far
    * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
-   * the result never depends on the guess. Returns where the values are, how many, and the rank
-   * of the first.
+   * the result never depends on the guess. A bracket opened to ±∞ (a tail: sampleBrackets) is
+   * first narrowed to the sample's bracket [gLo, gHi]. Returns where the values are, how many, and
+   * the rank of the first.
    */
   private narrowBracket(
     t0: number,
     t1: number,
     lo: number,
     hi: number,
+    gLo: number,
+    gHi: number,
     ptr: number,
     len: number,
     first: number,
@@ -908,14 +925,21 @@ export class Kernel {
     let into = bufA;
     const { f32: F, i32: I } = this.views();
     const b4 = br >> 2; // br is 16-byte aligned
-    while (len > NARROW_MIN && Number.isFinite(lo) && Number.isFinite(hi) && hi > lo) {
-      const d = len / 8 + 16;
-      const a = t0 - first - d;
-      const b = t1 - first + d;
-      if (a <= 0 && b >= len - 1) break;
+    let tail = gLo > lo || gHi < hi;
+    while (len > NARROW_MIN && (tail || (Number.isFinite(lo) && Number.isFinite(hi) && hi > lo))) {
       F.fill(NaN, b4 + BLOCK.lo, b4 + BLOCK.hi + BLOCK.slots);
-      F[b4 + BLOCK.lo] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
-      F[b4 + BLOCK.hi] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
+      if (tail) {
+        F[b4 + BLOCK.lo] = gLo;
+        F[b4 + BLOCK.hi] = gHi;
+        tail = false;
+      } else {
+        const d = len / 8 + 16;
+        const a = t0 - first - d;
+        const b = t1 - first + d;
+        if (a <= 0 && b >= len - 1) break;
+        F[b4 + BLOCK.lo] = a <= 0 ? lo : lo + (hi - lo) * ((a + 0.5) / len);
+        F[b4 + BLOCK.hi] = b >= len - 1 ? hi : lo + (hi - lo) * ((b + 0.5) / len);
+      }
       const got = x.bracketPack(ptr, len, br, into, 1, 0);
       this.narrowings.passes++;
       const below = I[b4 + BLOCK.below]!;
@@ -1115,6 +1139,11 @@ const SAMPLE_FROM = 6144;
  * with p5 and p95 (the worker asks for zonal_stats' ranks and the percentiles asked at once).
  */
 const MAX_BRACKETS = 8;
+/**
+ * The share of the sample within which a first bracket is opened to −∞ and a last one to +∞
+ * (sampleBrackets).
+ */
+const TAIL_SHARE = 0.1;
 /**
  * Values from which percentilesBySample asks whether the window is a few values (levelPercentiles)
  * before placing brackets. Below it ties cost little: a 10,000-pixel field of two levels took 0.07

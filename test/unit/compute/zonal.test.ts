@@ -174,6 +174,48 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
+  it('a percentile near either end: its bracket opened to −∞ or +∞ for the pass, narrowed from the sample’s, equal to the reference', () => {
+    // p ≤ about 10 (≥ 90): the first (last) bracket holds every value beyond it, and the pass
+    // neither compares nor counts that end; the narrowing then starts from the sample's bracket
+    type Fn = (...a: number[]) => number;
+    const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
+    const opened = { low: 0, high: 0, closed: 0 };
+    (kernel as unknown as { x: unknown }).x = {
+      ...x,
+      bracketPack: (src: number, n: number, br: number, dst: number, k: number, countValid: number) => {
+        const f32 = new Float32Array(x.memory.buffer, br, 16);
+        if (f32[0] === -Infinity) opened.low++;
+        if (f32[8 + k - 1] === Infinity) opened.high++;
+        if (f32[0] !== -Infinity && f32[8 + k - 1] !== Infinity) opened.closed++;
+        return x.bracketPack!(src, n, br, dst, k, countValid);
+      },
+    };
+    try {
+      const r = rng(515);
+      const before = { ...kernel.narrowings };
+      const lists = [[5, 50, 95], [1], [99.5], [0.5, 99.5], [8, 92], [2, 30, 70], [25, 75]];
+      for (let t = 0; t < 42; t++) {
+        const n = 6144 + Math.floor(r() * 60_000);
+        const shape = [(u: number) => u * 2 - 1, (u: number) => u ** 8, (u: number) => -Math.log(1 - u)][t % 3]!;
+        const values = Float32Array.from({ length: n }, () => (r() < 0.25 ? NaN : Math.fround(shape(r()))));
+        const st = load(kernel, values);
+        const sorted = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+        const few = lists[t % lists.length]!;
+        const ref = few.map((p) => npPercentile(sorted, p));
+        const bySample = kernel.percentilesBySample(few, st.count);
+        expect(bySample, `${n} shape ${t % 3} ${few}`).toEqual(ref);
+        expect(kernel.percentiles(few, st)).toEqual(ref);
+      }
+      // each way taken: open below, above, and brackets of neither (p25, p75, the narrowing)
+      expect(opened.low).toBeGreaterThan(10);
+      expect(opened.high).toBeGreaterThan(10);
+      expect(opened.closed).toBeGreaterThan(10);
+      expect(kernel.narrowings.passes - before.passes).toBeGreaterThan(40);
+    } finally {
+      (kernel as unknown as { x: unknown }).x = x;
+    }
+  });
+
   it('a large window whose brackets hold most values: of one value answered by the counts, else counted first, else the buckets', () => {
     // past 2^20 values the room for the split and the narrowing is bounded by 8 bytes a value: a
     // few levels over 1,100,000 values make the brackets whole levels, the union nearly the window.
@@ -502,7 +544,7 @@ describe('percentiles by selection and numpy histograms', () => {
     }
   });
 
-  it('bracketPack, bracketSizes and bracketSplit equal a reference written here (NaN, ties, one to eight brackets, tails of 1–3 values)', () => {
+  it('bracketPack, bracketSizes and bracketSplit equal a reference written here (NaN, ±∞, ties, one to eight brackets, open ends, tails of 1–3 values)', () => {
     // the branchless copy: each group of four lanes moved to the front by a swizzle and stored whole
     type Fn = (...a: number[]) => number;
     const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
@@ -513,13 +555,32 @@ describe('percentiles by selection and numpy histograms', () => {
       const values = Float32Array.from({ length: n }, () =>
         r() < 0.2 ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
       );
+      // infinities (bracketPack takes any f32), which only a bracket open that way holds
+      if (t % 7 === 3) for (let i = 0; i < n; i += 97) values[i] = i % 2 ? Infinity : -Infinity;
       load(kernel, values);
+      for (let i = 0; i < n; i += 97) if (t % 7 === 3) kernel.values()[i] = values[i]!;
       const k = 1 + (t % 8);
       // k disjoint ascending brackets from sorted random ends (a bracket may be one value wide)
-      const ends = Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
+      // (or, every other window, distinct values of the window, as a sample's are: values on an end
+      // belong inside)
+      const distinct = [...new Set(values.filter((v) => Number.isFinite(v)))];
+      const ends =
+        Math.floor(t / 32) % 2 && distinct.length >= 2 * k
+          ? distinct
+              .map((v) => [r(), v] as const)
+              .sort((a, b) => a[0] - b[0])
+              .slice(0, 2 * k)
+              .map(([, v]) => v)
+              .sort((a, b) => a - b)
+          : Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
       const lo = ends.filter((_, i) => i % 2 === 0);
       const hi = ends.filter((_, i) => i % 2 === 1);
       if (t % 5 === 0) hi[0] = lo[0]!;
+      // open ends (the tails: bracketPack's variants that neither compare nor count them): the
+      // first bracket from −∞, the last to +∞, or both (one bracket of both: every non-NaN value)
+      const open = Math.floor(t / 8) % 4;
+      if (open & 1) lo[0] = -Infinity;
+      if (open & 2) hi[k - 1] = Infinity;
       const values2 = kernel.values();
       const src = values2.byteOffset;
       // the test's own memory past the kernel's: the block, the union, then the split
