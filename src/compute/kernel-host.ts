@@ -708,22 +708,26 @@ export class Kernel {
     if (s < 64) return undefined;
     const spans = sampleSpans(ranks, count, s);
     if (spans.length > 2 * lay.most) return undefined;
+    // the ends in the sample, the middle one first and each half on its own side (each selection
+    // leaves the values below its place left of it): about s × log2(ends) values visited instead
+    // of s for each end
     const x = this.x;
+    const ends = spans.map((q) => (q < 0 ? -Infinity : q >= s ? Infinity : 0));
+    const place = (lo: number, hi: number, i0: number, i1: number): void => {
+      while (i0 <= i1 && ends[i0] === -Infinity) i0++;
+      while (i1 >= i0 && ends[i1] === Infinity) i1--;
+      if (i0 > i1) return;
+      const mid = (i0 + i1) >> 1;
+      const q = spans[mid]!;
+      ends[mid] = x.selectFR(lay.smpPtr, lo, hi, q);
+      place(lo, q - 1, i0, mid - 1);
+      place(q + 1, hi, mid + 1, i1);
+    };
+    place(0, s - 1, 0, ends.length - 1);
     const lims: number[] = []; // lo, hi of each bracket
-    let from = 0;
     for (let j = 0; j < spans.length; j += 2) {
-      const a = spans[j]!;
-      const b = spans[j + 1]!;
-      let lo = -Infinity;
-      if (a >= 0) {
-        lo = x.selectFR(lay.smpPtr, from, s - 1, a);
-        from = a;
-      }
-      let hi = Infinity;
-      if (b < s) {
-        hi = x.selectFR(lay.smpPtr, from, s - 1, b);
-        from = b;
-      }
+      const lo = ends[j]!;
+      const hi = ends[j + 1]!;
       const last = lims.length - 1;
       if (last > 0 && lo <= lims[last]!) lims[last] = hi;
       else lims.push(lo, hi);
@@ -1235,7 +1239,16 @@ function neededRanks(ps: readonly number[], m: number): number[] {
     out.push(k);
     if (rank > k) out.push(k + 1);
   }
-  out.sort((a, b) => a - b);
+  // ascending: an insertion sort, as the list is short and mostly in order already (a sort with a
+  // comparator took 0.5 µs of a 10,000-pixel call, twice)
+  if (out.length > 64) out.sort((a, b) => a - b);
+  else
+    for (let i = 1; i < out.length; i++) {
+      const v = out[i]!;
+      let j = i - 1;
+      for (; j >= 0 && out[j]! > v; j--) out[j + 1] = out[j]!;
+      out[j + 1] = v;
+    }
   let w = 0;
   for (let i = 0; i < out.length; i++) if (i === 0 || out[i] !== out[w - 1]) out[w++] = out[i]!;
   out.length = w;
