@@ -1006,6 +1006,23 @@ export function samplePlaces(n: i32, s: i32, seed: u32, dst: usize): void {
   }
 }
 
+/**
+ * The elements of src (`size` bytes each: 1, 2 or 4) at the s places (i32) at `places`, to dst in
+ * that order: a band's (or the mask's) pixels of the sample, gathered so that the formula runs on
+ * them as one small window (Kernel.runWithPercentiles). The reads do not wait on each other, so a
+ * large window's cache misses overlap.
+ */
+export function gatherPlaces(src: usize, places: usize, s: i32, size: i32, dst: usize): void {
+  if (size == 1)
+    for (let j = 0; j < s; j++) store<u8>(dst + <usize>j, load<u8>(src + <usize>load<i32>(places + (<usize>j << 2))));
+  else if (size == 2)
+    for (let j = 0; j < s; j++)
+      store<u16>(dst + (<usize>j << 1), load<u16>(src + (<usize>load<i32>(places + (<usize>j << 2)) << 1)));
+  else
+    for (let j = 0; j < s; j++)
+      store<u32>(dst + (<usize>j << 2), load<u32>(src + (<usize>load<i32>(places + (<usize>j << 2)) << 2)));
+}
+
 /** Stratum `at` (16.16) plus the high 16 bits of r of its width `step`. */
 // @ts-ignore: decorator
 @inline function samplePlace(at: u64, r: u32, step: u64): usize {

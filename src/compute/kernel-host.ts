@@ -91,6 +91,7 @@ interface Exports {
   ): void;
   sampleValid(src: number, n: number, s: number, seed: number, dst: number): number;
   samplePlaces(n: number, s: number, seed: number, dst: number): void;
+  gatherPlaces(src: number, places: number, s: number, size: number, dst: number): void;
   bracketPack(src: number, n: number, br: number, dst: number, k: number, countValid: number): number;
   bracketSplit(src: number, u: number, br: number, dst: number, k: number): void;
   bracketSizes(src: number, u: number, br: number, k: number): void;
@@ -624,15 +625,34 @@ export class Kernel {
     if (!j) return this.runThenPlace(program, ps);
     const x = this.x;
     const lay = this.sampleLayout();
-    // the values at the sample's places (one pixel each), then the sample as percentilesBySample draws it
+    // the sample as percentilesBySample draws it, computed first: the bands' and the mask's pixels
+    // at its places gathered into a window of s0 pixels (the reads overlap their cache misses), the
+    // formula run on that window once, its non-NaN values kept in order (10 M pixels: 0.3 ms
+    // against 1.7 for the formula called on each place, one pixel a call)
+    // (padded to a multiple of 8 pixels with the last place again: every one in the JIT's vector
+    // loop, as the run computes them, not its scalar tail, whose float32 NDB can differ by an ulp)
     const seed = sampleSeed(n);
+    const s0 = lay.s0;
+    const s8 = (s0 + 7) & ~7;
     const places = align(lay.brPtr + 2 * BLOCK_BYTES);
-    this.ensure(places + lay.s0 * 4 + 64);
-    x.samplePlaces(n, lay.s0, seed, places);
-    const I = this.views().i32;
-    const one = this.onePixel(j);
-    for (let q = places >> 2, e = q + lay.s0; q < e; q++) one(I[q]!);
-    const s = x.sampleValid(this.outPtr, n, lay.s0, seed, lay.smpPtr);
+    let at = align(places + s8 * 4 + 16);
+    const gathered = this.specs.map((b) => {
+      const ptr = at;
+      at = align(at + s8 * DTYPE_BYTES[b.dtype] + 16);
+      return ptr;
+    });
+    const gMask = this.maskPtr ? at : 0;
+    if (gMask) at = align(at + s8 + 16);
+    const gOut = at;
+    this.ensure(gOut + s8 * 4 + 64);
+    x.samplePlaces(n, s0, seed, places);
+    const P = this.views().i32;
+    P.fill(P[(places >> 2) + s0 - 1]!, (places >> 2) + s0, (places >> 2) + s8);
+    for (const [i, b] of this.specs.entries())
+      x.gatherPlaces(this.bandPtrs[i]!, places, s8, DTYPE_BYTES[b.dtype], gathered[i]!);
+    if (gMask) x.gatherPlaces(this.maskPtr, places, s8, 1, gMask);
+    j.values(0, s8, gOut, gMask, this.accPtr, 0, ...gathered);
+    const s = x.compactValid(gOut, s0, lay.smpPtr);
     // a sample of a few values: the window is answered after the run by its counts (levelPercentiles)
     if (this.fewInSample(s, lay)) return this.runThenPlace(program, ps);
     // the count expected from the sample's share of values (the ranks' places in it are what count)
@@ -643,6 +663,7 @@ export class Kernel {
     const k = lims.length >> 1;
     const br = lay.brPtr;
     const b4 = br >> 2;
+    const I = this.views().i32;
     const below = new Float64Array(k);
     let u = 0;
     const { outPtr: out, scratchPtr: scratch } = this;
@@ -661,19 +682,6 @@ export class Kernel {
   private runThenPlace(program: Program, ps: readonly number[]): { stats: Stats; percentiles: number[] | null } {
     const stats = this.run(program);
     return { stats, percentiles: stats.count ? this.percentiles(ps, stats) : null };
-  }
-
-  /** A function that writes the value of one pixel (the JIT's values function on [i, i + 1)). */
-  private onePixel(j: JitKernel): (i: number) => void {
-    const { outPtr: out, maskPtr: mask, accPtr: acc } = this;
-    const p = this.bandPtrs;
-    const v = j.values;
-    // fixed arity for the common band counts: with a spread, the 11,600 calls of a 10 M-pixel
-    // window took 0.55 ms against 0.34
-    if (p.length === 1) return (i) => v(i, i + 1, out, mask, acc, 0, p[0]!);
-    if (p.length === 2) return (i) => v(i, i + 1, out, mask, acc, 0, p[0]!, p[1]!);
-    if (p.length === 3) return (i) => v(i, i + 1, out, mask, acc, 0, p[0]!, p[1]!, p[2]!);
-    return (i) => v(i, i + 1, out, mask, acc, 0, ...p);
   }
 
   /**

@@ -445,8 +445,10 @@ describe('percentiles by selection and numpy histograms', () => {
   }, 120_000);
 
   it('percentiles in the run: a masked two-band NDVI, a five-band formula, the interpreter, no value at all', () => {
-    // the sample's pixels are computed one at a time with the window's mask and band layout; the
-    // reference is run() then percentiles() on a second kernel over the same inputs
+    // the sample's pixels are gathered (each band, the mask) and the formula run on them as one
+    // small window; that sample must be the run's values at its places (what percentilesBySample
+    // draws after a run), whatever the bands' types. The reference is run() then percentiles() on
+    // a second kernel over the same inputs
     const side = 1100;
     const n = side * side;
     const r = rng(77);
@@ -463,21 +465,35 @@ describe('percentiles by selection and numpy histograms', () => {
       }
       return m;
     };
-    const cases: Array<[string, string, () => Uint8Array]> = [
+    type D = 'u16' | 'u8' | 'i16' | 'f32';
+    const cases: Array<[string, string, () => Uint8Array, D[]?]> = [
       ['NDVI with a mask', '(B08 - B04) / (B08 + B04)', speckled],
       ['NDVI over a round field with clouds', '(B08 - B04) / (B08 + B04)', field],
       ['five bands', '(B08 - B04) / (B08 + B04 + B02 * 0.5 + B03 - B11 * 0.25)', speckled],
+      ['three bands of u8, i16 and f32', 'B08 * 0.01 - B04 * 0.0001 + B03', field, ['u8', 'i16', 'f32']],
       ['the interpreter (log)', 'log(B08) - B04', field],
     ];
-    for (const [name, formula, maskOf] of cases) {
+    const draw: Record<D, () => number> = {
+      u16: () => Math.floor(r() * 5000),
+      u8: () => Math.floor(r() * 256),
+      i16: () => Math.floor(r() * 20000) - 10000,
+      f32: () => r() * 2 - 1,
+    };
+    const arrays = { u16: Uint16Array, u8: Uint8Array, i16: Int16Array, f32: Float32Array };
+    for (const [name, formula, maskOf, types] of cases) {
       const program = compileFormula(formula);
-      const bands = program.bands.map(() => Uint16Array.from({ length: n }, () => Math.floor(r() * 5000)));
+      const dtypes = program.bands.map((_, j) => types?.[j] ?? 'u16');
+      const bands = dtypes.map((d) => {
+        const a = new arrays[d](n);
+        for (let i = 0; i < n; i++) a[i] = draw[d]();
+        return a;
+      });
       const mask = maskOf();
       const loaded = () => {
         const kk = new Kernel({ jit: true });
         const prep = kk.prepare(
           n,
-          program.bands.map(() => ({ dtype: 'u16' as const, scale: 0.0001, offset: 0 })),
+          dtypes.map((dtype) => ({ dtype, scale: dtype === 'f32' ? 1 : 0.0001, offset: 0 })),
           { mask: true },
         );
         for (const [j, b] of bands.entries()) prep.bands[j]!.set(b);
@@ -486,9 +502,33 @@ describe('percentiles by selection and numpy histograms', () => {
       };
       const jk = loaded();
       const buckets = vi.spyOn(jk as unknown as { percentilesByBuckets: () => unknown }, 'percentilesByBuckets');
+      // the sample as computed before the run (compactValid keeps the gathered window's values)
+      type X = Record<string, (...a: number[]) => number> & { memory: WebAssembly.Memory };
+      const x = (jk as unknown as { x: X }).x;
+      let sample: Float32Array | undefined;
+      let s0 = 0;
+      (jk as unknown as { x: unknown }).x = {
+        ...x,
+        compactValid: (src: number, len: number, dst: number) => {
+          const s = x.compactValid!(src, len, dst);
+          sample = new Float32Array(x.memory.buffer, dst, s).slice();
+          s0 = len;
+          return s;
+        },
+      };
       const got = jk.runWithPercentiles(program, ps);
+      (jk as unknown as { x: unknown }).x = x;
       // answered in the run (the counts below each bracket right), not left to the buckets
       expect(buckets, name).not.toHaveBeenCalled();
+      if (name.includes('interpreter')) expect(sample, name).toBeUndefined();
+      else {
+        // the run's values at the sample's places, drawn as percentilesBySample draws them
+        const tmp = x.memory.buffer.byteLength;
+        x.memory.grow(Math.ceil((s0 * 4 + 64) / 65536));
+        const s = x.sampleValid!(jk.values().byteOffset, n, s0, (0x9e3779b9 ^ n) | 0, tmp);
+        expect(s0, name).toBeGreaterThan(512);
+        expect(Array.from(sample!), name).toEqual(Array.from(new Float32Array(x.memory.buffer, tmp, s)));
+      }
       const plain = loaded();
       const stats = plain.run(program);
       const want = { stats, percentiles: plain.percentiles(ps, stats) };
