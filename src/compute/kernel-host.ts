@@ -1181,11 +1181,13 @@ const sampleSeed = (n: number) => 0x9e3779b9 ^ n;
  * Pixels from which runWithPercentiles makes the brackets' pass chunk by chunk in the run: the
  * window's values (4 bytes a pixel) no longer stay in a core's cache. Measured (the kernel bench's
  * large-window table, percentiles 5, 50, 95, µs beyond the fused pass, after the run against in
- * it, four runs; 2026-11-27, 2 MiB L2 a core): 2^18 px 203–216 against 221–231, 2^19 397–405
- * against 421–434, 2^20 796–833 against 796–838, 2^21 1,504–1,622 against 1,503–1,545, 10 M
- * 9.1–19.7 ms against 5.6–7.4.
+ * it): 2026-11-27, Intel Xeon guest with 2 MiB L2 a core, four runs: 2^18 px 203–216 against
+ * 221–231, 2^19 397–405 against 421–434, 2^20 796–833 against 796–838, 2^21 1,504–1,622 against
+ * 1,503–1,545, 10 M 9.1–19.7 ms against 5.6–7.4; AMD EPYC (family 25), two runs, the sample's
+ * pixels gathered: 2^18 208–219 against 208–213, 2^19 379–383 against 363–376, 2^20 756 against
+ * 754, 2^21 1,449–1,464 against 1,434–1,471, 10 M 5.9–6.4 ms against 6.2–6.3.
  */
-const RUN_PACK_FROM = 1 << 18;
+const RUN_PACK_FROM = 1 << 20;
 
 /** numpy's `_lerp`: a + (b − a)·t, or b − (b − a)·(1 − t) from t = 0.5 on (monotone, exact at t = 1). */
 export function lerp(a: number, b: number, t: number): number {
