@@ -586,84 +586,87 @@ describe('percentiles by selection and numpy histograms', () => {
 
   it('bracketPack, bracketSizes and bracketSplit equal a reference written here (NaN, ±∞, ties, one to eight brackets, open ends, tails of 1–3 values)', () => {
     // the branchless copy: each group of four lanes moved to the front by a swizzle and stored whole
+    // (the SIMD kernel and the scalar one: the scalar loop takes open ends as any others)
     type Fn = (...a: number[]) => number;
-    const x = (kernel as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
-    const r = rng(4242);
-    for (let t = 0; t < 200; t++) {
-      const n = 1 + Math.floor(r() * 3000);
-      const levels = [0, 5, 64][t % 3]!;
-      const values = Float32Array.from({ length: n }, () =>
-        r() < 0.2 ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
-      );
-      // infinities (bracketPack takes any f32), which only a bracket open that way holds
-      if (t % 7 === 3) for (let i = 0; i < n; i += 97) values[i] = i % 2 ? Infinity : -Infinity;
-      load(kernel, values);
-      for (let i = 0; i < n; i += 97) if (t % 7 === 3) kernel.values()[i] = values[i]!;
-      const k = 1 + (t % 8);
-      // k disjoint ascending brackets from sorted random ends (a bracket may be one value wide)
-      // (or, every other window, distinct values of the window, as a sample's are: values on an end
-      // belong inside)
-      const distinct = [...new Set(values.filter((v) => Number.isFinite(v)))];
-      const ends =
-        Math.floor(t / 32) % 2 && distinct.length >= 2 * k
-          ? distinct
-              .map((v) => [r(), v] as const)
-              .sort((a, b) => a[0] - b[0])
-              .slice(0, 2 * k)
-              .map(([, v]) => v)
-              .sort((a, b) => a - b)
-          : Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
-      const lo = ends.filter((_, i) => i % 2 === 0);
-      const hi = ends.filter((_, i) => i % 2 === 1);
-      if (t % 5 === 0) hi[0] = lo[0]!;
-      // open ends (the tails: bracketPack's variants that neither compare nor count them): the
-      // first bracket from −∞, the last to +∞, or both (one bracket of both: every non-NaN value)
-      const open = Math.floor(t / 8) % 4;
-      if (open & 1) lo[0] = -Infinity;
-      if (open & 2) hi[k - 1] = Infinity;
-      const values2 = kernel.values();
-      const src = values2.byteOffset;
-      // the test's own memory past the kernel's: the block, the union, then the split
-      const br = x.memory.buffer.byteLength;
-      x.memory.grow(2);
-      const dst = br + 256;
-      const f32 = new Float32Array(x.memory.buffer);
-      const i32 = new Int32Array(x.memory.buffer);
-      const ref = values.filter((v) => lo.some((l, j) => v >= l && v <= hi[j]!));
-      for (const countValid of [0, 1]) {
-        for (let j = 0; j < 8; j++) {
-          f32[(br >> 2) + j] = j < k ? lo[j]! : NaN;
-          f32[(br >> 2) + 8 + j] = j < k ? hi[j]! : NaN;
+    for (const kk of [kernel, new Kernel({ simd: false })]) {
+      const x = (kk as unknown as { x: Record<string, Fn> & { memory: WebAssembly.Memory } }).x;
+      const r = rng(4242);
+      for (let t = 0; t < 200; t++) {
+        const n = 1 + Math.floor(r() * 3000);
+        const levels = [0, 5, 64][t % 3]!;
+        const values = Float32Array.from({ length: n }, () =>
+          r() < 0.2 ? NaN : levels ? Math.floor(r() * levels) / levels : r() * 2 - 1,
+        );
+        // infinities (bracketPack takes any f32), which only a bracket open that way holds
+        if (t % 7 === 3) for (let i = 0; i < n; i += 97) values[i] = i % 2 ? Infinity : -Infinity;
+        load(kk, values);
+        for (let i = 0; i < n; i += 97) if (t % 7 === 3) kk.values()[i] = values[i]!;
+        const k = 1 + (t % 8);
+        // k disjoint ascending brackets from sorted random ends (a bracket may be one value wide)
+        // (or, every other window, distinct values of the window, as a sample's are: values on an end
+        // belong inside)
+        const distinct = [...new Set(values.filter((v) => Number.isFinite(v)))];
+        const ends =
+          Math.floor(t / 32) % 2 && distinct.length >= 2 * k
+            ? distinct
+                .map((v) => [r(), v] as const)
+                .sort((a, b) => a[0] - b[0])
+                .slice(0, 2 * k)
+                .map(([, v]) => v)
+                .sort((a, b) => a - b)
+            : Array.from({ length: 2 * k }, () => Math.fround(r() * 2.2 - 1.1)).sort((a, b) => a - b);
+        const lo = ends.filter((_, i) => i % 2 === 0);
+        const hi = ends.filter((_, i) => i % 2 === 1);
+        if (t % 5 === 0) hi[0] = lo[0]!;
+        // open ends (the tails: bracketPack's variants that neither compare nor count them): the
+        // first bracket from −∞, the last to +∞, or both (one bracket of both: every non-NaN value)
+        const open = Math.floor(t / 8) % 4;
+        if (open & 1) lo[0] = -Infinity;
+        if (open & 2) hi[k - 1] = Infinity;
+        const values2 = kk.values();
+        const src = values2.byteOffset;
+        // the test's own memory past the kk's: the block, the union, then the split
+        const br = x.memory.buffer.byteLength;
+        x.memory.grow(2);
+        const dst = br + 256;
+        const f32 = new Float32Array(x.memory.buffer);
+        const i32 = new Int32Array(x.memory.buffer);
+        const ref = values.filter((v) => lo.some((l, j) => v >= l && v <= hi[j]!));
+        for (const countValid of [0, 1]) {
+          for (let j = 0; j < 8; j++) {
+            f32[(br >> 2) + j] = j < k ? lo[j]! : NaN;
+            f32[(br >> 2) + 8 + j] = j < k ? hi[j]! : NaN;
+          }
+          i32[(br >> 2) + 24] = -7;
+          const u = x.bracketPack!(src, n, br, dst, k, countValid);
+          expect(u).toBe(ref.length);
+          expect(Array.from(new Float32Array(x.memory.buffer, dst, u))).toEqual(Array.from(ref));
+          for (let j = 0; j < k; j++) expect(i32[(br >> 2) + 16 + j]).toBe(values.filter((v) => v < lo[j]!).length);
+          expect(i32[(br >> 2) + 24]).toBe(countValid ? values.filter((v) => !Number.isNaN(v)).length : -7);
         }
-        i32[(br >> 2) + 24] = -7;
-        const u = x.bracketPack!(src, n, br, dst, k, countValid);
-        expect(u).toBe(ref.length);
-        expect(Array.from(new Float32Array(x.memory.buffer, dst, u))).toEqual(Array.from(ref));
-        for (let j = 0; j < k; j++) expect(i32[(br >> 2) + 16 + j]).toBe(values.filter((v) => v < lo[j]!).length);
-        expect(i32[(br >> 2) + 24]).toBe(countValid ? values.filter((v) => !Number.isNaN(v)).length : -7);
-      }
-      if (k === 1) continue;
-      const u = ref.length;
-      const want = lo.map((l, j) => ref.filter((v) => v >= l && v <= hi[j]!));
-      // bracketSizes: each bracket's count, as the split will place them
-      i32.fill(-1, (br >> 2) + 25, (br >> 2) + 33);
-      x.bracketSizes!(dst, u, br, k);
-      for (let j = 0; j < 8; j++) expect(i32[(br >> 2) + 25 + j], `size ${j} of ${k}`).toBe(want[j]?.length ?? 0);
-      // the split into areas of u values each, then back to back by those sizes (the starts in the block)
-      const stride = (u * 4 + 16 + 15) & ~15;
-      const out = dst + stride + 16;
-      const exact: number[] = [];
-      for (let j = 0, at = 0; j < k; j++) {
-        exact.push(at);
-        at += (want[j]!.length * 4 + 16 + 15) & ~15;
-      }
-      for (const starts of [want.map((_, j) => j * stride), exact]) {
-        for (let j = 0; j < k; j++) i32[(br >> 2) + 33 + j] = starts[j]!;
-        x.bracketSplit!(dst, u, br, out, k);
-        for (let j = 0; j < k; j++) {
-          expect(i32[(br >> 2) + 25 + j], `bracket ${j} of ${k}`).toBe(want[j]!.length);
-          const got = new Float32Array(x.memory.buffer, out + starts[j]!, want[j]!.length);
-          expect(Array.from(got)).toEqual(Array.from(want[j]!));
+        if (k === 1) continue;
+        const u = ref.length;
+        const want = lo.map((l, j) => ref.filter((v) => v >= l && v <= hi[j]!));
+        // bracketSizes: each bracket's count, as the split will place them
+        i32.fill(-1, (br >> 2) + 25, (br >> 2) + 33);
+        x.bracketSizes!(dst, u, br, k);
+        for (let j = 0; j < 8; j++) expect(i32[(br >> 2) + 25 + j], `size ${j} of ${k}`).toBe(want[j]?.length ?? 0);
+        // the split into areas of u values each, then back to back by those sizes (the starts in the block)
+        const stride = (u * 4 + 16 + 15) & ~15;
+        const out = dst + stride + 16;
+        const exact: number[] = [];
+        for (let j = 0, at = 0; j < k; j++) {
+          exact.push(at);
+          at += (want[j]!.length * 4 + 16 + 15) & ~15;
+        }
+        for (const starts of [want.map((_, j) => j * stride), exact]) {
+          for (let j = 0; j < k; j++) i32[(br >> 2) + 33 + j] = starts[j]!;
+          x.bracketSplit!(dst, u, br, out, k);
+          for (let j = 0; j < k; j++) {
+            expect(i32[(br >> 2) + 25 + j], `bracket ${j} of ${k}`).toBe(want[j]!.length);
+            const got = new Float32Array(x.memory.buffer, out + starts[j]!, want[j]!.length);
+            expect(Array.from(got)).toEqual(Array.from(want[j]!));
+          }
         }
       }
     }
