@@ -207,12 +207,9 @@ export class Kernel {
    */
   prepare(n: number, bands: BandSpec[], opts: { mask?: boolean; out?: boolean } = {}): Prepared {
     if (bands.length > 16) throw new Error('at most 16 bands');
-    let p = this.x.dataBase();
-    this.bandPtrs = bands.map((b) => {
-      const ptr = p;
-      p = align(p + n * DTYPE_BYTES[b.dtype] + 16);
-      return ptr;
-    });
+    const laid = layBands(this.x.dataBase(), n, bands);
+    this.bandPtrs = laid.ptrs;
+    let p = laid.end;
     this.maskPtr = opts.mask ? p : 0;
     if (opts.mask) p = align(p + n + 16);
     this.outPtr = p; // the output is always reserved: order statistics read it
@@ -635,12 +632,8 @@ export class Kernel {
     const s0 = lay.s0;
     const s8 = (s0 + 7) & ~7;
     const places = align(lay.brPtr + 2 * BLOCK_BYTES);
-    let at = align(places + s8 * 4 + 16);
-    const gathered = this.specs.map((b) => {
-      const ptr = at;
-      at = align(at + s8 * DTYPE_BYTES[b.dtype] + 16);
-      return ptr;
-    });
+    const { ptrs: gathered, end } = layBands(align(places + s8 * 4 + 16), s8, this.specs);
+    let at = end;
     const gMask = this.maskPtr ? at : 0;
     if (gMask) at = align(at + s8 + 16);
     const gOut = at;
@@ -701,7 +694,7 @@ export class Kernel {
 
   /**
    * The brackets [lo, hi] (flat) around the ranks of `count` values, by selection in the sample of
-   * s values (left to right), merged where they meet, written to the block at brPtr. Undefined when
+   * s values (the middle end first), merged where they meet, written to the block at brPtr. Undefined when
    * the sample has too few values or more brackets than a pass takes are needed. A first bracket
    * that starts within TAIL_SHARE of the sample's start is opened to −∞, a last one that ends
    * within it of its end to +∞ (`lims`: what the pass takes; `guess`: the sample's ends, where
@@ -720,10 +713,9 @@ export class Kernel {
     // leaves the values below its place left of it): about s × log2(ends) values visited instead
     // of s for each end
     const x = this.x;
+    // (a span past the sample's start or end: only the first and the last can be, an open end)
     const ends = spans.map((q) => (q < 0 ? -Infinity : q >= s ? Infinity : 0));
     const place = (lo: number, hi: number, i0: number, i1: number): void => {
-      while (i0 <= i1 && ends[i0] === -Infinity) i0++;
-      while (i1 >= i0 && ends[i1] === Infinity) i1--;
       if (i0 > i1) return;
       const mid = (i0 + i1) >> 1;
       const q = spans[mid]!;
@@ -731,7 +723,7 @@ export class Kernel {
       place(lo, q - 1, i0, mid - 1);
       place(q + 1, hi, mid + 1, i1);
     };
-    place(0, s - 1, 0, ends.length - 1);
+    place(0, s - 1, spans[0]! < 0 ? 1 : 0, ends.length - (spans[ends.length - 1]! >= s ? 2 : 1));
     const lims: number[] = []; // lo, hi of each bracket
     for (let j = 0; j < spans.length; j += 2) {
       const lo = ends[j]!;
@@ -1188,6 +1180,19 @@ const sampleSeed = (n: number) => 0x9e3779b9 ^ n;
  * 754, 2^21 1,449–1,464 against 1,434–1,471, 10 M 5.9–6.4 ms against 6.2–6.3.
  */
 const RUN_PACK_FROM = 1 << 20;
+
+/**
+ * One buffer per band for n pixels from `at` (each 16-byte aligned, 16 bytes spare), and where the
+ * last ends: the layout of prepare()'s bands and of runWithPercentiles' gathered sample.
+ */
+function layBands(at: number, n: number, bands: readonly BandSpec[]): { ptrs: number[]; end: number } {
+  const ptrs = bands.map((b) => {
+    const ptr = at;
+    at = align(at + n * DTYPE_BYTES[b.dtype] + 16);
+    return ptr;
+  });
+  return { ptrs, end: at };
+}
 
 /** numpy's `_lerp`: a + (b − a)·t, or b − (b − a)·(1 − t) from t = 0.5 on (monotone, exact at t = 1). */
 export function lerp(a: number, b: number, t: number): number {
