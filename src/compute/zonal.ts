@@ -237,8 +237,9 @@ export function weightedPercentilesBySelection(
   // levelsOf) is its levels, each as often as counted, from the first place (nothing gathered);
   // else the kernel's window around the percentile's places (generous by two each side)
   const few = levels?.();
-  const around: Array<{ runs: Runs | null; first: number }> = few
-    ? ps.map(() => ({ runs: levelRuns(few.values, few.counts), first: 0 }))
+  const levelled = few && levelRuns(few.values, few.counts);
+  const around: Array<{ runs: Runs | null; first: number }> = levelled
+    ? ps.map(() => ({ runs: levelled, first: 0 }))
     : windows(
         targets.map((t) => [Math.max(0, Math.floor(t / n) - 2), Math.min(n - 1, Math.ceil(t / (n - 1) + D) + 2)]),
       ).map(({ first, values: u }) => ({ runs: u.length ? valueRuns(u) : null, first }));
