@@ -178,22 +178,24 @@ export class Kernel {
     this.x = inst.exports as unknown as Exports;
   }
 
-  private memF32 = new Float32Array(0);
-  private memI32 = new Int32Array(0);
+  private mem = { f32: new Float32Array(0), i32: new Int32Array(0) };
 
-  /** Views of the whole kernel memory (taken again after it grows). */
+  /**
+   * Views of the whole kernel memory, taken again after it grows: growing detaches the old
+   * buffer, and a detached view has length 0 (memory.buffer is a call into the engine, a few
+   * tens of ns; a 10,000-pixel percentile call asked for it about ten times).
+   */
   private views(): { f32: Float32Array; i32: Int32Array } {
-    const buf = this.x.memory.buffer;
-    if (this.memF32.buffer !== buf) {
-      this.memF32 = new Float32Array(buf);
-      this.memI32 = new Int32Array(buf);
+    if (this.mem.f32.length === 0) {
+      const buf = this.x.memory.buffer;
+      this.mem = { f32: new Float32Array(buf), i32: new Int32Array(buf) };
     }
-    return { f32: this.memF32, i32: this.memI32 };
+    return this.mem;
   }
 
   private ensure(bytes: number): void {
-    const mem = this.x.memory;
-    if (bytes > mem.buffer.byteLength) mem.grow(Math.ceil((bytes - mem.buffer.byteLength) / 65536));
+    const have = this.views().f32.byteLength;
+    if (bytes > have) this.x.memory.grow(Math.ceil((bytes - have) / 65536));
   }
 
   /** Bytes of kernel memory in use (grows, never shrinks). */
@@ -685,12 +687,20 @@ export class Kernel {
    */
   private sampleLayout(): { s0: number; smpPtr: number; brPtr: number; most: number } {
     const n = this.n;
-    const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3) / 4)));
-    const smpPtr = align(this.accPtr + 64);
-    const brPtr = align(smpPtr + s0 * 4);
-    this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
-    return { s0, smpPtr, brPtr, most: n < 1 << 19 ? 4 : n < 1 << 22 ? 6 : MAX_BRACKETS };
+    // (kept for the window: n ** (2 / 3) alone was 5 % of the JS of a 10,000-pixel call)
+    let lay = this.layout;
+    if (lay?.n !== n || lay.acc !== this.accPtr) {
+      const s0 = Math.min(n >> 2, Math.max(512, Math.round(n ** (2 / 3) / 4)));
+      const smpPtr = align(this.accPtr + 64);
+      const brPtr = align(smpPtr + s0 * 4);
+      const most = n < 1 << 19 ? 4 : n < 1 << 22 ? 6 : MAX_BRACKETS;
+      lay = this.layout = { n, acc: this.accPtr, s0, smpPtr, brPtr, most };
+    }
+    this.ensure(lay.brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
+    return lay;
   }
+
+  private layout: { n: number; acc: number; s0: number; smpPtr: number; brPtr: number; most: number } | null = null;
 
   /**
    * The brackets [lo, hi] (flat) around the ranks of `count` values, by selection in the sample of
@@ -781,8 +791,8 @@ export class Kernel {
     // own, counted first (bracketSizes); brackets that still hold more than their share (ties, a
     // count that misplaces them) leave the ranks to the buckets instead
     const split = align(br + 2 * BLOCK_BYTES);
-    const starts: number[] = new Array(k).fill(0);
-    const lens: number[] = new Array(k).fill(0);
+    const starts: number[] = [];
+    const lens: number[] = [];
     let packRoom = 0;
     let widest = u; // the most values one bracket can hold (the narrowing's two areas each take as many)
     if (k > 1) {
@@ -803,13 +813,13 @@ export class Kernel {
     this.ensure(split + areas + 64);
     const I = this.views().i32;
     if (k === 1) {
-      starts[0] = this.scratchPtr;
-      lens[0] = u;
+      starts.push(this.scratchPtr);
+      lens.push(u);
     } else {
       x.bracketSplit(this.scratchPtr, u, br, split, k);
       for (let j = 0; j < k; j++) {
-        starts[j] = split + I[b4 + BLOCK.starts + j]!;
-        lens[j] = I[b4 + BLOCK.split + j]!;
+        starts.push(split + I[b4 + BLOCK.starts + j]!);
+        lens.push(I[b4 + BLOCK.split + j]!);
       }
     }
     if (m === 0) return undefined;
@@ -826,6 +836,8 @@ export class Kernel {
     for (const j of inBracket) room = Math.max(room, lens[j]!);
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
     const br2 = br + BLOCK_BYTES;
+    // narrowBracket's passes take one bracket: the other slots NaN (nothing below, nothing inside)
+    this.views().f32.fill(NaN, (br2 >> 2) + BLOCK.lo, (br2 >> 2) + BLOCK.hi + BLOCK.slots);
     const bufA = align(split + packRoom);
     const bufB = align(bufA + room * 4 + 16);
     const at: number[] = [];
@@ -909,7 +921,7 @@ export class Kernel {
    * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
    * the result never depends on the guess. A bracket opened to ±∞ (a tail: sampleBrackets) is
    * first narrowed to the sample's bracket [gLo, gHi]. Returns where the values are, how many, and
-   * the rank of the first.
+   * the rank of the first. The block at br must hold NaN in its slots past the first (the caller's).
    */
   private narrowBracket(
     t0: number,
@@ -931,7 +943,6 @@ export class Kernel {
     const b4 = br >> 2; // br is 16-byte aligned
     let tail = gLo > lo || gHi < hi;
     while (len > NARROW_MIN && (tail || (Number.isFinite(lo) && Number.isFinite(hi) && hi > lo))) {
-      F.fill(NaN, b4 + BLOCK.lo, b4 + BLOCK.hi + BLOCK.slots);
       if (tail) {
         F[b4 + BLOCK.lo] = gLo;
         F[b4 + BLOCK.hi] = gHi;
@@ -1266,7 +1277,7 @@ function neededRanks(ps: readonly number[], m: number): number[] {
     }
   let w = 0;
   for (let i = 0; i < out.length; i++) if (i === 0 || out[i] !== out[w - 1]) out[w++] = out[i]!;
-  out.length = w;
+  if (w < out.length) out.length = w;
   return out;
 }
 
