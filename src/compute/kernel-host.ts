@@ -695,8 +695,9 @@ export class Kernel {
       const brPtr = align(smpPtr + s0 * 4);
       const most = n < 1 << 19 ? 4 : n < 1 << 22 ? 6 : MAX_BRACKETS;
       lay = this.layout = { n, acc: this.accPtr, s0, smpPtr, brPtr, most };
+      // (memory only grows: ensured once for the layout)
+      this.ensure(brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
     }
-    this.ensure(lay.brPtr + 2 * BLOCK_BYTES); // the sample, bracketPack's block, then narrowBracket's
     return lay;
   }
 
@@ -836,8 +837,6 @@ export class Kernel {
     for (const j of inBracket) room = Math.max(room, lens[j]!);
     // each bracket narrowed (narrowBracket), then its ranks selected in what is left
     const br2 = br + BLOCK_BYTES;
-    // narrowBracket's passes take one bracket: the other slots NaN (nothing below, nothing inside)
-    this.views().f32.fill(NaN, (br2 >> 2) + BLOCK.lo, (br2 >> 2) + BLOCK.hi + BLOCK.slots);
     const bufA = align(split + packRoom);
     const bufB = align(bufA + room * 4 + 16);
     const at: number[] = [];
@@ -921,7 +920,7 @@ export class Kernel {
    * from evenly spread) the narrowing stops and the ranks are selected among the values it had:
    * the result never depends on the guess. A bracket opened to ±∞ (a tail: sampleBrackets) is
    * first narrowed to the sample's bracket [gLo, gHi]. Returns where the values are, how many, and
-   * the rank of the first. The block at br must hold NaN in its slots past the first (the caller's).
+   * the rank of the first.
    */
   private narrowBracket(
     t0: number,
@@ -942,6 +941,8 @@ export class Kernel {
     const { f32: F, i32: I } = this.views();
     const b4 = br >> 2; // br is 16-byte aligned
     let tail = gLo > lo || gHi < hi;
+    // its passes take one bracket: the other slots NaN (nothing below, nothing inside), once
+    if (len > NARROW_MIN) F.fill(NaN, b4 + BLOCK.lo, b4 + BLOCK.hi + BLOCK.slots);
     while (len > NARROW_MIN && (tail || (Number.isFinite(lo) && Number.isFinite(hi) && hi > lo))) {
       if (tail) {
         F[b4 + BLOCK.lo] = gLo;

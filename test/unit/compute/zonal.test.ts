@@ -625,7 +625,7 @@ describe('percentiles by selection and numpy histograms', () => {
         if (open & 2) hi[k - 1] = Infinity;
         const values2 = kk.values();
         const src = values2.byteOffset;
-        // the test's own memory past the kk's: the block, the union, then the split
+        // the test's own memory past the kernel's: the block, the union, then the split
         const br = x.memory.buffer.byteLength;
         x.memory.grow(2);
         const dst = br + 256;
