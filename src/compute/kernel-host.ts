@@ -179,6 +179,8 @@ export class Kernel {
   }
 
   private mem = { f32: new Float32Array(0), i32: new Int32Array(0) };
+  /** percentilesBySample's sample and blocks for the last window size (sampleLayout). */
+  private layout: { n: number; acc: number; s0: number; smpPtr: number; brPtr: number; most: number } | null = null;
 
   /**
    * Views of the whole kernel memory, taken again after it grows: growing detaches the old
@@ -700,8 +702,6 @@ export class Kernel {
     }
     return lay;
   }
-
-  private layout: { n: number; acc: number; s0: number; smpPtr: number; brPtr: number; most: number } | null = null;
 
   /**
    * The brackets [lo, hi] (flat) around the ranks of `count` values, by selection in the sample of
