@@ -23,8 +23,16 @@ export function checkIdempotencyKey(key: string | undefined): void {
   }
 }
 
+/** A member that is not an object or array: JSON.stringify writes it as canonical() would. */
+const isLeaf = (x: unknown): boolean => x === null || (typeof x !== 'object' && x !== undefined);
+
 function canonical(x: unknown): string {
-  if (Array.isArray(x)) return `[${x.map(canonical).join(',')}]`;
+  if (Array.isArray(x)) {
+    // An array of leaves (a GeoJSON position, most of a large body) in one native call: the same
+    // text as joining each leaf's, ~10× faster.
+    if (x.every(isLeaf)) return JSON.stringify(x);
+    return `[${x.map(canonical).join(',')}]`;
+  }
   if (x && typeof x === 'object') {
     return `{${Object.keys(x)
       .sort()
@@ -46,7 +54,8 @@ export interface IdempotentCreate<R> {
   idColumn: string;
   accountId: string;
   key: string | undefined;
-  bodyHash: string;
+  /** What the key stands for (hashed only when a key is given: ~1 s for a 27 MiB batch body). */
+  body: unknown;
   /** The resource a kept key names (undefined: gone, a new one is made). */
   replay(tx: Sql, id: string): Promise<R | undefined>;
   /** Creates the resource in the transaction. */
@@ -57,6 +66,7 @@ export async function idempotentCreate<R>(
   db: Database,
   o: IdempotentCreate<R>,
 ): Promise<{ row: R; replayed: boolean }> {
+  const bodyHash = o.key === undefined ? undefined : requestHash(o.body);
   for (let round = 0; ; round++) {
     try {
       return await db.transaction(async (tx) => {
@@ -66,7 +76,7 @@ export async function idempotentCreate<R>(
             [o.accountId, o.key],
           );
           if (prior && Date.now() - prior.created_at.getTime() < IDEMPOTENCY_WINDOW_MS) {
-            if (prior.body_hash !== o.bodyHash) {
+            if (prior.body_hash !== bodyHash) {
               throw new AppError(
                 'idempotency_key_reused',
                 `Idempotency-Key "${o.key}" was used within 24 h with a different request body; use a new key`,
@@ -81,7 +91,7 @@ export async function idempotentCreate<R>(
         if (o.key !== undefined) {
           const claimed = await tx.query(
             `INSERT INTO ${o.table} (account_id, key, body_hash, ${o.idColumn}) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING key`,
-            [o.accountId, o.key, o.bodyHash, id],
+            [o.accountId, o.key, bodyHash, id],
           );
           // A concurrent request with the same key won: roll back and answer with its resource.
           if (!claimed.length) throw new IdempotencyRace();

@@ -7,7 +7,7 @@ import { getField } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import { notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { checkIdempotencyKey, idempotentCreate, requestHash } from '../platform/idempotency.js';
+import { checkIdempotencyKey, idempotentCreate } from '../platform/idempotency.js';
 import { assertDownloadLink, expiryFrom } from '../platform/signed-links.js';
 import type { JobQueues } from '../platform/queue/job-queues.js';
 import { resolveOptions } from './options.js';
@@ -94,7 +94,7 @@ export async function createReport(
     idColumn: 'report_id',
     accountId,
     key: idempotencyKey,
-    bodyHash: requestHash({ field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} }),
+    body: { field_id: fieldId, type: body.type, format: body.format, options: body.options ?? {} },
     replay: async (tx, id) =>
       (
         await tx.query<ReportRow>(`SELECT ${REPORT_COLUMNS} FROM reports WHERE id = $1 AND account_id = $2`, [

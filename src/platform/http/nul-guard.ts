@@ -15,11 +15,41 @@ const MESSAGE = 'must not contain the NUL character (\\u0000)';
 
 const pointerToken = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
+const isWalked = (v: object): boolean => !Buffer.isBuffer(v) && typeof (v as { pipe?: unknown }).pipe !== 'function';
+
+/**
+ * Whether any string or object key under `value` contains U+0000: the same walk as `nulIssues`
+ * without the pointers, which it builds for every array and object it enters. Nearly every body
+ * has no NUL; a 100,000-feature batch body took 0.57 s with them, ~0.1 s without.
+ */
+function hasNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\0')) return true;
+    } else if (Array.isArray(v)) {
+      for (const x of v) {
+        if (typeof x === 'string') {
+          if (x.includes('\0')) return true;
+        } else if (x !== null && typeof x === 'object') stack.push(x);
+      }
+    } else if (v !== null && typeof v === 'object' && isWalked(v)) {
+      for (const k of Object.keys(v)) {
+        if (k.includes('\0')) return true;
+        stack.push((v as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  return false;
+}
+
 /**
  * Every string and object key under `value` that contains U+0000, as JSON Pointers under `base`.
  * Iterative, so a deeply nested body cannot overflow the stack.
  */
 export function nulIssues(value: unknown, base: string): FieldIssue[] {
+  if (!hasNul(value)) return [];
   const issues: FieldIssue[] = [];
   const stack: Array<[unknown, string]> = [[value, base]];
   while (stack.length && issues.length < MAX_ISSUES) {
@@ -29,12 +59,7 @@ export function nulIssues(value: unknown, base: string): FieldIssue[] {
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--)
         if (typeof v[i] === 'string' || (v[i] !== null && typeof v[i] === 'object')) stack.push([v[i], `${at}/${i}`]);
-    } else if (
-      v !== null &&
-      typeof v === 'object' &&
-      !Buffer.isBuffer(v) &&
-      typeof (v as { pipe?: unknown }).pipe !== 'function'
-    ) {
+    } else if (v !== null && typeof v === 'object' && isWalked(v)) {
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;
