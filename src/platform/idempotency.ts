@@ -29,7 +29,7 @@ const isLeaf = (x: unknown): boolean => x === null || (typeof x !== 'object' && 
 function canonical(x: unknown): string {
   if (Array.isArray(x)) {
     // An array of leaves (a GeoJSON position, most of a large body) in one native call: the same
-    // text as joining each leaf's, ~10× faster.
+    // text as joining each leaf's (a 27 MiB batch body: 0.8-1.0 s instead of 1.2-1.3).
     if (x.every(isLeaf)) return JSON.stringify(x);
     return `[${x.map(canonical).join(',')}]`;
   }

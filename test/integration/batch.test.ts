@@ -250,6 +250,23 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
     const c = await post({ ...body, interval: 'daily' }, { 'idempotency-key': 'batch-key-1' });
     expect(c.statusCode).toBe(422);
     expect(c.json().code).toBe('idempotency_key_reused');
+    // a body of features, hashed after its polygons were validated: the same with its members in
+    // another order is a replay; one corner moved is another body
+    const square = parcel(SCENE, 40, 40, 30, 30);
+    const fc = {
+      type: 'FeatureCollection',
+      features: [{ type: 'Feature', id: 'sq', properties: {}, geometry: square }],
+    };
+    const d = await post({ features: fc, indices: ['NDVI'], ...RANGE }, { 'idempotency-key': 'batch-key-2' });
+    expect(d.statusCode, d.body).toBe(202);
+    const reordered = { ...RANGE, indices: ['NDVI'], features: { features: fc.features, type: fc.type } };
+    const e = await post(reordered, { 'idempotency-key': 'batch-key-2' });
+    expect([e.statusCode, e.json().id, e.headers['idempotent-replayed']]).toEqual([202, d.json().id, 'true']);
+    const moved = structuredClone(fc);
+    moved.features[0]!.geometry.coordinates[0]![1]![0]! += 1e-6;
+    const f = await post({ features: moved, indices: ['NDVI'], ...RANGE }, { 'idempotency-key': 'batch-key-2' });
+    expect([f.statusCode, f.json().code]).toEqual([422, 'idempotency_key_reused']);
+    await waitBatch(t, d.json().id);
     await waitBatch(t, a.json().id);
     const jobs = (
       await t.app.inject({ method: 'GET', url: '/v1/batch/statistics?per_page=100', headers: t.auth() })
