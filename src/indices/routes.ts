@@ -77,7 +77,7 @@ const MaskQuery = {
   weighting: Type.Optional(
     Type.Union([Type.Literal('centre'), Type.Literal('coverage')], {
       description:
-        "centre (default, the spec's rule): pixels whose centre is inside, each counted once. coverage: every pixel the field touches, weighted by the exact share of its area inside (exactextract's semantics: mean, std and percentiles weighted, min/max over any coverage, count = sum of weights, pixels = touched)",
+        "centre (default, the spec's rule): pixels whose centre is inside, each counted once. coverage: every pixel the field touches, weighted by the exact share of its area inside (exactextract's semantics: mean, std and percentiles weighted, min/max over any coverage, count = sum of weights, pixels = touched; a share within 1e-9 of none or all counts as none or all)",
     }),
   ),
   scl_exclude: Type.Optional(

@@ -249,6 +249,24 @@ describe.each(dbBackends)('indices on the demo season ($name)', (backend) => {
     });
   });
 
+  it('weighting=coverage on the demo field, drawn on the 10 m grid: the pixel-centre statistics, no pixel outside it touched', async () => {
+    // The boundary is stored in lon/lat; reprojected, its corners lie a few 1e-10 px off the grid
+    // lines. Those slivers count as no coverage (coverage-fraction.ts), so the field touches its
+    // 80 × 80 pixels, each wholly inside, and its statistics are the pixel-centre ones.
+    const url = `/v1/fields/${fieldId}/indices?index=NDVI&date=2025-05-01&zonal_stats=true&geojson=false&percentiles=5,50,95`;
+    const centre = await get(url);
+    const weighted = await get(`${url}&weighting=coverage`);
+    expect(centre.statusCode, centre.body).toBe(200);
+    expect(weighted.statusCode, weighted.body).toBe(200);
+    const c = centre.json().zonal_stats;
+    const w = weighted.json().zonal_stats;
+    expect(c.count).toBe(6400);
+    expect(w).toMatchObject({ count: 6400, pixels: 6400, valid_fraction: 1, min: c.min, max: c.max });
+    expect(w.mean).toBeCloseTo(c.mean, 12);
+    expect(w.std).toBeCloseTo(c.std, 12);
+    for (const [i, p] of w.percentiles.entries()) expect(p.value).toBeCloseTo(c.percentiles[i].value, 12);
+  });
+
   it('the default scouting report uses the latest clear capture (≥ 70 % of the field usable) inside the season', async () => {
     const field = (await get(`/v1/fields/${fieldId}`)).json();
     expect(field).toMatchObject({ planting_date: '2025-04-10', harvest_date: '2025-09-20' });

@@ -12,6 +12,7 @@ import { compileFormula } from '../../../src/compute/formula.js';
 import { Kernel } from '../../../src/compute/kernel-host.js';
 import { histogramOf, weightedPercentiles, weightedStats } from '../../../src/compute/zonal.js';
 import { coverageFractions, type Ring } from '../../../src/imagery/coverage-fraction.js';
+import { fromWgs84, toWgs84 } from '../../../src/imagery/crs.js';
 import { refQuantile } from '../../helpers/exactextract.js';
 import { npHistogram } from '../../helpers/numpy.js';
 import { rng } from '../../helpers/random.js';
@@ -184,7 +185,8 @@ describe('coverage weights against polygon-clipping', () => {
       for (let k = 0; k < n; k++) {
         const w = ref.weights[k]!;
         const v = values0[k]!;
-        if (!(w > 1e-12) || Number.isNaN(v)) continue;
+        // a share under 1e-9 counts as none (coverage-fraction.ts, docs/compute-engine.md)
+        if (!(w >= 1e-9) || Number.isNaN(v)) continue;
         sw += w;
         swx += w * v;
         mn = Math.min(mn, v);
@@ -222,6 +224,34 @@ describe('coverage weights against polygon-clipping', () => {
       expect(Math.abs(hist.counts.reduce((a, b) => a + b, 0) - sw)).toBeLessThan(1e-9 * Math.max(1, sw));
     });
   }
+
+  it('a square drawn on the grid and stored in lon/lat: every weight exactly 0 or 1, as drawn', () => {
+    // the demo field's case (imagery/synthetic.ts sceneField): UTM 31N corners on the 10 m grid,
+    // stored in WGS84, reprojected back as the window reader does
+    const [ox, oy] = [630_000, 5_602_000];
+    const toLonLat = toWgs84(32631);
+    const toUtm = fromWgs84(32631);
+    const corners: Array<[number, number]> = [
+      [ox + 400, oy - 1200],
+      [ox + 1200, oy - 1200],
+      [ox + 1200, oy - 400],
+      [ox + 400, oy - 400],
+    ];
+    const back = [...corners, corners[0]!].map((c) => toUtm(toLonLat(c)));
+    // the window of the reader: 1 px margin; pixel (i, j) is [i, i + 1] × [j, j + 1] from (x0, y0)
+    const [x0, y0, w, h] = [39, 39, 82, 82];
+    const ring = back.map(([x, y]) => [(x - ox) / RES - x0, (oy - y) / RES - y0] as [number, number]);
+    // the round trip moved the corners off the grid lines, if only by a few 1e-10 px
+    expect(ring.some(([x, y]) => x !== Math.round(x) || y !== Math.round(y))).toBe(true);
+    const got = coverageFractions([[ring]], w, h);
+    let wrong = 0;
+    for (let j = 0; j < h; j++)
+      for (let i = 0; i < w; i++) {
+        const inside = i >= 1 && i <= 80 && j >= 1 && j <= 80;
+        if (got[j * w + i] !== (inside ? 1 : 0)) wrong++;
+      }
+    expect(wrong).toBe(0);
+  });
 
   it('all weights 1 give numpy percentiles and the unweighted statistics', () => {
     const v = Float32Array.from([0.5, 0.1, NaN, 0.9, 0.3, 0.3]);
