@@ -113,8 +113,9 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
   }
   if (raw.cloud_dilation_m !== undefined) {
     const d = raw.cloud_dilation_m;
-    if (!Number.isFinite(d) || d < 0)
+    if (Number.isNaN(d) || d < 0)
       issues.push({ path: at('cloud_dilation_m'), code: 'negative_dilation', message: 'must be 0 or more metres' });
+    // 1e309 arrives as Infinity: too large, not negative
     else if (d > MAX_DILATION_M)
       issues.push({ path: at('cloud_dilation_m'), code: 'dilation_too_large', message: `at most ${MAX_DILATION_M} m` });
     else if (d > 0) mask.cloud_dilation_m = d;

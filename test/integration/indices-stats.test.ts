@@ -203,6 +203,25 @@ describe('statistics options: bad input, on a synthetic scene', () => {
     }
   });
 
+  it('an unknown weighting or interval names the values allowed', async () => {
+    for (const [url, path, message] of [
+      [
+        `/v1/fields/${field}/indices?index=NDVI&date=${date}&weighting=area`,
+        '/query/weighting',
+        'must be one of: centre, coverage',
+      ],
+      [
+        `/v1/fields/${field}/indices/timeseries?index=NDVI&start_date=${date}&end_date=${date}&interval=hourly`,
+        '/query/interval',
+        'must be one of: daily, weekly, biweekly',
+      ],
+    ]) {
+      const res = await t.app.inject({ method: 'GET', url: url!, headers: t.auth() });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().errors, url).toEqual([{ path, code: 'const', message }]);
+    }
+  });
+
   it('the defaults answer exactly what no option answers; options come back only when asked', async () => {
     const get = async (q: string) =>
       (
@@ -477,6 +496,7 @@ describe('a chosen cloud mask: reasons, dilation, cloud cover', () => {
       ['&scl_exclude=3,12', 'unknown_scl_class'],
       ['&scl_exclude=x', 'unknown_scl_class'],
       ['&cloud_dilation_m=5000', 'dilation_too_large'],
+      ['&cloud_dilation_m=1e309', 'dilation_too_large'],
     ]) {
       for (const url of [
         `/v1/fields/${field}/indices?index=NDVI&date=${start}${q}`,
