@@ -36,6 +36,18 @@ export function validationIssues(context: string, issues: AjvIssue[]): FieldIssu
   const base = CONTEXT_PATH[context] ?? `/${context}`;
   const out: FieldIssue[] = [];
   const seen = new Set<string>();
+  // A union of literals (Type.Union of Type.Literal) fails one `const` per branch at the same
+  // path: name the values they allow instead of ajv's "must be equal to constant".
+  // (Only where every branch is a literal: a union with an object or an array keeps ajv's first.)
+  const literals = new Map<string, unknown[]>();
+  const mixed = new Set<string>();
+  for (const v of issues) {
+    const at = base + (v.instancePath ?? '');
+    if (v.keyword === 'const' && v.params && 'allowedValue' in v.params)
+      literals.set(at, [...(literals.get(at) ?? []), v.params.allowedValue]);
+    else if (v.keyword !== 'anyOf' && v.keyword !== 'oneOf') mixed.add(at);
+  }
+  for (const at of mixed) literals.delete(at);
   for (const v of issues) {
     let p = base + (v.instancePath ?? '');
     let message = v.message ?? 'is invalid';
@@ -47,6 +59,9 @@ export function validationIssues(context: string, issues: AjvIssue[]): FieldIssu
       message = 'is not a known property';
     } else if (v.keyword === 'enum' && Array.isArray(v.params?.allowedValues)) {
       message = `must be one of: ${(v.params!.allowedValues as unknown[]).join(', ')}`;
+    } else if (v.keyword === 'const' && literals.has(p)) {
+      const values = literals.get(p)!;
+      message = values.length === 1 ? `must be ${JSON.stringify(values[0])}` : `must be one of: ${values.join(', ')}`;
     }
     // anyOf/oneOf report every branch; one message per member is what a person can act on.
     if (seen.has(p)) continue;
