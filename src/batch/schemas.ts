@@ -84,6 +84,13 @@ export const BatchJob = Type.Object({
   start_date: Type.String(),
   end_date: Type.String(),
   indices: Type.Array(Type.String()),
+  max_cloud_cover: Type.Number({ description: 'As asked, or the default 20' }),
+  // the statistics options as the request gave them, each only when it did
+  percentiles: Type.Optional(Type.Array(Type.Number())),
+  histogram: Type.Optional(Type.Union([Type.Integer(), Type.Array(Type.Number())])),
+  weighting: Type.Optional(Type.Enum(['centre', 'coverage'] as const)),
+  scl_exclude: Type.Optional(Type.Array(Type.Integer())),
+  cloud_dilation_m: Type.Optional(Type.Number()),
   feature_count: Type.Integer(),
   progress: Type.Object({
     done: Type.Integer({ description: 'features × indices × intervals computed' }),

@@ -100,6 +100,8 @@ export async function toBatchJob(
     start_date: r.request.start_date,
     end_date: r.request.end_date,
     indices: r.request.indices.map((i) => i.name),
+    max_cloud_cover: r.request.max_cloud_cover,
+    ...definedOptions(r.request.options),
     feature_count: r.feature_count,
     progress: {
       done: r.status === 'ready' ? total : Number(p!.done ?? 0),
@@ -119,6 +121,12 @@ export async function toBatchJob(
     updated_at: r.updated_at.toISOString(),
     completed_at: r.completed_at?.toISOString() ?? null,
   };
+}
+
+/** The statistics options the request gave (a job stored before they existed has none). */
+function definedOptions(o: BatchRequest['options'] | undefined): Partial<BatchJob> {
+  if (!o) return {};
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null));
 }
 
 function invalid(issues: FieldIssue[]): AppError {

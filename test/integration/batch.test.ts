@@ -198,7 +198,11 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
 
   it('the cloud mask and weighting options: rows equal the time series under the same options', async () => {
     const options = { cloud_dilation_m: 30, weighting: 'coverage', scl_exclude: [0, 1, 3, 8, 9, 10] };
-    const { file } = await run({ fields: 'all', indices: ['NDVI'], ...RANGE, format: 'ndjson', ...options });
+    const { job, file } = await run({ fields: 'all', indices: ['NDVI'], ...RANGE, format: 'ndjson', ...options });
+    // the job shows the options it was asked for, as given
+    expect(job).toMatchObject({ ...options, max_cloud_cover: 20 });
+    expect(job).not.toHaveProperty('percentiles');
+    expect(job).not.toHaveProperty('histogram');
     const rows = ndjsonRows(file.body);
     await forgetStats();
     for (const id of fieldIds.values()) {
@@ -216,7 +220,16 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
 
   it('interval capture and percentiles: a row per capture over the field, p50 as the single-date endpoint', async () => {
     const id = fieldIds.get('p1')!;
-    const { file } = await run({ fields: [id], indices: ['NDVI'], ...RANGE, interval: 'capture', percentiles: [50] });
+    const { job, file } = await run({
+      fields: [id],
+      indices: ['NDVI'],
+      ...RANGE,
+      interval: 'capture',
+      percentiles: [50],
+      max_cloud_cover: 100,
+    });
+    expect(job).toMatchObject({ percentiles: [50], max_cloud_cover: 100 });
+    expect(job).not.toHaveProperty('weighting');
     const rows = await csvRows(file.body);
     const caps = (
       await t.app.inject({ method: 'GET', url: `/v1/fields/${id}/imagery?per_page=100`, headers: t.auth() })
