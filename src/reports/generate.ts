@@ -96,8 +96,14 @@ async function loadField(deps: ReportDeps, row: ReportRow): Promise<Field> {
   }
 }
 
-function metaOf(row: ReportRow, field: Field, index: string): Meta {
+function metaOf(row: ReportRow, field: Field, o: ResolvedOptions): Meta {
   const [w, s, e, n] = field.bbox as [number, number, number, number];
+  const statistics = {
+    ...(o.weighting ? { weighting: o.weighting } : {}),
+    ...(o.scl_exclude ? { scl_exclude: o.scl_exclude } : {}),
+    ...(o.cloud_dilation_m ? { cloud_dilation_m: o.cloud_dilation_m } : {}),
+  };
+  const index = o.index;
   return {
     report_id: row.id,
     type: row.type,
@@ -113,6 +119,7 @@ function metaOf(row: ReportRow, field: Field, index: string): Meta {
       harvest_date: field.harvest_date,
       centroid: { lon: Math.round(((w + e) / 2) * 1e6) / 1e6, lat: Math.round(((s + n) / 2) * 1e6) / 1e6 },
     },
+    ...(Object.keys(statistics).length ? { statistics_options: statistics } : {}),
   };
 }
 
@@ -247,7 +254,7 @@ export async function buildContent(
   const o = row.options as unknown as ResolvedOptions;
   const field = await loadField(deps, row);
   await deps.onStage?.('data', row.id);
-  const meta = metaOf(row, field, o.index);
+  const meta = metaOf(row, field, o);
   switch (row.type) {
     case 'scouting': {
       const pick = await pickCapture(deps, row, field, o);

@@ -54,16 +54,33 @@ describe.each(queueBackends)('reports on $name', (backend) => {
   });
 
   it('options scl_exclude, cloud_dilation_m and weighting: the series follows the mask (issue 23)', async () => {
-    const series = async (options: object) =>
-      (await download((await ready({ type: 'seasonal', format: 'json', options })).download_url)).json()
-        .series as Array<{
-        imagery_id: string;
-        mean: number;
-        valid_fraction: number;
-      }>;
+    const metas: Array<Record<string, unknown>> = [];
+    const series = async (options: object) => {
+      const content = (
+        await download((await ready({ type: 'seasonal', format: 'json', options })).download_url)
+      ).json();
+      expect(schemaErrors('seasonal', content)).toEqual([]);
+      metas.push(content.meta);
+      return content.series as Array<{ imagery_id: string; mean: number; valid_fraction: number }>;
+    };
     const plain = await series({});
     const wide = await series({ cloud_dilation_m: 60 });
     const cov = await series({ weighting: 'coverage', scl_exclude: [0, 1, 3, 8, 9, 10, 11] });
+    // the file says which mask and weighting its numbers follow, those not the defaults
+    expect(metas.map((m) => m.statistics_options)).toEqual([
+      undefined,
+      { cloud_dilation_m: 60 },
+      { weighting: 'coverage' },
+    ]);
+    const pdf = await ready({
+      type: 'scouting',
+      format: 'pdf',
+      options: { date: '2025-07-01', weighting: 'coverage', scl_exclude: [9, 3], cloud_dilation_m: 20 },
+    });
+    const { text } = await pdfText((await download(pdf.download_url)).rawPayload);
+    expect(text).toContain(
+      'Pixels weighted by their area inside the field; SCL classes 3, 9 excluded; 20 m around clouds and shadows excluded',
+    );
     // a dilation of 60 m takes the partly cloudy captures past the report's 30 % cloud cover: fewer points
     const byId = new Map(plain.map((p) => [p.imagery_id, p]));
     for (const p of wide) expect(p.valid_fraction).toBeLessThanOrEqual(byId.get(p.imagery_id)!.valid_fraction);

@@ -41,6 +41,20 @@ export const Meta = Type.Object(
       },
       { additionalProperties: false },
     ),
+    statistics_options: Type.Optional(
+      Type.Object(
+        {
+          weighting: Type.Optional(Type.Literal('coverage')),
+          scl_exclude: Type.Optional(Type.Array(Type.Integer({ minimum: 0, maximum: 11 }))),
+          cloud_dilation_m: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "The report options' cloud mask and weighting the numbers follow, only those not the defaults (absent: all defaults).",
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -5,10 +5,18 @@
  */
 import { ACCENT, BOTTOM, CONTENT_W, type Doc, ensureSpace, INK, MUTED, PAGE, RULE } from './pdf-document.js';
 
-export function titleBand(doc: Doc, title: string, subtitle: string, facts: Array<[string, string]>): void {
+/** `note`: one smaller line under the subtitle (cut with an ellipsis), or '' for none. */
+export function titleBand(doc: Doc, title: string, subtitle: string, facts: Array<[string, string]>, note = ''): void {
   doc.save().rect(0, 0, PAGE.width, 96).fill(ACCENT).restore();
   doc.font('Helvetica-Bold').fontSize(20).fillColor('#ffffff').text(title, PAGE.margin, 26, { width: CONTENT_W });
   doc.font('Helvetica').fontSize(11).fillColor('#e4f0e6').text(subtitle, PAGE.margin, 54, { width: CONTENT_W });
+  if (note)
+    doc.fontSize(9).text(note, PAGE.margin, Math.max(72, doc.y + 2), {
+      width: CONTENT_W,
+      height: 11,
+      ellipsis: true,
+      lineBreak: false,
+    });
   doc.y = 110;
   keyFacts(doc, facts);
 }

@@ -24,18 +24,36 @@ export interface MapImage {
 
 const RAMP_STOPS = [0, 0.25, 0.5, 0.75, 1].map((f) => hex(rampColour(f)));
 const crop = (c: ReportContent) => c.meta.field.crop_type ?? 'crop not set';
+/** The cloud mask and weighting of the numbers, when not the defaults ('' when all are). */
+function pixelRule(c: ReportContent): string {
+  const o = c.meta.statistics_options;
+  if (!o) return '';
+  return [
+    ...(o.weighting === 'coverage' ? ['Pixels weighted by their area inside the field'] : []),
+    ...(o.scl_exclude
+      ? [o.scl_exclude.length ? `SCL classes ${o.scl_exclude.join(', ')} excluded` : 'no SCL class excluded']
+      : []),
+    ...(o.cloud_dilation_m ? [`${o.cloud_dilation_m} m around clouds and shadows excluded`] : []),
+  ].join('; ');
+}
 const fieldLine = (c: ReportContent) =>
   `${c.meta.field.name}  |  ${crop(c)}  |  ${thousands(c.meta.field.area_ha, 2)} ha`;
 const footer = (c: ReportContent) =>
   `${c.meta.title} - ${c.meta.field.name} - ${c.meta.report_id} - generated ${c.meta.generated_at.slice(0, 16).replace('T', ' ')} UTC`;
 
 function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
-  titleBand(doc, 'Scouting report', fieldLine(c), [
-    ['Capture', longDate(c.capture.date)],
-    ['Source', c.capture.source],
-    ['Usable field', `${(c.capture.usable_fraction * 100).toFixed(0)} %`],
-    [`Mean ${c.meta.index}`, fixed(c.statistics.mean)],
-  ]);
+  titleBand(
+    doc,
+    'Scouting report',
+    fieldLine(c),
+    [
+      ['Capture', longDate(c.capture.date)],
+      ['Source', c.capture.source],
+      ['Usable field', `${(c.capture.usable_fraction * 100).toFixed(0)} %`],
+      [`Mean ${c.meta.index}`, fixed(c.statistics.mean)],
+    ],
+    pixelRule(c),
+  );
   statusBox(doc, c.status, c.recommendation);
   section(doc, `${c.meta.index} map and scouting points`);
   mapWithLegend(doc, {
@@ -111,21 +129,27 @@ const NOT_COMPUTED: Record<SeasonalContent['unavailable'][number]['item'], strin
 function seasonal(doc: Doc, c: SeasonalContent): void {
   const few = c.unavailable.some((u) => u.item === 'phases');
   const phase = (d: string | null) => (d ? longDate(d) : few ? 'not computed' : 'not observed');
-  titleBand(doc, 'Seasonal analysis', fieldLine(c), [
-    ['Period', dateRange(c.period.start, c.period.end)],
-    [`Peak ${c.meta.index}`, `${c.peak.value.toFixed(3)} on ${longDate(c.peak.date)}`],
-    ['Green-up', phase(c.phases.green_up)],
-    ['Senescence', phase(c.phases.senescence)],
-    ['Season length', c.phases.season_length_days === null ? '-' : `${c.phases.season_length_days} days`],
-    ['Area under curve', c.auc ? `${c.auc.index_days.toFixed(1)} index-days` : 'not computed'],
+  titleBand(
+    doc,
+    'Seasonal analysis',
+    fieldLine(c),
     [
-      'Yield potential',
-      c.yield_potential
-        ? `${(c.yield_potential.relative * 100).toFixed(0)} % (${c.yield_potential.class})`
-        : 'not computed',
+      ['Period', dateRange(c.period.start, c.period.end)],
+      [`Peak ${c.meta.index}`, `${c.peak.value.toFixed(3)} on ${longDate(c.peak.date)}`],
+      ['Green-up', phase(c.phases.green_up)],
+      ['Senescence', phase(c.phases.senescence)],
+      ['Season length', c.phases.season_length_days === null ? '-' : `${c.phases.season_length_days} days`],
+      ['Area under curve', c.auc ? `${c.auc.index_days.toFixed(1)} index-days` : 'not computed'],
+      [
+        'Yield potential',
+        c.yield_potential
+          ? `${(c.yield_potential.relative * 100).toFixed(0)} % (${c.yield_potential.class})`
+          : 'not computed',
+      ],
+      ['Clear captures', `${c.series.length} (+${c.skipped_captures} cloudy)`],
     ],
-    ['Clear captures', `${c.series.length} (+${c.skipped_captures} cloudy)`],
-  ]);
+    pixelRule(c),
+  );
   if (c.unavailable.length) {
     section(doc, 'Not computed from these captures');
     for (const u of c.unavailable) paragraph(doc, `${NOT_COMPUTED[u.item]}: ${u.reason}`, { size: 8.5 });
@@ -194,12 +218,18 @@ function seasonal(doc: Doc, c: SeasonalContent): void {
 
 function health(doc: Doc, c: HealthContent): void {
   const unit = c.period.granularity === 'weekly' ? 'Week' : 'Month';
-  titleBand(doc, `${c.period.granularity === 'weekly' ? 'Weekly' : 'Monthly'} health summary`, fieldLine(c), [
-    ['Period', dateRange(c.period.start, c.period.end)],
-    ['Latest capture', longDate(c.latest.date)],
-    [`Latest ${c.meta.index}`, c.latest.mean.toFixed(3)],
-    ['Trend / 30 days', `${signed(c.trend.slope_per_30_days)} (${c.trend.direction})`],
-  ]);
+  titleBand(
+    doc,
+    `${c.period.granularity === 'weekly' ? 'Weekly' : 'Monthly'} health summary`,
+    fieldLine(c),
+    [
+      ['Period', dateRange(c.period.start, c.period.end)],
+      ['Latest capture', longDate(c.latest.date)],
+      [`Latest ${c.meta.index}`, c.latest.mean.toFixed(3)],
+      ['Trend / 30 days', `${signed(c.trend.slope_per_30_days)} (${c.trend.direction})`],
+    ],
+    pixelRule(c),
+  );
   statusBox(doc, c.status, c.summary);
   section(doc, `${unit}ly mean ${c.meta.index}`);
   const filled = c.periods.filter((p) => p.mean !== null);
@@ -271,12 +301,18 @@ function health(doc: Doc, c: HealthContent): void {
 function prescription(doc: Doc, c: PrescriptionContent, map: MapImage): void {
   const colours = zoneColours(c.zones.length).map(hex);
   const pu = c.totals.product_unit;
-  titleBand(doc, `Prescription map - ${c.product}`, fieldLine(c), [
-    ['Capture', longDate(c.capture.date)],
-    ['Zones', `${c.zones.length} (${c.zoning.method})`],
-    ['Base rate', `${thousands(c.base_rate, c.unit === 'seeds/ha' ? 0 : 1)} ${c.unit}`],
-    ['Total product', `${thousands(c.totals.product_total, pu === 'seeds' ? 0 : 1)} ${pu}`],
-  ]);
+  titleBand(
+    doc,
+    `Prescription map - ${c.product}`,
+    fieldLine(c),
+    [
+      ['Capture', longDate(c.capture.date)],
+      ['Zones', `${c.zones.length} (${c.zoning.method})`],
+      ['Base rate', `${thousands(c.base_rate, c.unit === 'seeds/ha' ? 0 : 1)} ${c.unit}`],
+      ['Total product', `${thousands(c.totals.product_total, pu === 'seeds' ? 0 : 1)} ${pu}`],
+    ],
+    pixelRule(c),
+  );
   section(doc, 'Management zones');
   mapWithLegend(doc, {
     ...map,
