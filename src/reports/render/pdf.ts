@@ -31,7 +31,7 @@ function pixelRule(c: ReportContent): string {
   return [
     ...(o.weighting === 'coverage' ? ['Pixels weighted by their area inside the field'] : []),
     ...(o.scl_exclude
-      ? [o.scl_exclude.length ? `SCL classes ${o.scl_exclude.join(', ')} excluded` : 'no SCL class excluded']
+      ? [o.scl_exclude.length ? `SCL classes ${o.scl_exclude.join(', ')} excluded` : 'SCL: no class excluded']
       : []),
     ...(o.cloud_dilation_m ? [`${o.cloud_dilation_m} m around clouds and shadows excluded`] : []),
   ].join('; ');
