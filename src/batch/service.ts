@@ -326,6 +326,11 @@ function resolveRequest(body: BatchCreate): BatchRequest {
     names.add(spec.name);
     return spec;
   });
+  // one column each: p50 twice would be two columns of one name (and one NDJSON member)
+  const ps = Array.isArray(body.percentiles) ? body.percentiles : [];
+  for (const [i, p] of ps.entries())
+    if (ps.indexOf(p) < i)
+      issues.push({ path: `/body/percentiles/${i}`, code: 'duplicate_percentile', message: `${p} is listed twice` });
   if (issues.length) throw invalid(issues);
   const req: BatchRequest = {
     indices,

@@ -353,6 +353,7 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
       ['bad formula', { ...ok, indices: [{ name: 'x', formula: 'B08 +* B04' }] }, 400, 'invalid_formula'],
       ['unknown band', { ...ok, indices: [{ name: 'x', formula: 'B99 - B04' }] }, 400, 'invalid_formula'],
       ['duplicate index', { ...ok, indices: ['NDVI', 'ndvi'] }, 400, 'validation_failed', 'duplicate_index'],
+      ['duplicate percentile', { ...ok, percentiles: [50, 5, 50.0] }, 400, 'validation_failed', 'duplicate_percentile'],
       ['no index', { ...ok, indices: [] }, 400, 'validation_failed'],
       ['bad interval', { ...ok, interval: 'monthly' }, 400, 'validation_failed'],
       ['bad format', { ...ok, format: 'parquet' }, 400, 'validation_failed'],
