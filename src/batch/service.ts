@@ -327,7 +327,7 @@ function resolveRequest(body: BatchCreate): BatchRequest {
     return spec;
   });
   // one column each: p50 twice would be two columns of one name (and one NDJSON member)
-  const ps = Array.isArray(body.percentiles) ? body.percentiles : [];
+  const ps = body.percentiles ?? [];
   for (const [i, p] of ps.entries())
     if (ps.indexOf(p) < i)
       issues.push({ path: `/body/percentiles/${i}`, code: 'duplicate_percentile', message: `${p} is listed twice` });

@@ -69,12 +69,16 @@ const day = (d: string) => Date.parse(`${d}T00:00:00Z`);
 
 type Field = Awaited<ReturnType<typeof getField>>;
 
+/** The report's cloud mask and weighting options, those not the defaults (resolved options omit those). */
+const maskAndWeighting = (o: ResolvedOptions) => ({
+  ...(o.weighting ? { weighting: o.weighting } : {}),
+  ...(o.scl_exclude ? { scl_exclude: o.scl_exclude } : {}),
+  ...(o.cloud_dilation_m ? { cloud_dilation_m: o.cloud_dilation_m } : {}),
+});
+
 /** The report's cloud mask and weighting (resolved options; none: the defaults). */
 const statsOptionsOf = (o: ResolvedOptions): StatsOptions =>
-  parseStatsOptions(
-    { scl_exclude: o.scl_exclude, cloud_dilation_m: o.cloud_dilation_m, weighting: o.weighting },
-    (k) => `/options/${k}`,
-  );
+  parseStatsOptions(maskAndWeighting(o), (k) => `/options/${k}`);
 
 /** The captures of the report's field, their cloud cover under the report's mask. */
 const capturesOf = (deps: ReportDeps, row: ReportRow, o: ResolvedOptions) =>
@@ -98,18 +102,13 @@ async function loadField(deps: ReportDeps, row: ReportRow): Promise<Field> {
 
 function metaOf(row: ReportRow, field: Field, o: ResolvedOptions): Meta {
   const [w, s, e, n] = field.bbox as [number, number, number, number];
-  const statistics = {
-    ...(o.weighting ? { weighting: o.weighting } : {}),
-    ...(o.scl_exclude ? { scl_exclude: o.scl_exclude } : {}),
-    ...(o.cloud_dilation_m ? { cloud_dilation_m: o.cloud_dilation_m } : {}),
-  };
-  const index = o.index;
+  const statistics = maskAndWeighting(o);
   return {
     report_id: row.id,
     type: row.type,
     title: TITLES[row.type],
     generated_at: new Date().toISOString(),
-    index,
+    index: o.index,
     field: {
       id: field.id,
       name: field.name,
@@ -207,9 +206,7 @@ async function seriesOf(
 ): Promise<{ points: Point[]; skipped: number }> {
   const els = await indexTimeSeries(deps, row.account_id, row.field_id, {
     index: o.index,
-    ...(o.scl_exclude ? { scl_exclude: o.scl_exclude } : {}),
-    ...(o.cloud_dilation_m ? { cloud_dilation_m: o.cloud_dilation_m } : {}),
-    ...(o.weighting ? { weighting: o.weighting } : {}),
+    ...maskAndWeighting(o),
     start_date: start,
     end_date: end,
     interval: 'daily',
