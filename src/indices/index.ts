@@ -4,6 +4,7 @@ export {
   chooseIntervals,
   indexTimeSeries,
   intervalBounds,
+  MAX_INTERVALS,
   seriesElements,
   seriesRange,
   usedCaptureIds,

@@ -6,6 +6,7 @@
  * interval start as date and null statistics.
  * Statistics are cached per (capture, boundary, formula): see stats-store.ts.
  */
+import { isCalendarDate } from '../platform/dates.js';
 import { AppError } from '../platform/errors.js';
 import { fieldState, type FieldState } from './field-state.js';
 import { betterCapture, fieldCloudShare, hasBands, hasUsablePixels, type Candidate } from './selection.js';
@@ -61,13 +62,12 @@ export function iso(t: number): string {
   return `${y < 1000 ? String(y).padStart(4, '0') : y}-${pad2(m)}-${pad2(d)}`;
 }
 const parse = (s: string, name: string, at = '/query') => {
-  const t = Date.parse(`${s}T00:00:00Z`);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(s) || Number.isNaN(t) || iso(t) !== s) {
+  if (!isCalendarDate(s)) {
     throw new AppError('validation_failed', `${name} ${s} is not a calendar date`, {
       errors: [{ path: `${at}/${name}`, code: 'invalid_date', message: 'is not a calendar date (YYYY-MM-DD)' }],
     });
   }
-  return t;
+  return Date.parse(`${s}T00:00:00Z`);
 };
 
 /** The range of a series: its start and end (UTC ms), interval count and days per interval; 400 when invalid. */

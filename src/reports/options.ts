@@ -5,7 +5,7 @@
  */
 import { findIndex } from '../compute/catalog.js';
 import { isCalendarDate } from '../platform/dates.js';
-import { parseStatsOptions } from '../indices/index.js';
+import { MAX_INTERVALS, parseStatsOptions } from '../indices/index.js';
 import { AppError, type FieldIssue } from '../platform/errors.js';
 import { MAX_PROCESS_VALUE, RATE_DDI, rawPerUnit } from './rate-ddi.js';
 import {
@@ -133,6 +133,16 @@ export function resolveOptions(type: ReportType, o: ReportOptions = {}, format?:
     o.end_date < o.start_date
   ) {
     issues.push({ path: at('end_date'), code: 'before_start', message: 'must not be before start_date' });
+  } else if (o.start_date && o.end_date && isCalendarDate(o.start_date) && isCalendarDate(o.end_date)) {
+    // The period is read as a daily series, which takes at most MAX_INTERVALS days: refused here
+    // rather than by the report worker after a 202.
+    const days = (Date.parse(o.end_date) - Date.parse(o.start_date)) / 86_400_000 + 1;
+    if (days > MAX_INTERVALS)
+      issues.push({
+        path: at('end_date'),
+        code: 'range_too_long',
+        message: `the period has ${days} days; at most ${MAX_INTERVALS}`,
+      });
   }
   if (o.date !== undefined && o.imagery_id !== undefined)
     issues.push({ path: at('imagery_id'), code: 'conflict', message: 'give date or imagery_id, not both' });

@@ -30,7 +30,7 @@ export const ReportOptions = Type.Object(
     end_date: Type.Optional({
       ...DATE,
       description:
-        'End of the analysis period (seasonal, health_summary). Default: harvest_date (seasonal) or the latest capture (health_summary).',
+        'End of the analysis period (seasonal, health_summary). Default: harvest_date (seasonal) or the latest capture (health_summary). The period is at most 3660 days.',
     }),
     index: Type.Optional(
       Type.String({ minLength: 1, maxLength: 32, description: 'Index from GET /v1/indices/catalog. Default NDVI.' }),
