@@ -280,9 +280,20 @@ async function resolveFeatures(deps: BatchDeps, fc: Record<string, unknown>): Pr
       });
       continue;
     }
+    const idAt = f.id !== undefined && f.id !== null ? `${at}/id` : `${at}/properties/id`;
+    if (typeof raw === 'number' && Number.isInteger(raw) && !Number.isSafeInteger(raw)) {
+      // Beyond 2^53 - 1 the digits sent are not the number parsed (12345678901234567 reads as
+      // ...568): the rows would carry another id than the feature's.
+      issues.push({
+        path: idAt,
+        code: 'unsafe_id',
+        message: 'is a whole number beyond 2^53 - 1, which JSON parsers round: send it as a string',
+      });
+      continue;
+    }
     const id = String(raw);
     if (seen.has(id)) {
-      issues.push({ path: `${at}/id`, code: 'duplicate_id', message: `id ${id} is used by another feature` });
+      issues.push({ path: idAt, code: 'duplicate_id', message: `id ${id} is used by another feature` });
       continue;
     }
     seen.add(id);
