@@ -3,13 +3,40 @@
  * band, key figures, sections, paragraphs, a status box, tables that break across pages, and the
  * small key/value lines beside a map.
  */
-import { ACCENT, BOTTOM, CONTENT_W, type Doc, ensureSpace, INK, MUTED, PAGE, RULE } from './pdf-document.js';
+import {
+  ACCENT,
+  BOTTOM,
+  CONTENT_W,
+  type Doc,
+  ensureSpace,
+  fitName,
+  INK,
+  MUTED,
+  type NamedLine,
+  PAGE,
+  RULE,
+} from './pdf-document.js';
+
+/** Height of the title band at the top of a report's first page, in points. */
+export const BAND_H = 96;
 
 /** `note`: one smaller line under the subtitle (cut with an ellipsis), or '' for none. */
-export function titleBand(doc: Doc, title: string, subtitle: string, facts: Array<[string, string]>, note = ''): void {
-  doc.save().rect(0, 0, PAGE.width, 96).fill(ACCENT).restore();
+export function titleBand(
+  doc: Doc,
+  title: string,
+  subtitle: NamedLine,
+  facts: Array<[string, string]>,
+  note = '',
+): void {
+  doc.save().rect(0, 0, PAGE.width, BAND_H).fill(ACCENT).restore();
   doc.font('Helvetica-Bold').fontSize(20).fillColor('#ffffff').text(title, PAGE.margin, 26, { width: CONTENT_W });
-  doc.font('Helvetica').fontSize(11).fillColor('#e4f0e6').text(subtitle, PAGE.margin, 54, { width: CONTENT_W });
+  // A long field name wraps: the subtitle keeps to two lines (three without a note), the name cut
+  // with an ellipsis past them, so the note and the subtitle stay inside the band.
+  doc.font('Helvetica').fontSize(11).fillColor('#e4f0e6');
+  const lines = note ? 2 : 3;
+  const fits = (text: string) =>
+    doc.heightOfString(text, { width: CONTENT_W }) <= (lines + 0.5) * doc.currentLineHeight(true);
+  doc.text(fitName(subtitle, fits), PAGE.margin, 54, { width: CONTENT_W });
   if (note)
     doc.fontSize(9).text(note, PAGE.margin, Math.max(72, doc.y + 2), {
       width: CONTENT_W,

@@ -23,7 +23,23 @@ export function newDoc(title: string, subject: string): Doc {
   });
 }
 
-export async function finish(doc: Doc, footer: string): Promise<Buffer> {
+/** A line with a name between two fixed parts (the footer: the report's type; its id and time). */
+export interface NamedLine {
+  before: string;
+  name: string;
+  after: string;
+}
+
+/** The line with its name cut (with an ellipsis) until `fits` takes it; the fixed parts are never cut. */
+export function fitName(line: NamedLine, fits: (text: string) => boolean): string {
+  const whole = line.before + line.name + line.after;
+  if (fits(whole)) return whole;
+  let name = line.name;
+  while (name && !fits(`${line.before}${name}…${line.after}`)) name = name.slice(0, -1);
+  return `${line.before}${name.trimEnd()}…${line.after}`;
+}
+
+export async function finish(doc: Doc, footer: NamedLine): Promise<Buffer> {
   const chunks: Buffer[] = [];
   doc.on('data', (c: Buffer) => chunks.push(c));
   const done = new Promise<void>((resolve, reject) => {
@@ -31,6 +47,7 @@ export async function finish(doc: Doc, footer: string): Promise<Buffer> {
     doc.on('error', reject);
   });
   const range = doc.bufferedPageRange();
+  let line: string | undefined;
   for (let p = range.start; p < range.start + range.count; p++) {
     doc.switchToPage(p);
     const y = PAGE.height - PAGE.margin + 6;
@@ -43,7 +60,8 @@ export async function finish(doc: Doc, footer: string): Promise<Buffer> {
       .stroke()
       .restore();
     doc.font('Helvetica').fontSize(7.5).fillColor(MUTED);
-    doc.text(footer, PAGE.margin, y, { width: CONTENT_W - 80, lineBreak: false, height: 10 });
+    line ??= fitName(footer, (text) => doc.widthOfString(text) <= CONTENT_W - 80);
+    doc.text(line, PAGE.margin, y, { width: CONTENT_W - 80, lineBreak: false, height: 10 });
     doc.text(`Page ${p - range.start + 1} of ${range.count}`, PAGE.width - PAGE.margin - 80, y, {
       width: 80,
       align: 'right',

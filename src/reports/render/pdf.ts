@@ -9,7 +9,7 @@ import type {
 import { hex, MASKED_RGB, rampColour, zoneColours } from './colormap.js';
 import { paragraph, section, statusBox, table, titleBand } from './pdf-blocks.js';
 import { barChart, lineChart } from './pdf-charts.js';
-import { type Doc, finish, newDoc } from './pdf-document.js';
+import { type Doc, finish, type NamedLine, newDoc } from './pdf-document.js';
 import { dateRange, fixed, longDate, signed, thousands } from './pdf-format.js';
 import { mapWithLegend } from './pdf-map.js';
 
@@ -36,10 +36,16 @@ function pixelRule(c: ReportContent): string {
     ...(o.cloud_dilation_m ? [`${o.cloud_dilation_m} m around clouds and shadows excluded`] : []),
   ].join('; ');
 }
-const fieldLine = (c: ReportContent) =>
-  `${c.meta.field.name}  |  ${crop(c)}  |  ${thousands(c.meta.field.area_ha, 2)} ha`;
-const footer = (c: ReportContent) =>
-  `${c.meta.title} - ${c.meta.field.name} - ${c.meta.report_id} - generated ${c.meta.generated_at.slice(0, 16).replace('T', ' ')} UTC`;
+const fieldLine = (c: ReportContent): NamedLine => ({
+  before: '',
+  name: c.meta.field.name,
+  after: `  |  ${crop(c)}  |  ${thousands(c.meta.field.area_ha, 2)} ha`,
+});
+const footer = (c: ReportContent): NamedLine => ({
+  before: `${c.meta.title} - `,
+  name: c.meta.field.name,
+  after: ` - ${c.meta.report_id} - generated ${c.meta.generated_at.slice(0, 16).replace('T', ' ')} UTC`,
+});
 
 function scouting(doc: Doc, c: ScoutingContent, map: MapImage): void {
   titleBand(
