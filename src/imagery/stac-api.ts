@@ -21,6 +21,7 @@
  *   `{ method: 'POST', body: { token }, merge: true }`.
  * - Errors as `{ code, description }` JSON (the spec's exception shape).
  */
+import { isCalendarDate } from '../platform/dates.js';
 
 export const CONFORMANCE = {
   core: 'https://api.stacspec.org/v1.0.0/core',
@@ -275,11 +276,14 @@ function shapesIntersect(a: Shape, b: Shape): boolean {
 }
 
 function parseInstant(v: string, end: boolean): number {
-  if (/^\d{4}-\d{2}-\d{2}$/.test(v)) {
+  // V8's Date.parse rolls 2025-02-30 over to 2 March and takes an hour of 24: the day must be a
+  // calendar day (as everywhere in the service) and the hour below 24, as RFC 3339 has them.
+  if (!isCalendarDate(v.slice(0, 10))) throw new BadRequest(`datetime: "${v}" does not name a calendar day`);
+  if (v.length === 10) {
     const t = Date.parse(`${v}T00:00:00Z`);
-    if (Number.isFinite(t)) return end ? t + 86_400_000 - 1 : t;
+    return end ? t + 86_400_000 - 1 : t;
   }
-  const m = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.exec(v);
+  const m = /^\d{4}-\d{2}-\d{2}[Tt ]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/.exec(v);
   const t = m ? Date.parse(v.replace(' ', 'T')) : NaN;
   if (!Number.isFinite(t)) throw new BadRequest(`datetime: "${v}" is not an RFC 3339 date-time`);
   return t;
