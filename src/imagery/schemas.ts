@@ -7,6 +7,26 @@ const Href = Type.String({
   description:
     "http(s):// URL of a (Cloud Optimized) GeoTIFF read with range requests, a local path inside IMAGERY_ROOTS, or upload://<file id> of one of the account's uploaded files",
 });
+/**
+ * Radiometry a capture may state (reflectance = DN × scale + offset), computed in float32: a scale
+ * above 0 (0 makes every pixel 0/0; a negative one turns reflectance over) and both far from where
+ * float32 overflows or flushes to zero. Sentinel-2 is 0.0001 and −0.1, Landsat Collection 2
+ * 2.75e-5 and −0.2, an 8-bit drone image 1/255, a reflectance file 1.
+ */
+export const RADIOMETRY = { minScale: 1e-12, maxScale: 1e6, maxOffset: 1e6 } as const;
+const Scale = (description?: string) =>
+  Type.Number({
+    minimum: RADIOMETRY.minScale,
+    maximum: RADIOMETRY.maxScale,
+    ...(description ? { description } : {}),
+  });
+const Offset = (description?: string) =>
+  Type.Number({
+    minimum: -RADIOMETRY.maxOffset,
+    maximum: RADIOMETRY.maxOffset,
+    ...(description ? { description } : {}),
+  });
+
 const BandRef = Type.Union([
   Href,
   Type.Object(
@@ -15,8 +35,8 @@ const BandRef = Type.Union([
       index: Type.Optional(
         Type.Integer({ minimum: 1, maximum: 1000, description: '1-based band of a multi-band file' }),
       ),
-      scale: Type.Optional(Type.Number()),
-      offset: Type.Optional(Type.Number()),
+      scale: Type.Optional(Scale()),
+      offset: Type.Optional(Offset()),
     },
     { additionalProperties: false },
   ),
@@ -44,8 +64,12 @@ export const ImageryCreate = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    scale: Type.Optional(Type.Number({ description: 'reflectance = DN × scale + offset; default 0.0001' })),
-    offset: Type.Optional(Type.Number({ description: 'default 0 (Sentinel-2 from processing baseline 04.00: −0.1)' })),
+    scale: Type.Optional(
+      Scale('reflectance = DN × scale + offset; default 0.0001; from 1e-12 to 1e6 (a band may set its own)'),
+    ),
+    offset: Type.Optional(
+      Offset('default 0 (Sentinel-2 from processing baseline 04.00: −0.1); from −1e6 to 1e6 (a band may set its own)'),
+    ),
   },
   { additionalProperties: false },
 );

@@ -15,7 +15,7 @@ import type { FileStore } from '../platform/file-store.js';
 import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
-import type { Imagery, ImageryCreate } from './schemas.js';
+import { type Imagery, type ImageryCreate, RADIOMETRY } from './schemas.js';
 import type { FieldImagery } from './schemas.js';
 import type { Static } from 'typebox';
 import { captureFromStac } from './stac.js';
@@ -50,6 +50,22 @@ export interface ImageryDeps {
 
 function invalid(path: string, code: string, message: string): AppError {
   return new AppError('invalid_imagery', message, { errors: [{ path, code, message }] });
+}
+
+/**
+ * A scale and offset out of RADIOMETRY's range (schemas.ts), which the body's schema refuses too;
+ * checked here as well for what a STAC Item's raster:bands state (a registration or a subscription).
+ */
+function radiometryIssues(r: { scale?: number; offset?: number }, at: string, issues: FieldIssue[]): void {
+  const { minScale, maxScale, maxOffset } = RADIOMETRY;
+  if (r.scale !== undefined && !(typeof r.scale === 'number' && r.scale >= minScale && r.scale <= maxScale))
+    issues.push({
+      path: `${at}/scale`,
+      code: 'out_of_range',
+      message: `must be from ${minScale} to ${maxScale}: reflectance = DN × scale + offset`,
+    });
+  if (r.offset !== undefined && !(typeof r.offset === 'number' && Math.abs(r.offset) <= maxOffset))
+    issues.push({ path: `${at}/offset`, code: 'out_of_range', message: `must be from -${maxOffset} to ${maxOffset}` });
 }
 
 /** The request (or STAC Item) as a capture description, with every reference checked. */
@@ -102,8 +118,10 @@ export function normalise(input: ImageryCreate): {
       });
       continue;
     }
+    radiometryIssues(r, p, issues);
     bands[name as CaptureBand] = r;
   }
+  radiometryIssues(merged, '/body', issues);
   if (issues.length)
     throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
   return {

@@ -345,4 +345,70 @@ describe('imagery registration: broken input, on a synthetic scene', () => {
     expect(await count()).toBe(before);
     expect((await listOutbox(t.db, t.accountId)).length).toBe(eventsBefore);
   });
+  it('a scale or offset the float32 kernel cannot use is a 400 at its place; stored nothing', async () => {
+    // Accepted before: 1e400 (Infinity in JSON.parse) stored as Infinity and answered as null, 0 and
+    // 1e-320 made every pixel non-finite, a negative scale turned reflectance over.
+    const before = await count();
+    const bands = { B04: scene.B04!, B08: scene.B08! };
+    const BIG = 'the number 1e400';
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['scale 0', { scale: 0 }, '/body/scale'],
+      ['a negative scale', { scale: -0.0001 }, '/body/scale'],
+      ['scale 1e400 (Infinity)', { scale: BIG }, '/body/scale'],
+      ['a subnormal scale', { scale: 1e-320 }, '/body/scale'],
+      ['offset 1e400', { offset: BIG }, '/body/offset'],
+      ['offset -1e308', { offset: -1e308 }, '/body/offset'],
+      ["a band's scale 0", { bands: { ...bands, B08: { href: scene.B08!, scale: 0 } } }, '/body/bands/B08/scale'],
+      [
+        "a band's offset 1e9",
+        { bands: { ...bands, B04: { href: scene.B04!, offset: 1e9 } } },
+        '/body/bands/B04/offset',
+      ],
+    ];
+    for (const [why, member, p] of cases) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/imagery',
+        headers: { ...t.auth(), 'content-type': 'application/json' },
+        // a raw body: 1e400 is JSON, which JSON.parse reads as Infinity (JSON.stringify would write null)
+        payload: JSON.stringify({ source: 's', capture_date: '2020-02-19', bands, ...member }).replaceAll(
+          `"${BIG}"`,
+          '1e400',
+        ),
+      });
+      expect(res.statusCode, `${why}: ${res.body}`).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(
+        res.json().errors.map((e: { path: string }) => e.path),
+        why,
+      ).toContain(p);
+    }
+    // A STAC Item's raster:bands scale is checked as well (it skips the body's schema).
+    const item = {
+      type: 'Feature',
+      stac_version: '1.0.0',
+      id: 'x',
+      properties: { datetime: '2020-02-19T10:00:00Z', platform: 'sentinel-2a' },
+      assets: {
+        red: { href: scene.B04!, 'raster:bands': [{ scale: 0, offset: 0 }] },
+        nir: { href: scene.B08! },
+      },
+    };
+    const stac = await post({ stac_item: item });
+    expect(stac.statusCode, stac.body).toBe(400);
+    expect(stac.json().errors).toContainEqual(
+      expect.objectContaining({ path: '/body/bands/B04/scale', code: 'out_of_range' }),
+    );
+    // the edges of the range and the usual values register
+    for (const radiometry of [
+      { scale: 1e-12, offset: -1e6 },
+      { scale: 2.75e-5, offset: -0.2 },
+      { scale: 1e6, offset: 1e6 },
+    ]) {
+      const ok = await post({ source: 's', capture_date: '2020-02-19', bands, ...radiometry });
+      expect(ok.statusCode, ok.body).toBe(201);
+      expect(ok.json()).toMatchObject(radiometry);
+    }
+    expect(await count()).toBe(before + 3);
+  });
 });
