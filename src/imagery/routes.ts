@@ -74,6 +74,10 @@ async function receiveUpload(
         // The parser stops a part at the limit (and says so on the next part): refuse it now.
         if (part.file.truncated) throw new FileTooLargeError(maxBytes);
       } else if (part.fieldname === 'metadata') {
+        if (metaText !== undefined)
+          throw new AppError('validation_failed', 'send one "metadata" part: this upload has two', {
+            errors: [{ path: '/parts/metadata', code: 'duplicate_part', message: 'is given twice' }],
+          });
         if (part.valueTruncated)
           throw new AppError('payload_too_large', `the metadata part is larger than ${MAX_METADATA_BYTES} bytes`);
         metaText = String(part.value);

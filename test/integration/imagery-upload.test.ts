@@ -332,6 +332,17 @@ describe('imagery upload (multipart)', () => {
         /unique/,
       ],
       [
+        'two metadata parts (the last one was used and the first ignored)',
+        () => {
+          const f = form(meta({ B04: 'red' }), { red: file(cap.files.B04!) });
+          f.append('metadata', JSON.stringify(meta({ B04: 'red' }, { capture_date: '2020-01-01' })));
+          return upload(f);
+        },
+        400,
+        '/parts/metadata',
+        /one "metadata" part/,
+      ],
+      [
         'a file over UPLOAD_MAX_BYTES',
         () => upload(form(meta({ B04: 'red' }), { red: new Blob([big]) })),
         413,
