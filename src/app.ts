@@ -25,7 +25,7 @@ import { registerOpenApi } from './platform/http/openapi.js';
 import { registerProblemHandlers } from './platform/http/problems.js';
 import { domainProblems } from './problem-map.js';
 import { clientErrorHandler, frameworkErrors, registerLingeringAnswers } from './platform/http/connection.js';
-import { registerNulGuard } from './platform/http/nul-guard.js';
+import { registerTextGuard } from './platform/http/text-guard.js';
 import { registerLoadShedding, registerRateLimit } from './platform/http/protection.js';
 import { registerRequestHooks } from './platform/http/request-log.js';
 import { dashboardDir } from './platform/paths.js';
@@ -82,7 +82,7 @@ export async function buildApp(s: Runtime, opts: AppOptions = {}): Promise<Api> 
   registerProblemHandlers(app, domainProblems);
   // X-Request-Id, the request log and the request histogram: one hook at each end of a request.
   registerRequestHooks(app);
-  registerNulGuard(app);
+  registerTextGuard(app);
   registerLingeringAnswers(app);
   await app.register(servicesPlugin, s);
   await registerLoadShedding(app, s.config.shed, s.compute);

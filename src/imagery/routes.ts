@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { AppError } from '../platform/errors.js';
 import { DatabaseFileStore, FileTooLargeError, type FileStore } from '../platform/file-store.js';
 import { routePlugin } from '../platform/http/context.js';
-import { assertNoNul } from '../platform/http/nul-guard.js';
+import { assertStorableText } from '../platform/http/text-guard.js';
 import { describeIssues, validationIssues } from '../platform/http/problems.js';
 import { problemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
@@ -101,7 +101,7 @@ async function receiveUpload(
     } catch (err) {
       throw new AppError('malformed_json', `the metadata part is not valid JSON: ${(err as Error).message}`);
     }
-    assertNoNul(meta, '/body');
+    assertStorableText(meta, '/body');
     if (!checkMetadata(meta)) {
       const issues = validationIssues('body', checkMetadata.errors ?? []);
       throw new AppError('validation_failed', describeIssues(issues), { errors: issues });

@@ -223,6 +223,37 @@ describe.each(dbBackends)('NUL characters are refused at the edge on $name', (ba
     expect(await storedUploads(t.db)).toEqual([]);
   });
 
+  it('a lone surrogate (\\ud800 in JSON) → 400 lone_surrogate at its place; it was stored as U+FFFD', async () => {
+    for (const [method, url, payload, at] of [
+      ['POST', '/v1/fields', { ...field, name: 'North \ud800 paddock' }, '/body/name'],
+      ['PATCH', `/v1/fields/${ctx.fieldId}`, { crop_type: 'maize\udc00' }, '/body/crop_type'],
+      [
+        'POST',
+        `/v1/fields/${ctx.fieldId}/indices/custom`,
+        { name: '\ud83d', formula: 'B08 - B04', date: '2025-06-01' },
+        '/body/name',
+      ],
+    ] as const) {
+      // inject sends JSON.stringify's text, which writes a lone surrogate as the escape \\ud800
+      const res = await t.app.inject({ method, url, headers: t.auth(), payload });
+      const body = expectProblem(fromInject(res), 400, 'validation_failed');
+      expect(body.errors).toContainEqual({
+        path: at,
+        code: 'lone_surrogate',
+        message: expect.stringMatching(/surrogate/),
+      });
+    }
+    const ok = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { ...field, name: 'Veld 🌾 𠀀' },
+    });
+    expect(ok.statusCode, ok.body).toBe(201);
+    expect(ok.json().name).toBe('Veld 🌾 𠀀');
+    await t.app.inject({ method: 'DELETE', url: `/v1/fields/${ok.json().id}`, headers: t.auth() });
+  });
+
   it('nothing was stored by any of them', async () => {
     expect(await count('fields')).toBe(1);
     expect(await count('imagery')).toBe(0);
