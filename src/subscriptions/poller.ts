@@ -26,6 +26,7 @@ import {
   type StacOrigin,
 } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
+import { isCalendarDate } from '../platform/dates.js';
 import { AppError, RefusedInput } from '../platform/errors.js';
 import { recordItem, recordNewest, recordPoll, type ItemOutcome } from './metrics.js';
 import { assetKeysFor } from './presets.js';
@@ -197,10 +198,13 @@ function isMalformed(err: Error): boolean {
   return (err instanceof AppError || err instanceof RefusedInput) && !TRANSIENT.test(err.message);
 }
 
-/** The datetime of an Item (start_datetime for a range), or null. */
+/**
+ * The datetime of an Item (start_datetime for a range), or null. Its day must be a calendar day:
+ * Date.parse rolls 2025-02-30 over to 2 March, which would register the capture under another date.
+ */
 function itemDatetime(props: Record<string, unknown>): Date | null {
   const raw = props.datetime ?? props.start_datetime;
-  if (typeof raw !== 'string') return null;
+  if (typeof raw !== 'string' || !isCalendarDate(raw.slice(0, 10))) return null;
   const t = Date.parse(raw);
   return Number.isFinite(t) ? new Date(t) : null;
 }

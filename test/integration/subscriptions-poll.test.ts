@@ -236,21 +236,27 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     missingFile.assets.red!.href = cogs.href('rkh', 'missing.tif');
     const notTiff = realItem(cogs, 'S2A_29RKH_20200304_0_L2A', '2020-03-04T11:34:20.000000Z');
     notTiff.assets.nir!.href = cogs.href('rkh', 'PROVENANCE.md');
+    // A day that does not exist: Date.parse reads it as 1 March, under which it was registered.
+    const noSuchDay = realItem(cogs, 'S2A_29RKH_20200230_0_L2A', '2020-02-30T11:34:20.000000Z');
     api.publish(
       notTiff,
       noAssets,
       missingFile,
+      noSuchDay,
       realItem(cogs, 'S2B_29RKH_20200307_0_L2A', '2020-03-07T11:34:20.000000Z'),
     );
     await requestPoll();
     const [result] = await scheduler().tick();
-    expect(result).toMatchObject({ outcome: 'ok', registered: 1, skipped: 3, failed: 0 });
+    expect(result).toMatchObject({ outcome: 'ok', registered: 1, skipped: 4, failed: 0 });
+    expect(await t.db.query('SELECT id FROM imagery WHERE stac_item_id = $1', ['S2A_29RKH_20200230_0_L2A'])).toEqual(
+      [],
+    );
     // Pages of two: the POST next links (token merged into the body) were followed.
     const posts = api.log.filter((r) => r.kind === 'search-post').map((r) => r.body as Record<string, unknown>);
     expect(posts.some((b) => b.token && b.collections && b.intersects)).toBe(true);
     expect(posts.at(-1)).toMatchObject({ collections: ['sentinel-2-l2a'], query: { 'eo:cloud_cover': { lte: 50 } } });
     expect(await metricValue('subscription_items_total', { subscription: subId, outcome: 'skipped' })).toBe(
-      skippedBefore + 3,
+      skippedBefore + 4,
     );
     expect(await subscription()).toMatchObject({ last_error: null });
     const [row] = await t.db.query<{ cursor: Date }>('SELECT cursor FROM imagery_subscriptions WHERE id = $1', [subId]);
