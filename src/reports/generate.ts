@@ -26,7 +26,7 @@ import { colourRange, indexMapPng, zoneMapPng } from './render/colormap.js';
 import { renderCsv } from './render/csv.js';
 import { renderIsoxml } from './render/isoxml.js';
 import { renderPdf, type MapImage } from './render/pdf.js';
-import { renderShapefile } from './render/shapefile.js';
+import { renderShapefile, withoutAccents } from './render/shapefile.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../platform/paths.js';
@@ -399,9 +399,10 @@ export async function buildContent(
   }
 }
 
+/** The field's name in a download's file name: ASCII letters and digits (Žitné pole → zitne-pole). */
 function slug(s: string): string {
   return (
-    s
+    withoutAccents(s)
       .toLowerCase()
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-+|-+$/g, '')

@@ -16,6 +16,7 @@ import { listOutbox } from '../../src/events/outbox.js';
 import { createDemo } from '../../src/imagery/demo.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
 import { checkShapefile, checkTaskData } from '../helpers/machine-checks.js';
+import { unzip } from '../helpers/machine-files.js';
 import { hasRealData, polygonOf, realDataDir, referenceResults, scenes } from '../helpers/real-data.js';
 import { seedSeason, waitReport, type SeededField } from '../helpers/reports.js';
 import { hasGdal } from '../helpers/tools.js';
@@ -117,6 +118,24 @@ describe.each(queueBackends)('prescription files for farm terminals on $name', (
       ).toBe(403);
     }
   }, 60_000);
+
+  it('a name with accents and other scripts: ASCII file names that keep its letters (Žitné → zitne, Zitne)', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name: 'Žitné pole 🌾 北田', boundary },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const r = await c.ready(res.json().id, { type: 'prescription', format: 'shp', options: { date: '2025-07-01' } });
+    const file = await c.download(r.download_url);
+    // before: prescription_itn-pole_… (the accented letters dropped) and rx_Z_itne_pole_… (the accent as "_")
+    expect(file.headers['content-disposition']).toBe(`attachment; filename="${r.filename}"`);
+    expect(r.filename).toMatch(/^prescription_zitne-pole_2025-\d\d-\d\d_/);
+    expect(Object.keys(unzip(file.rawPayload)).map((n) => n.replace(/_\d{8}\./, '_<date>.'))).toEqual(
+      ['shp', 'shx', 'dbf', 'prj', 'cpg'].map((e) => `rx_Zitne_pole_<date>.${e}`),
+    );
+  });
 
   // Every rate unit (so every DDI: 6 for kg/ha and t/ha, 1 for l/ha, 11 for seeds/ha) and both ISOXML forms.
   const cases: Array<[string, Record<string, unknown>, 'grid' | 'zones']> = [

@@ -46,11 +46,13 @@ export function shapefileRings(polygons: Ring[][]): Ring[][] {
   );
 }
 
+/** Latin letters without their accents (Žitné → Zitne): the marks NFKD splits off are dropped. */
+export const withoutAccents = (s: string): string => s.normalize('NFKD').replace(/\p{M}/gu, '');
+
 /** ASCII, no spaces: some terminals refuse other file names. */
 export function shapefileBaseName(fieldName: string, date: string): string {
   const slug =
-    fieldName
-      .normalize('NFKD')
+    withoutAccents(fieldName)
       .replace(/[^A-Za-z0-9]+/g, '_')
       .replace(/^_+|_+$/g, '')
       .slice(0, 24) || 'field';
