@@ -119,7 +119,7 @@ describe.each(queueBackends)('prescription files for farm terminals on $name', (
     }
   }, 60_000);
 
-  it('a name with accents and other scripts: ASCII file names that keep its letters (Žitné → zitne, Zitne)', async () => {
+  it('a name with accents and other scripts: ASCII file names that keep its letters; ISOXML cuts by character', async () => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/v1/fields',
@@ -135,6 +135,23 @@ describe.each(queueBackends)('prescription files for farm terminals on $name', (
     expect(Object.keys(unzip(file.rawPayload)).map((n) => n.replace(/_\d{8}\./, '_<date>.'))).toEqual(
       ['shp', 'shx', 'dbf', 'prj', 'cpg'].map((e) => `rx_Zitne_pole_<date>.${e}`),
     );
+    // ISOXML designators keep 32 characters: an emoji as the 32nd stays whole (it was cut in two, U+FFFD)
+    const name = `${'x'.repeat(31)}🌾 and more`;
+    const long = await t.app.inject({
+      method: 'POST',
+      url: '/v1/fields',
+      headers: t.auth(),
+      payload: { name, boundary },
+    });
+    const iso = await c.ready(long.json().id, {
+      type: 'prescription',
+      format: 'isoxml',
+      options: { date: '2025-07-01' },
+    });
+    const xml = unzip((await c.download(iso.download_url)).rawPayload)['TASKDATA/TASKDATA.XML']!.toString('utf8');
+    expect(xml).not.toContain('\ufffd');
+    expect(xml).toContain(`C="${'x'.repeat(31)}🌾"`);
+    expect(xml).toContain(`B="Rx ${'x'.repeat(29)}"`);
   });
 
   // Every rate unit (so every DDI: 6 for kg/ha and t/ha, 1 for l/ha, 11 for seeds/ha) and both ISOXML forms.

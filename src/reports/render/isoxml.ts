@@ -116,6 +116,12 @@ export function gridParams({ features }: { features: ZoneFeature[] }): GridParam
   return { minX, minY, numCols, numRows, cellWidth: (maxX - minX) / numCols, cellHeight: (maxY - minY) / numRows };
 }
 
+/**
+ * A designator as ISO 11783-10 limits it, to 32 characters: code points, so that a name cut after
+ * its 31st does not end in half an emoji (a lone surrogate, written to the XML as U+FFFD).
+ */
+const designator = (s: string): string => Array.from(s).slice(0, 32).join('');
+
 export async function renderIsoxml(c: PrescriptionContent, ctx: IsoxmlContext): Promise<Buffer> {
   const iso = await import('isoxml');
   const { ISOXMLManager, TAGS, ExtendedPolygon, PolygonPolygonTypeEnum, TaskTaskStatusEnum } = iso;
@@ -132,10 +138,10 @@ export async function renderIsoxml(c: PrescriptionContent, ctx: IsoxmlContext): 
   };
   const unit = c.unit as RateUnit;
   const d = RATE_DDI[unit];
-  const [customer, ctrRef] = entity(TAGS.Customer, { CustomerLastName: ctx.customer.slice(0, 32) });
-  const [farm, frmRef] = entity(TAGS.Farm, { FarmDesignator: ctx.customer.slice(0, 32), CustomerIdRef: ctrRef });
+  const [customer, ctrRef] = entity(TAGS.Customer, { CustomerLastName: designator(ctx.customer) });
+  const [farm, frmRef] = entity(TAGS.Farm, { FarmDesignator: designator(ctx.customer), CustomerIdRef: ctrRef });
   const [partfield, pfdRef] = entity<Iso.ExtendedPartfield>(TAGS.Partfield, {
-    PartfieldDesignator: c.meta.field.name.slice(0, 32),
+    PartfieldDesignator: designator(c.meta.field.name),
     PartfieldArea: 0,
     CustomerIdRef: ctrRef,
     FarmIdRef: frmRef,
@@ -143,7 +149,7 @@ export async function renderIsoxml(c: PrescriptionContent, ctx: IsoxmlContext): 
   partfield.boundaryFromGeoJSON(ctx.boundary as never, m);
   // The field's own geodesic area (the library's is spherical).
   partfield.attributes.PartfieldArea = Math.round(c.meta.field.area_ha * 10_000);
-  const [product, pdtRef] = entity(TAGS.Product, { ProductDesignator: c.product.slice(0, 32) });
+  const [product, pdtRef] = entity(TAGS.Product, { ProductDesignator: designator(c.product) });
   const [presentation, vpnRef] = entity(TAGS.ValuePresentation, {
     Offset: 0,
     Scale: 1 / rawPerUnit(unit),
@@ -158,7 +164,7 @@ export async function renderIsoxml(c: PrescriptionContent, ctx: IsoxmlContext): 
       ValuePresentationIdRef: vpnRef,
     });
   const [task] = entity<Iso.ExtendedTask>(TAGS.Task, {
-    TaskDesignator: `Rx ${c.meta.field.name}`.slice(0, 32),
+    TaskDesignator: designator(`Rx ${c.meta.field.name}`),
     CustomerIdRef: ctrRef,
     FarmIdRef: frmRef,
     PartfieldIdRef: pfdRef,
