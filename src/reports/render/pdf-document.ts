@@ -34,9 +34,10 @@ export interface NamedLine {
 export function fitName(line: NamedLine, fits: (text: string) => boolean): string {
   const whole = line.before + line.name + line.after;
   if (fits(whole)) return whole;
-  let name = line.name;
-  while (name && !fits(`${line.before}${name}…${line.after}`)) name = name.slice(0, -1);
-  return `${line.before}${name.trimEnd()}…${line.after}`;
+  // by code points, so that a cut never leaves half of an emoji
+  const chars = Array.from(line.name);
+  while (chars.length && !fits(`${line.before}${chars.join('')}…${line.after}`)) chars.pop();
+  return `${line.before}${chars.join('').trimEnd()}…${line.after}`;
 }
 
 export async function finish(doc: Doc, footer: NamedLine): Promise<Buffer> {

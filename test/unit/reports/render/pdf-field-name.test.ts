@@ -12,7 +12,14 @@
 import { getDocumentProxy } from 'unpdf';
 import { describe, expect, it } from 'vitest';
 import { BAND_H, titleBand } from '../../../../src/reports/render/pdf-blocks.js';
-import { CONTENT_W, finish, type NamedLine, newDoc, PAGE } from '../../../../src/reports/render/pdf-document.js';
+import {
+  CONTENT_W,
+  finish,
+  fitName,
+  type NamedLine,
+  newDoc,
+  PAGE,
+} from '../../../../src/reports/render/pdf-document.js';
 
 interface Run {
   text: string;
@@ -83,5 +90,15 @@ describe('the title band', () => {
     expect(footer.text.endsWith(` - ${ID} - generated 2026-11-28 00:52 UTC`), footer.text).toBe(true);
     expect(footer.x + footer.width).toBeLessThanOrEqual(PAGE.margin + CONTENT_W - 80 + 0.5);
     if (name === longName) expect(footer.text).toContain('… - rpt_');
+  });
+
+  it('fitName cuts by character: an emoji at the cut is kept whole or left out, never halved', () => {
+    const line = { before: '[', name: 'ab🌾🌾🌾cd', after: ']' };
+    for (let width = 0; width <= 12; width++) {
+      const text = fitName(line, (s) => s.length <= width);
+      expect(text, String(width)).not.toMatch(/\p{Cs}/u); // no lone surrogate
+      expect(text.startsWith('[') && text.endsWith(']')).toBe(true);
+    }
+    expect(fitName(line, (s) => s.length <= 9)).toBe('[ab🌾🌾…]');
   });
 });
