@@ -9,15 +9,12 @@
  * longer period given in the options was accepted (202) and failed in the worker. It is now a 400
  * at request time.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { datesEvery, sceneField, writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
-import { buildTestApp, square, type TestApp } from '../helpers/app.js';
+import type { SyntheticCapture } from '../../src/imagery/synthetic.js';
+import { square, type TestApp } from '../helpers/app.js';
 import { dbBackends } from '../helpers/backends.js';
+import { type EdgeScene, edgeScene } from '../helpers/edge-scene.js';
 
-const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 40, seed: 11 };
 const Y0 = '0000-06-01';
 
 interface Ctx {
@@ -120,11 +117,10 @@ const cases: DateCase[] = [
 ];
 
 describe.each(dbBackends)('dates of the year 0000 are refused on $name', (backend) => {
+  let scene: EdgeScene;
   let t: TestApp;
-  let scratch: string;
   const ctx = {} as Ctx;
-  const count = async (table: string) =>
-    (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+  const count = (table: string) => scene.count(table);
   const send = (c: Pick<DateCase, 'method' | 'url' | 'payload'>) =>
     t.app.inject({
       method: c.method,
@@ -134,34 +130,14 @@ describe.each(dbBackends)('dates of the year 0000 are refused on $name', (backen
     });
 
   beforeAll(async () => {
-    scratch = mkdtempSync(path.join(os.tmpdir(), 'dates-'));
-    t = await buildTestApp(backend, {
-      env: {
-        DATA_DIR: path.join(scratch, 'data'),
-        IMAGERY_ROOTS: path.join(scratch, 'src'),
-        SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS: 'true',
-      },
+    scene = await edgeScene(backend, {
+      prefix: 'dates-',
+      seed: 11,
+      env: { SUBSCRIPTIONS_ALLOW_PRIVATE_NETWORKS: 'true' },
     });
-    [ctx.cap] = writeSyntheticSeason(
-      path.join(scratch, 'src'),
-      spec,
-      datesEvery('2025-06-01', '2025-06-01', 1),
-      '2025-04-01',
-      '2025-09-30',
-    ) as [SyntheticCapture];
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/fields',
-      headers: t.auth(),
-      payload: { name: 'scene', boundary: sceneField(spec) },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    ctx.fieldId = res.json().id;
+    ({ t, fieldId: ctx.fieldId, cap: ctx.cap } = scene);
   });
-  afterAll(async () => {
-    await t?.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => scene?.close());
 
   it.each(cases)('$name → 400 invalid_date naming $path', async (c) => {
     const res = await send(c);

@@ -11,15 +11,13 @@
  * - a revoked and an unknown API key, which must be indistinguishable.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../../src/accounts/api-keys.js';
-import { datesEvery, sceneField, writeSyntheticSeason, type SyntheticCapture } from '../../src/imagery/synthetic.js';
+import type { SyntheticCapture } from '../../src/imagery/synthetic.js';
 import { dbBackends } from '../helpers/backends.js';
 import { buildTestApp, square, type TestApp } from '../helpers/app.js';
+import { type EdgeScene, edgeScene } from '../helpers/edge-scene.js';
 import { storedUploads } from '../helpers/uploads.js';
 
 interface Answer {
@@ -46,7 +44,6 @@ const fromInject = (r: { statusCode: number; headers: Record<string, unknown>; b
 });
 
 const NUL = '\u0000';
-const spec = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 40, seed: 7 };
 
 interface Ctx {
   fieldId: string;
@@ -162,37 +159,16 @@ const nulCases: NulCase[] = [
 ];
 
 describe.each(dbBackends)('NUL characters are refused at the edge on $name', (backend) => {
+  let scene: EdgeScene;
   let t: TestApp;
-  let scratch: string;
   const ctx = {} as Ctx;
-  const count = async (table: string) =>
-    (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+  const count = (table: string) => scene.count(table);
 
   beforeAll(async () => {
-    scratch = mkdtempSync(path.join(os.tmpdir(), 'edge-'));
-    t = await buildTestApp(backend, {
-      env: { DATA_DIR: path.join(scratch, 'data'), IMAGERY_ROOTS: path.join(scratch, 'src') },
-    });
-    [ctx.cap] = writeSyntheticSeason(
-      path.join(scratch, 'src'),
-      spec,
-      datesEvery('2025-06-01', '2025-06-01', 1),
-      '2025-04-01',
-      '2025-09-30',
-    ) as [SyntheticCapture];
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/fields',
-      headers: t.auth(),
-      payload: { name: 'scene', boundary: sceneField(spec) },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    ctx.fieldId = res.json().id;
+    scene = await edgeScene(backend, { prefix: 'edge-', seed: 7 });
+    ({ t, fieldId: ctx.fieldId, cap: ctx.cap } = scene);
   });
-  afterAll(async () => {
-    await t?.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => scene?.close());
 
   it.each(nulCases)('$name → 400 validation_failed naming $path', async (c) => {
     const res = await t.app.inject({
