@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
-import { ProblemResponses } from '../platform/http/openapi.js';
+import { ProblemResponses, problemResponses } from '../platform/http/openapi.js';
 import { page, PageEnvelope, PageQuery, setLinkHeader } from '../platform/http/pagination.js';
 import { alertHistory, createAlertRule, deleteAlertRule, listAlertRules } from './service.js';
 
@@ -39,7 +39,7 @@ export const alertRoutes = routePlugin('alerts-routes', async (app) => {
         tags,
         summary: 'Create an alert rule',
         description:
-          "Evaluated on the field's mean of `index` for each new capture (with at least 70 % of the field usable); alert.triggered is emitted when the value crosses the threshold.",
+          "Evaluated on the field's mean of `index` for each new capture (with at least 70 % of the field usable); alert.triggered is emitted when the value crosses the threshold. A field may have at most 50 rules (409 alert_limit_reached).",
         params: FieldParams,
         body: Type.Object(
           {
@@ -50,7 +50,7 @@ export const alertRoutes = routePlugin('alerts-routes', async (app) => {
           },
           { additionalProperties: false },
         ),
-        response: { 201: Rule, ...ProblemResponses },
+        response: { 201: Rule, ...problemResponses('not_found', 'alert_limit_reached') },
       },
     },
     async (req, reply) => reply.code(201).send(await createAlertRule(app.db, req.account.id, req.params.id, req.body)),

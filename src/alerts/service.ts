@@ -15,6 +15,11 @@ import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 
 export const MIN_VALID_FRACTION = 0.7;
+/**
+ * Rules a field may have: each is judged on every new capture, and a field's rules are listed in one
+ * answer (GET /v1/fields/{id}/alerts), so both stay bounded.
+ */
+export const MAX_RULES_PER_FIELD = 50;
 
 export interface AlertRuleInput {
   alert_type: 'crop_health' | 'water_stress';
@@ -67,19 +72,31 @@ export async function createAlertRule(
   fieldId: string,
   input: AlertRuleInput,
 ): Promise<AlertRule> {
-  const f = await db.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2', [fieldId, accountId]);
-  if (!f.length) throw notFound('Field', fieldId);
   const entry = findIndex(input.index);
-  if (!entry) {
-    throw new AppError('validation_failed', `unknown index "${input.index}"; see GET /v1/indices/catalog`, {
-      errors: [{ path: '/body/index', code: 'unknown_index', message: 'is not in the catalogue' }],
-    });
-  }
-  const [row] = await db.query<RuleRow>(
-    `INSERT INTO alert_rules (id, account_id, field_id, alert_type, index_name, operator, threshold) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLS}`,
-    [newId('alr'), accountId, fieldId, input.alert_type, entry.name, input.operator, input.threshold],
-  );
-  return toRule(row!);
+  const row = await db.transaction(async (tx) => {
+    // The field's row locked: concurrent creations count one after the other, so the limit is exact.
+    const f = await tx.query('SELECT 1 FROM fields WHERE id = $1 AND account_id = $2 FOR UPDATE', [fieldId, accountId]);
+    if (!f.length) throw notFound('Field', fieldId);
+    if (!entry) {
+      throw new AppError('validation_failed', `unknown index "${input.index}"; see GET /v1/indices/catalog`, {
+        errors: [{ path: '/body/index', code: 'unknown_index', message: 'is not in the catalogue' }],
+      });
+    }
+    const [{ n }] = (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM alert_rules WHERE field_id = $1', [
+      fieldId,
+    ])) as [{ n: number }];
+    if (n >= MAX_RULES_PER_FIELD)
+      throw new AppError(
+        'alert_limit_reached',
+        `A field may have at most ${MAX_RULES_PER_FIELD} alert rules; delete one first`,
+      );
+    const [inserted] = await tx.query<RuleRow>(
+      `INSERT INTO alert_rules (id, account_id, field_id, alert_type, index_name, operator, threshold) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLS}`,
+      [newId('alr'), accountId, fieldId, input.alert_type, entry.name, input.operator, input.threshold],
+    );
+    return inserted!;
+  });
+  return toRule(row);
 }
 
 export async function listAlertRules(db: Database, accountId: string, fieldId: string): Promise<AlertRule[]> {

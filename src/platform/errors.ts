@@ -38,6 +38,7 @@ export const problemCatalog = {
   invalid_signature: { status: 403, title: 'Invalid download link' },
   link_expired: { status: 403, title: 'Download link expired' },
   webhook_limit_reached: { status: 409, title: 'Too many webhooks' },
+  alert_limit_reached: { status: 409, title: 'Too many alert rules' },
   webhook_disabled: { status: 409, title: 'Webhook disabled' },
   imagery_does_not_cover_field: { status: 422, title: 'The imagery does not cover the field' },
   missing_bands: { status: 422, title: 'No imagery with the bands the index reads' },

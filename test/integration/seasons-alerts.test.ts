@@ -132,3 +132,49 @@ describe('alert rules on a synthetic season', () => {
     ).toBe(404);
   });
 });
+
+describe.each(dbBackends)('alert rules are bounded per field on $name', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp(backend);
+  });
+  afterAll(async () => t?.close());
+
+  it('at most 50 a field, exactly, even when created at once: the rest 409 alert_limit_reached', async () => {
+    // Unbounded before: the list (one answer, no pages) and the judging of every new capture grew with them.
+    const create = (fieldId: string, threshold: number) =>
+      t.app.inject({
+        method: 'POST',
+        url: `/v1/fields/${fieldId}/alerts`,
+        headers: t.auth(),
+        payload: { alert_type: 'crop_health', index: 'NDVI', operator: 'below', threshold },
+      });
+    const field = async (name: string) =>
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v1/fields',
+          headers: t.auth(),
+          payload: { name, boundary: square(5, 51) },
+        })
+      ).json().id as string;
+    const [a, b] = [await field('a'), await field('b')];
+    const answers = await Promise.all(Array.from({ length: 56 }, (_, i) => create(a, i / 100)));
+    const statuses = answers.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(50);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(6);
+    const refused = answers.find((r) => r.statusCode === 409)!;
+    expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(refused.json()).toMatchObject({ code: 'alert_limit_reached', detail: expect.stringMatching(/at most 50/) });
+    const list = await t.app.inject({ method: 'GET', url: `/v1/fields/${a}/alerts`, headers: t.auth() });
+    expect(list.json().data).toHaveLength(50);
+    // another field has its own 50; a deleted rule makes room
+    expect((await create(b, 0.3)).statusCode).toBe(201);
+    const first = list.json().data[0].id;
+    expect(
+      (await t.app.inject({ method: 'DELETE', url: `/v1/fields/${a}/alerts/${first}`, headers: t.auth() })).statusCode,
+    ).toBe(204);
+    expect((await create(a, 0.9)).statusCode).toBe(201);
+    expect((await create(a, 0.9)).statusCode).toBe(409);
+  });
+});
