@@ -34,6 +34,26 @@ describe.each(dbBackends)('errors and auth on $name', (backend) => {
     expectProblem(res2, 404, 'route_not_found');
   });
 
+  it('a path served under other methods → 405 problem with Allow (it was a 404: the resource exists)', async () => {
+    for (const [method, url, allow] of [
+      ['PUT', '/v1/fields/fld_x', 'DELETE, GET, HEAD, PATCH'],
+      ['DELETE', '/v1/fields', 'GET, HEAD, POST'],
+      ['POST', '/v1/fields/fld_x/indices/tiles/14/8412/5517.png', 'GET, HEAD'],
+      ['PATCH', '/v1/fields/fld_x/indices/', 'GET, HEAD'],
+      ['GET', '/v1/indices/validate', 'POST'],
+      ['POST', '/healthz', 'GET, HEAD'],
+    ] as const) {
+      const res = await t.app.inject({ method, url, headers: t.auth() });
+      const body = expectProblem(res, 405, 'method_not_allowed');
+      expect(res.headers.allow, `${method} ${url}`).toBe(allow);
+      expect(body.detail).toContain(`not ${method}`);
+    }
+    // a path no route serves stays a 404, a parameter never spans a slash
+    for (const url of ['/v1/fields/a/b', '/v1/fields/fld_x/indices/tiles/14/8412.png', '/v1/fieldsx']) {
+      expectProblem(await t.app.inject({ method: 'PUT', url, headers: t.auth() }), 404, 'route_not_found');
+    }
+  });
+
   it('missing, malformed, unknown and revoked keys → 401 problem with WWW-Authenticate', async () => {
     const missing = await t.app.inject({ method: 'GET', url: '/v1/fields' });
     expect(expectProblem(missing, 401, 'unauthorized').detail).toMatch(/Authorization: Bearer/);

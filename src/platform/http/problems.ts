@@ -137,11 +137,38 @@ export function registerProblemHandlers(app: FastifyInstance, domain: DomainProb
     }
     return sendProblem(reply, request, mapped);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(
-      reply,
-      request,
-      new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
-    ),
-  );
+  // A path that a route serves under other methods answers 405 with Allow (RFC 9110 15.5.6), not
+  // 404: the resource exists. Every route registered after this hook is recorded as a pattern.
+  const routes: Array<{ pattern: RegExp; methods: string[] }> = [];
+  app.addHook('onRoute', (route) => {
+    const methods = ([] as string[]).concat(route.method);
+    routes.push({ pattern: routePattern(route.url), methods });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))].sort();
+    // A route of this very method that calls callNotFound (an unknown problem code) is a 404.
+    if (allowed.length && !allowed.includes(request.method))
+      return sendProblem(
+        reply,
+        request,
+        new AppError('method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}`, {
+          headers: { allow: allowed.join(', ') },
+        }),
+      );
+    return sendProblem(reply, request, new AppError('route_not_found', `No route ${request.method} ${path}`));
+  });
+}
+
+/** A route's URL (`/v1/fields/:id/indices/tiles/:z/:x/:y.png`, `/demo/stac/*`) as a regular expression of paths. */
+export function routePattern(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => {
+      if (part === '*') return '.*';
+      if (/^:[A-Za-z0-9_]+$/.test(part)) return '[^/]+';
+      return part.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('');
+  return new RegExp(`^${source}/?$`);
 }
