@@ -27,6 +27,7 @@ import {
   seriesRange,
   statsHash,
   toCached,
+  underWeighting,
   usedCaptureIds,
   type CachedStats,
   type Candidate,
@@ -83,6 +84,9 @@ interface CaptureRow {
   bbox: [number, number, number, number];
 }
 
+/** A capture's counts over a field (a field with no pixel centre inside: the weights of the pixels touched). */
+type Counts = Pick<Candidate, 'field_pixels' | 'valid_pixels' | 'field_weight' | 'valid_weight'>;
+
 /** A chunk field as the series see it. */
 interface Subject {
   feature: ChunkFeature;
@@ -92,7 +96,7 @@ interface Subject {
   /** Capture ids over it in the range; for ad-hoc ones (and any mask), counts come from the read. */
   captures: string[];
   /** The registered counts (imagery_fields), by capture id. */
-  counts: Map<string, { field_pixels: number; valid_pixels: number }>;
+  counts: Map<string, Counts>;
   /** Per program, statistics by capture id. */
   stats: Array<Map<string, CachedStats>>;
   error?: string;
@@ -189,10 +193,11 @@ export async function executeChunk(
     ? await deps.db.query<{
         id: string;
         boundary: Boundary;
-        links: Array<{ id: string; field_pixels: number; valid_pixels: number }>;
+        links: Array<{ id: string } & Counts>;
       }>(
         `SELECT f.id, f.boundary, coalesce((SELECT json_agg(json_build_object('id', x.imagery_id, 'field_pixels', x.field_pixels,
-                'valid_pixels', x.valid_pixels)) FROM imagery_fields x WHERE x.field_id = f.id), '[]'::json) AS links
+                'valid_pixels', x.valid_pixels, 'field_weight', x.field_weight, 'valid_weight', x.valid_weight))
+                FROM imagery_fields x WHERE x.field_id = f.id), '[]'::json) AS links
            FROM fields f WHERE f.id = ANY($1) AND f.account_id = $2`,
         [registered.map((f) => f.field_id), accountId],
       )
@@ -358,11 +363,16 @@ export async function executeChunk(
             // A capture whose coverage cannot be computed (outside the raster, unreadable) is left
             // out, as linking leaves it out; so is one with no pixel of the polygon.
             if (w.coverage.has(i)) {
-              if (cov && !('error' in cov) && cov.fieldPixels > 0)
-                s.counts.set(id, { field_pixels: cov.fieldPixels, valid_pixels: cov.validPixels });
+              if (cov && !('error' in cov) && (cov.fieldPixels > 0 || cov.touched))
+                s.counts.set(id, {
+                  field_pixels: cov.fieldPixels,
+                  valid_pixels: cov.validPixels,
+                  field_weight: cov.touched?.fieldWeight ?? null,
+                  valid_weight: cov.touched?.validWeight ?? null,
+                });
               else if (s.registered && s.counts.has(id))
                 // as the time series: a linked capture whose masked counts fail has no usable pixel
-                s.counts.set(id, { field_pixels: s.counts.get(id)!.field_pixels, valid_pixels: 0 });
+                s.counts.set(id, { ...s.counts.get(id)!, valid_pixels: 0, valid_weight: 0 });
               else s.counts.delete(id);
             }
             for (const p of programs.keys()) {
@@ -428,13 +438,20 @@ export async function executeChunk(
       const bandNames = Object.keys(c.bands);
       if (!hasBands({ bands: bandNames }, bands)) continue;
       cands.push({
-        c: {
-          id,
-          capture_date: c.capture_date,
-          field_pixels: counts.field_pixels,
-          valid_pixels: counts.valid_pixels,
-          bands: bandNames,
-        },
+        c: underWeighting(
+          [
+            {
+              id,
+              capture_date: c.capture_date,
+              field_pixels: counts.field_pixels,
+              valid_pixels: counts.valid_pixels,
+              field_weight: counts.field_weight ?? null,
+              valid_weight: counts.valid_weight ?? null,
+              bands: bandNames,
+            },
+          ],
+          options.stats.weighting,
+        )[0]!,
         t: c.t,
       });
     }

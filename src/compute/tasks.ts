@@ -163,6 +163,18 @@ export interface CoverageTask<Capture = unknown, Geometry = unknown> {
 export interface CoverageResult {
   fieldPixels: number;
   validPixels: number;
+  /**
+   * A field with no pixel centre inside (a sliver, a polygon within one pixel) that touches pixels:
+   * the weight of those pixels (the share of each inside, weighting=coverage) and of the usable
+   * ones. Absent when the field has a pixel centre inside, or touches no pixel.
+   */
+  touched?: TouchedWeights;
+}
+
+/** The weight (pixels' shares inside) of the pixels a field touches, and of the usable ones. */
+export interface TouchedWeights {
+  fieldWeight: number;
+  validWeight: number;
 }
 
 /**

@@ -95,8 +95,13 @@ export const Imagery = Type.Object({
   fields: Type.Array(
     Type.Object({
       field_id: Type.String(),
-      cloud_cover: Type.Number({ description: "percent of the field's pixels unusable" }),
-      field_pixels: Type.Integer(),
+      cloud_cover: Type.Number({
+        description:
+          "percent of the field's pixels unusable (a field with no pixel centre inside: of the weights of the pixels it touches)",
+      }),
+      field_pixels: Type.Integer({
+        description: 'pixel centres inside the field (0: it only touches pixels, smaller or thinner than one)',
+      }),
       valid_pixels: Type.Integer(),
     }),
   ),
@@ -108,8 +113,13 @@ export const FieldImagery = Type.Object({
   id: Type.String(),
   source: Type.String(),
   capture_date: Type.String(),
-  cloud_cover: Type.Number({ description: "the field's own cloud cover, percent of its pixels" }),
+  cloud_cover: Type.Number({
+    description:
+      "the field's own cloud cover, percent of its pixels (a field with no pixel centre inside: of the weights of the pixels it touches)",
+  }),
   scene_cloud_cover: Type.Union([Type.Number(), Type.Null()]),
-  field_pixels: Type.Integer(),
+  field_pixels: Type.Integer({
+    description: 'pixel centres inside the field (0: it only touches pixels, smaller or thinner than one)',
+  }),
   valid_pixels: Type.Integer(),
 });

@@ -7,7 +7,7 @@
  */
 import { isCalendarDate } from '../platform/dates.js';
 import type { ComputePool } from '../compute/pool.js';
-import type { MaskRequest } from '../compute/tasks.js';
+import type { CoverageResult, MaskRequest } from '../compute/tasks.js';
 import { emitMany } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
@@ -274,7 +274,42 @@ async function checkLocalPaths(deps: ImageryDeps, accountId: string, capture: Ca
   }
 }
 
-type Covered = { field_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number };
+type Covered = {
+  field_id: string;
+  field_pixels: number;
+  valid_pixels: number;
+  cloud_cover: number;
+  /** No pixel centre inside: the weights of the pixels the field touches (otherwise null). */
+  field_weight: number | null;
+  valid_weight: number | null;
+};
+
+/**
+ * A link's counts from a coverage: a field with a pixel centre inside by its pixels, one that only
+ * touches pixels by their weights (cloud cover 1 - valid weight / field weight); null when the
+ * field has no pixel of the capture.
+ */
+export function linkCounts(
+  c: CoverageResult,
+): Pick<Covered, 'field_pixels' | 'valid_pixels' | 'cloud_cover' | 'field_weight' | 'valid_weight'> | null {
+  if (c.fieldPixels > 0)
+    return {
+      field_pixels: c.fieldPixels,
+      valid_pixels: c.validPixels,
+      cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
+      field_weight: null,
+      valid_weight: null,
+    };
+  if (!c.touched) return null;
+  const { fieldWeight, validWeight } = c.touched;
+  return {
+    field_pixels: 0,
+    valid_pixels: 0,
+    cloud_cover: round2(100 * (1 - validWeight / fieldWeight)),
+    field_weight: fieldWeight,
+    valid_weight: validWeight,
+  };
+}
 
 type Candidate = { id: string; boundary: Boundary; bbox: [number, number, number, number] };
 
@@ -364,13 +399,10 @@ async function coveredFields(
       for (const [k, c] of (done?.fields ?? []).entries()) {
         const f = candidates[group[k]!]!;
         if ('error' in c) leftOut(f.id, new Error(c.error));
-        else if (c.fieldPixels > 0)
-          results[group[k]!] = {
-            field_id: f.id,
-            field_pixels: c.fieldPixels,
-            valid_pixels: c.validPixels,
-            cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
-          };
+        else {
+          const counts = linkCounts(c);
+          if (counts) results[group[k]!] = { field_id: f.id, ...counts };
+        }
       }
     }),
   );
@@ -472,15 +504,18 @@ export async function registerImagery(
     if (!r) return null; // that Item is registered already: linked and announced then
     // One statement for the links and one for the events, however many fields the capture covers
     await tx.query(
-      `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover)
-       SELECT $1, u.field_id, u.field_pixels, u.valid_pixels, u.cloud_cover
-         FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[]) AS u(field_id, field_pixels, valid_pixels, cloud_cover)`,
+      `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover, field_weight, valid_weight)
+       SELECT $1, u.field_id, u.field_pixels, u.valid_pixels, u.cloud_cover, u.field_weight, u.valid_weight
+         FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[], $6::float8[], $7::float8[])
+           AS u(field_id, field_pixels, valid_pixels, cloud_cover, field_weight, valid_weight)`,
       [
         id,
         covered.map((c) => c.field_id),
         covered.map((c) => c.field_pixels),
         covered.map((c) => c.valid_pixels),
         covered.map((c) => c.cloud_cover),
+        covered.map((c) => c.field_weight),
+        covered.map((c) => c.valid_weight),
       ],
     );
     await emitMany(
@@ -557,7 +592,7 @@ export async function linkFieldImagery(
     [accountId, x0, y0, x1, y1, field.id],
   );
   if (!rows.length) return 0;
-  const covered: Array<{ imagery_id: string; field_pixels: number; valid_pixels: number; cloud_cover: number }> = [];
+  const covered: Array<{ imagery_id: string } & NonNullable<ReturnType<typeof linkCounts>>> = [];
   let next = 0;
   const one = async (): Promise<void> => {
     while (next < rows.length) {
@@ -583,13 +618,8 @@ export async function linkFieldImagery(
           );
           return null;
         });
-      if (c && c.fieldPixels > 0)
-        covered.push({
-          imagery_id: r.id,
-          field_pixels: c.fieldPixels,
-          valid_pixels: c.validPixels,
-          cloud_cover: round2(100 * (1 - c.validPixels / c.fieldPixels)),
-        });
+      const counts = c && linkCounts(c);
+      if (counts) covered.push({ imagery_id: r.id, ...counts });
     }
   };
   await Promise.all(Array.from({ length: Math.min(4, rows.length) }, one));
@@ -606,9 +636,9 @@ export async function linkFieldImagery(
     ]);
     for (const c of covered) {
       await tx.query(
-        `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover) SELECT $1, $2, $3, $4, $5
-          WHERE EXISTS (SELECT 1 FROM imagery WHERE id = $1)`,
-        [c.imagery_id, field.id, c.field_pixels, c.valid_pixels, c.cloud_cover],
+        `INSERT INTO imagery_fields (imagery_id, field_id, field_pixels, valid_pixels, cloud_cover, field_weight, valid_weight)
+         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM imagery WHERE id = $1)`,
+        [c.imagery_id, field.id, c.field_pixels, c.valid_pixels, c.cloud_cover, c.field_weight, c.valid_weight],
       );
     }
   });

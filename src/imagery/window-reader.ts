@@ -8,7 +8,7 @@
  */
 import type { GeoTIFFImage } from 'geotiff';
 import type { Dtype } from '../compute/kernel-host.js';
-import type { MaskReasons, MaskRequest } from '../compute/tasks.js';
+import type { MaskReasons, MaskRequest, TouchedWeights } from '../compute/tasks.js';
 import type { Boundary } from '../fields/index.js';
 import { CrsError, crsLabel, fromWgs84, type CrsRef } from './crs.js';
 import { crsFromGeoKeys } from './geokeys.js';
@@ -1253,7 +1253,7 @@ async function usableOver(capture: CaptureSource, opened: OpenedBands, rect: Rec
 }
 
 /** One field's coverage in a group: its pixel counts, or why it could not be computed. */
-export type FieldCoverage = { fieldPixels: number; validPixels: number } | { error: string };
+export type FieldCoverage = { fieldPixels: number; validPixels: number; touched?: TouchedWeights } | { error: string };
 
 /** The smallest rectangle holding every frame (the union window a group reads once). */
 function unionRect(frames: readonly Rect[]): Rect {
@@ -1329,7 +1329,31 @@ export async function readFieldCoverages(
       out.push({ error: (err as Error).message });
     }
   }
+  for (const [k, c] of out.entries())
+    if (!('error' in c) && c.fieldPixels === 0) {
+      const touched = await touchedWeights(capture, boundaries[k]!, needed, opts).catch(() => undefined);
+      if (touched) c.touched = touched;
+    }
   return out;
+}
+
+/**
+ * A field with no pixel centre inside (a sliver, a polygon within one pixel): the weight of the
+ * pixels it touches, each the share of its area inside (as weighting=coverage reads them), and of
+ * the usable ones among them; undefined when it touches none (every share within 1e-9 of none).
+ * Such a field's window is narrow: it is read again, with the weights.
+ */
+export async function touchedWeights(
+  capture: CaptureSource,
+  boundary: Boundary,
+  needed: CaptureBand[],
+  opts: ReadOptions,
+): Promise<TouchedWeights | undefined> {
+  const win = await readFieldWindow(capture, boundary, needed, { ...opts, weighting: 'coverage' });
+  if (!win.fieldWeight) return undefined;
+  let validWeight = 0;
+  for (let k = 0; k < win.valid.length; k++) if (win.valid[k]) validWeight += win.weights![k]!;
+  return { fieldWeight: win.fieldWeight, validWeight };
 }
 
 /** One field's window in a group read, or why it could not be made. */

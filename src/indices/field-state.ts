@@ -20,7 +20,8 @@ export type { FieldState } from './types.js';
 // md5 of the boundary text and of the coverage rows in a fixed order: content, not timestamps,
 // so that any change to what selection or statistics read changes it.
 const STAMP = `md5(f.boundary::text) || ':' || coalesce((
-    SELECT md5(string_agg(x.imagery_id || ':' || x.field_pixels || ':' || x.valid_pixels, ',' ORDER BY x.imagery_id))
+    SELECT md5(string_agg(x.imagery_id || ':' || x.field_pixels || ':' || x.valid_pixels
+                          || coalesce(':' || x.field_weight || ':' || x.valid_weight, ''), ',' ORDER BY x.imagery_id))
       FROM imagery_fields x WHERE x.field_id = f.id), '-')`;
 
 interface LoadRow {
@@ -31,6 +32,8 @@ interface LoadRow {
     capture_date: string;
     field_pixels: number;
     valid_pixels: number;
+    field_weight: number | null;
+    valid_weight: number | null;
     bands: CaptureSource['bands'];
     mask: CaptureSource['mask'] | null;
     scale: number;
@@ -42,7 +45,7 @@ async function load(db: Database, accountId: string, fieldId: string): Promise<F
   const [row] = await db.query<LoadRow>(
     `SELECT ${STAMP} AS stamp, f.boundary, coalesce((
         SELECT json_agg(json_build_object('id', i.id, 'capture_date', i.capture_date::text, 'field_pixels', x.field_pixels,
-                        'valid_pixels', x.valid_pixels, 'bands', i.bands, 'mask', i.mask, 'scale', i.scale, 'offset', i."offset"))
+                        'valid_pixels', x.valid_pixels, 'field_weight', x.field_weight, 'valid_weight', x.valid_weight, 'bands', i.bands, 'mask', i.mask, 'scale', i.scale, 'offset', i."offset"))
           FROM imagery_fields x JOIN imagery i ON i.id = x.imagery_id
          WHERE x.field_id = f.id AND i.account_id = f.account_id), '[]'::json) AS captures
        FROM fields f WHERE f.id = $1 AND f.account_id = $2`,
@@ -57,6 +60,7 @@ async function load(db: Database, accountId: string, fieldId: string): Promise<F
       capture_date: c.capture_date,
       field_pixels: c.field_pixels,
       valid_pixels: c.valid_pixels,
+      ...(c.field_weight !== null ? { field_weight: c.field_weight, valid_weight: c.valid_weight } : {}),
       bands: Object.keys(c.bands),
     };
   });

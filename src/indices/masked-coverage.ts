@@ -11,7 +11,9 @@ import { coverageBands } from '../imagery/index.js';
 import type { Candidate } from './selection.js';
 import type { FieldState, IndexDeps } from './types.js';
 
-const known = new WeakMap<FieldState, Map<string, Promise<{ field_pixels: number; valid_pixels: number }>>>();
+type Counts = Pick<Candidate, 'field_pixels' | 'valid_pixels' | 'field_weight' | 'valid_weight'>;
+
+const known = new WeakMap<FieldState, Map<string, Promise<Counts>>>();
 
 /** The candidates with their counts under `mask` (the same objects when `maskKey` is '', the default). */
 export async function underMask(
@@ -36,11 +38,24 @@ export async function underMask(
         const capture = state.sources.get(c.id)!;
         p = deps.compute
           .coverage({ capture, boundary: state.boundary, bands: coverageBands(capture), roots: deps.roots, mask })
-          .then((r) => ({ field_pixels: r.fieldPixels, valid_pixels: r.validPixels }));
+          .then(
+            (r): Counts => ({
+              field_pixels: r.fieldPixels,
+              valid_pixels: r.validPixels,
+              field_weight: r.touched?.fieldWeight ?? null,
+              valid_weight: r.touched?.validWeight ?? null,
+            }),
+          );
         cache.set(key, p);
         p.catch(() => cache.delete(key));
       }
-      const r = await p.catch(() => ({ field_pixels: c.field_pixels, valid_pixels: 0 }));
+      const r = await p.catch(
+        (): Counts => ({
+          field_pixels: c.field_pixels,
+          valid_pixels: 0,
+          ...(c.field_weight ? { valid_weight: 0 } : {}),
+        }),
+      );
       return { ...c, ...r };
     }),
   );

@@ -14,6 +14,13 @@ export interface Candidate {
   field_pixels: number;
   valid_pixels: number;
   bands: string[];
+  /**
+   * A capture with no pixel centre in the field whose pixels the field touches (a sliver, a
+   * polygon within one pixel): the weights of those pixels and of the usable ones (otherwise absent
+   * or null). Only weighting=coverage counts them (`underWeighting`).
+   */
+  field_weight?: number | null;
+  valid_weight?: number | null;
 }
 
 const day = (d: string) => Date.parse(`${d}T00:00:00Z`) / 86_400_000;
@@ -27,6 +34,26 @@ export const hasUsablePixels = (c: Pick<Candidate, 'valid_pixels'>): boolean => 
 
 export const hasBands = (c: Pick<Candidate, 'bands'>, needed: readonly string[]): boolean =>
   needed.every((b) => c.bands.includes(b));
+
+/**
+ * The candidates as a weighting counts them. A capture with no pixel centre in the field, linked
+ * because the field touches its pixels (a sliver, a polygon within one pixel): under the pixel
+ * centre rule (the default) it does not cover the field and is left out; under weighting=coverage
+ * it counts by the weights of the pixels the field touches. Every other capture by its pixels.
+ */
+export function underWeighting<C extends Candidate>(cands: C[], weighting: 'centre' | 'coverage' | undefined): C[] {
+  if (weighting !== 'coverage')
+    return cands.every((c) => c.field_pixels > 0) ? cands : cands.filter((c) => c.field_pixels > 0);
+  return cands.map((c) =>
+    c.field_pixels === 0 && c.field_weight
+      ? { ...c, field_pixels: c.field_weight, valid_pixels: c.valid_weight ?? 0 }
+      : c,
+  );
+}
+
+/** The answer for a field whose captures only touch it (no pixel centre inside) under the pixel-centre rule. */
+export const onlyTouched = (fieldId: string, n: number, weightingAt = 'statistics with weighting=coverage') =>
+  `No pixel centre of the ${n === 1 ? 'capture' : `${n} captures`} over field ${fieldId} lies inside it (it is smaller or thinner than a pixel); ${weightingAt} weigh the pixels it touches`;
 
 /** Lower field cloud cover, then the earlier date: whether `a` is better than `b` (same distance to the date). */
 export function betterCapture(a: Candidate, b: Candidate): boolean {

@@ -11,7 +11,7 @@ import zlib from 'node:zlib';
 import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
 import { AppError, notFound, RefusedInput } from '../platform/errors.js';
-import { hasBands, selectBestCapture, type Candidate } from './selection.js';
+import { hasBands, onlyTouched, selectBestCapture, underWeighting, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState } from './field-state.js';
 import { underMask } from './masked-coverage.js';
@@ -86,7 +86,8 @@ interface CaptureRow extends Candidate {
 /** The captures over a field, light: band names only (the full capture is loaded once chosen). */
 export async function fieldCaptures(db: Database, accountId: string, fieldId: string): Promise<Candidate[]> {
   return db.query<Candidate>(
-    `SELECT i.id, i.capture_date::text AS capture_date, f.field_pixels, f.valid_pixels, ARRAY(SELECT jsonb_object_keys(i.bands)) AS bands
+    `SELECT i.id, i.capture_date::text AS capture_date, f.field_pixels, f.valid_pixels, f.field_weight, f.valid_weight,
+            ARRAY(SELECT jsonb_object_keys(i.bands)) AS bands
        FROM imagery_fields f JOIN imagery i ON i.id = f.imagery_id
       WHERE f.field_id = $1 AND i.account_id = $2`,
     [fieldId, accountId],
@@ -162,16 +163,23 @@ function missingBands(fieldId: string, captures: Candidate[], needed: string[]):
   );
 }
 
-/** The captures over a field with their field cloud cover under a mask (the registered counts for the default one). */
+/**
+ * The captures over a field with their field cloud cover under a mask (the registered counts for
+ * the default one) and counted as the weighting counts them (selection.ts underWeighting).
+ */
 export async function capturesUnderMask(
   deps: IndexDeps,
   accountId: string,
   fieldId: string,
   options: StatsOptions,
 ): Promise<Candidate[]> {
-  if (!options.maskKey) return fieldCaptures(deps.db, accountId, fieldId);
+  if (!options.maskKey)
+    return underWeighting(await fieldCaptures(deps.db, accountId, fieldId), options.stats.weighting);
   const state = await fieldState(deps.db, accountId, fieldId);
-  return underMask(deps, state, state.candidates, options.mask, options.maskKey);
+  return underWeighting(
+    await underMask(deps, state, state.candidates, options.mask, options.maskKey),
+    options.stats.weighting,
+  );
 }
 
 export async function chooseCapture(
@@ -245,6 +253,15 @@ export async function choose(
     const byId = new Map(masked.map((c) => [c.id, c]));
     candidates = candidates.map((c) => byId.get(c.id) ?? c);
   }
+  const weighed = underWeighting(candidates, options.stats.weighting);
+  // A field smaller or thinner than a pixel has captures, but none under the pixel-centre rule
+  if (weighed.length < candidates.length) {
+    const pinned = q.imagery_id && candidates.find((c) => c.id === q.imagery_id && c.field_pixels === 0);
+    if (pinned) throw new AppError('no_usable_imagery', onlyTouched(fieldId, 1));
+    if (!weighed.length && !q.imagery_id)
+      throw new AppError('no_usable_imagery', onlyTouched(fieldId, candidates.length));
+  }
+  candidates = weighed;
   const capture = await pickCapture(deps.db, accountId, fieldId, candidates, q, program);
   const head = {
     field_id: fieldId,

@@ -9,7 +9,14 @@
 import { isCalendarDate } from '../platform/dates.js';
 import { AppError } from '../platform/errors.js';
 import { fieldState, type FieldState } from './field-state.js';
-import { betterCapture, fieldCloudShare, hasBands, hasUsablePixels, type Candidate } from './selection.js';
+import {
+  betterCapture,
+  fieldCloudShare,
+  hasBands,
+  hasUsablePixels,
+  underWeighting,
+  type Candidate,
+} from './selection.js';
 import { resolveProgram, validFraction, type IndexDeps } from './service.js';
 import { statsFor } from './stats-store.js';
 import type { CachedStats } from './types.js';
@@ -250,6 +257,13 @@ async function build(
       options.maskKey,
     );
     captures = captures.map(({ t }, i) => ({ c: masked[i]!, t }));
+  }
+  if (options.stats.weighting === 'coverage') {
+    const weighed = underWeighting(
+      captures.map(({ c }) => c),
+      'coverage',
+    );
+    captures = captures.map(({ t }, i) => ({ c: weighed[i]!, t }));
   }
 
   const intervals = chooseIntervals(captures, intervalBounds(t0, t1, n, step));

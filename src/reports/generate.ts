@@ -10,7 +10,14 @@ import { indexProgram } from '../compute/catalog.js';
 import type { Boundary } from '../fields/index.js';
 import { getField } from '../fields/index.js';
 import { MIN_VALID_FRACTION } from '../alerts/index.js';
-import { capturesUnderMask, chooseCapture, fieldCaptures, loadCaptures, parseStatsOptions } from '../indices/index.js';
+import {
+  capturesUnderMask,
+  chooseCapture,
+  fieldCaptures,
+  loadCaptures,
+  onlyTouched,
+  parseStatsOptions,
+} from '../indices/index.js';
 import type { StatsOptions } from '../indices/index.js';
 import { indexTimeSeries } from '../indices/index.js';
 import { AppError } from '../platform/errors.js';
@@ -122,6 +129,16 @@ function metaOf(row: ReportRow, field: Field, o: ResolvedOptions): Meta {
   };
 }
 
+/**
+ * A field whose captures only touch it (smaller or thinner than a pixel) has none under the
+ * pixel-centre rule: the report fails saying so, and what counts them.
+ */
+async function onlyTouchedFailure(deps: ReportDeps, row: ReportRow): Promise<void> {
+  const all = await fieldCaptures(deps.db, row.account_id, row.field_id);
+  if (all.length && all.every((c) => c.field_pixels === 0))
+    throw new ReportFailure(onlyTouched(row.field_id, all.length, 'reports with options.weighting "coverage"'));
+}
+
 /** The capture of a scouting or prescription report: pinned, nearest a date, or the latest usable one. */
 async function pickCapture(
   deps: ReportDeps,
@@ -130,6 +147,8 @@ async function pickCapture(
   o: ResolvedOptions,
 ): Promise<{ id: string; date: string; usable: number }> {
   const program = indexProgram(o.index);
+  const captures = await capturesOf(deps, row, o);
+  if (!captures.length) await onlyTouchedFailure(deps, row);
   if (o.imagery_id || o.date) {
     const c = await chooseCapture(
       deps.db,
@@ -137,11 +156,11 @@ async function pickCapture(
       row.field_id,
       { date: o.date ?? '', imagery_id: o.imagery_id },
       program,
-      await capturesOf(deps, row, o),
+      captures,
     );
     return { id: c.id, date: c.capture_date, usable: c.field_pixels ? c.valid_pixels / c.field_pixels : 0 };
   }
-  const all = (await capturesOf(deps, row, o)).filter((c) => program.bands.every((b) => c.bands.includes(b)));
+  const all = captures.filter((c) => program.bands.every((b) => c.bands.includes(b)));
   if (!all.length)
     throw new ReportFailure(
       `no imagery of field ${row.field_id} has the bands ${o.index} needs (${program.bands.join(', ')})`,
@@ -190,7 +209,8 @@ async function readRaster(
       imagery_id: imageryId,
       date: info!.capture_date,
       source: info!.source,
-      usable_fraction: Math.round((r.stats.count / r.fieldPixels) * 1e4) / 1e4,
+      // weighting=coverage: the usable pixels' weight over the touched pixels' weight
+      usable_fraction: Math.round((r.stats.count / (r.fieldWeight ?? r.fieldPixels)) * 1e4) / 1e4,
     },
     mean: r.stats.mean,
   };

@@ -39,6 +39,7 @@ import {
   coverageBands,
   readFieldCoverages,
   readFieldWindow,
+  touchedWeights,
   readFieldWindows,
   type GroupWindows,
   type CaptureBand,
@@ -322,7 +323,14 @@ async function runFieldStatsBatch(t: FieldStatsBatchTask): Promise<FieldStatsBat
       if (w instanceof Promise) w = await w;
       if (r.coverage && counted.has(i))
         out.coverage[i] =
-          'error' in w ? { error: w.error } : { fieldPixels: w.fieldPixels, validPixels: w.validPixels };
+          'error' in w
+            ? { error: w.error }
+            : await withTouched({ fieldPixels: w.fieldPixels, validPixels: w.validPixels }, () =>
+                touchedWeights(t.capture, t.boundaries[i]!, r.bands, {
+                  roots: t.roots,
+                  ...(t.mask ? { mask: t.mask } : {}),
+                }),
+              );
       for (const p of r.programs) {
         if (!wanted[p]!.has(i)) continue;
         if ('error' in w) {
@@ -364,11 +372,21 @@ async function runFieldRaster(t: FieldRasterTask): Promise<FieldRasterResult> {
 }
 
 async function runCoverage(t: CoverageTask): Promise<CoverageResult> {
-  const win = await readFieldWindow(t.capture, t.boundary, t.bands as CaptureBand[], {
-    roots: t.roots,
-    ...(t.mask ? { mask: t.mask } : {}),
-  });
-  return { fieldPixels: win.fieldPixels, validPixels: win.validPixels };
+  const opts = { roots: t.roots, ...(t.mask ? { mask: t.mask } : {}) };
+  const win = await readFieldWindow(t.capture, t.boundary, t.bands as CaptureBand[], opts);
+  return withTouched({ fieldPixels: win.fieldPixels, validPixels: win.validPixels }, () =>
+    touchedWeights(t.capture, t.boundary, t.bands as CaptureBand[], opts),
+  );
+}
+
+/** Counts with no pixel centre inside get the weights of the pixels touched (a failure leaves them as they are). */
+async function withTouched(
+  c: CoverageResult,
+  weigh: () => Promise<CoverageResult['touched']>,
+): Promise<CoverageResult> {
+  if (c.fieldPixels > 0) return c;
+  const touched = await weigh().catch(() => undefined);
+  return touched ? { ...c, touched } : c;
 }
 
 async function runCoverageBatch(t: CoverageBatchTask): Promise<CoverageBatchResult> {
