@@ -253,6 +253,18 @@ describe.each(queueBackends)('fields smaller or thinner than a pixel on $name', 
         expect(raster.statusCode, raster.body).toBe(422);
         expect(raster.json().code).toBe('no_usable_imagery');
       }
+    // a mask of the request's own recounts the captures (masked-coverage.ts) by their weights too:
+    // with no SCL class left out, every touched pixel with data is usable (the scenes have no no-data)
+    for (const name of ['triangle', 'strip'] as const) {
+      const res = await get(
+        `/v1/fields/${ids[name]}/indices?index=NDVI&date=2025-06-06&zonal_stats=true&geojson=false&weighting=coverage&scl_exclude=`,
+      );
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().date).toBe('2025-06-06');
+      expect(Math.abs(res.json().zonal_stats.count - expected(weights[name], new Map()).fieldWeight)).toBeLessThan(
+        1e-9,
+      );
+    }
     // unpinned, the choice follows the weights: the nearest capture with a usable weight
     const res = await get(
       `/v1/fields/${ids.strip}/indices?index=NDVI&date=2025-06-06&zonal_stats=true&geojson=false&weighting=coverage`,
