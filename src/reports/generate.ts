@@ -243,6 +243,8 @@ async function seriesOf(
       valid_fraction: e.valid_fraction,
       imagery_id: e.imagery_id!,
     }));
+  // a field smaller or thinner than a pixel has only gaps by pixel centres: say so, rather than "cloudy"
+  if (!points.length && o.weighting !== 'coverage') await onlyTouchedFailure(deps, row);
   return { points, skipped: els.filter((e) => e.mean === null && e.cloud_cover !== null).length };
 }
 

@@ -348,13 +348,13 @@ describe.each(queueBackends)('fields smaller or thinner than a pixel on $name', 
         }
   });
 
-  it('a scouting report under coverage uses the capture; by pixel centres it fails saying why', async () => {
-    const make = async (options: object) => {
+  it('reports under coverage use the captures; by pixel centres they fail saying why', async () => {
+    const make = async (options: object, type = 'scouting') => {
       const res = await t.app.inject({
         method: 'POST',
         url: `/v1/fields/${ids.strip}/reports`,
         headers: t.auth(),
-        payload: { type: 'scouting', format: 'json', options: { index: 'NDVI', ...options } },
+        payload: { type, format: 'json', options: { index: 'NDVI', ...options } },
       });
       expect(res.statusCode, res.body).toBe(202);
       return waitReport(t, res.json().id);
@@ -370,5 +370,14 @@ describe.each(queueBackends)('fields smaller or thinner than a pixel on $name', 
     const failed = await make({});
     expect(failed.status).toBe('failed');
     expect(failed.error).toMatch(/no pixel centre.*options\.weighting "coverage"/i);
+    // the seasonal and health-summary reports read the time series: gaps by pixel centres
+    const range = { start_date: '2025-06-01', end_date: '2025-06-11' };
+    for (const type of ['seasonal', 'health_summary']) {
+      const seasonal = await make({ ...range, weighting: 'coverage' }, type);
+      expect(seasonal.status, seasonal.error).toBe('ready');
+      const gaps = await make(range, type);
+      expect(gaps.status).toBe('failed');
+      expect(gaps.error).toMatch(/no pixel centre.*options\.weighting "coverage"/i);
+    }
   });
 });
