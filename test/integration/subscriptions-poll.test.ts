@@ -451,26 +451,28 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
       .sort();
     // After the first Item is handled (its slot still held, so the last Item starts later): a field
     // is drawn and another deleted; the Items that start afterwards link the fields as they are then.
+    // Every Item handled meanwhile waits for the change too: otherwise the other first Item, done
+    // while the new field is being linked, frees its slot, and the third Item, done as quickly,
+    // frees one for the last before the change (it failed so once in CI, under load).
     let added = '';
-    let changed = false;
+    let change: Promise<void> | null = null;
     const sub = await claimSubscription(t.db, manyId, 'batcher', 60_000);
     const result = await pollSubscription(
       pollDeps({
         itemsAtOnce: 2,
-        onItem: async () => {
-          if (changed) return;
-          changed = true;
-          added = (
-            await t.app.inject({
-              method: 'POST',
-              url: '/v1/fields',
-              headers: t.auth(),
-              payload: { name: 'Sahara mid-poll', boundary: square(-11.4, 24.7, 0.01) },
-            })
-          ).json().id;
-          const del = await t.app.inject({ method: 'DELETE', url: `/v1/fields/${otherField}`, headers: t.auth() });
-          expect(del.statusCode).toBe(204);
-        },
+        onItem: () =>
+          (change ??= (async () => {
+            added = (
+              await t.app.inject({
+                method: 'POST',
+                url: '/v1/fields',
+                headers: t.auth(),
+                payload: { name: 'Sahara mid-poll', boundary: square(-11.4, 24.7, 0.01) },
+              })
+            ).json().id;
+            const del = await t.app.inject({ method: 'DELETE', url: `/v1/fields/${otherField}`, headers: t.auth() });
+            expect(del.statusCode).toBe(204);
+          })()),
       }),
       sub!,
       'batcher',
