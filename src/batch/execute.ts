@@ -27,8 +27,8 @@ import {
   seriesRange,
   statsHash,
   toCached,
-  underWeighting,
   usedCaptureIds,
+  weighed,
   type CachedStats,
   type Candidate,
   type RawStatsOptions,
@@ -437,23 +437,9 @@ export async function executeChunk(
       const c = captures.get(id)!;
       const bandNames = Object.keys(c.bands);
       if (!hasBands({ bands: bandNames }, bands)) continue;
-      cands.push({
-        c: underWeighting(
-          [
-            {
-              id,
-              capture_date: c.capture_date,
-              field_pixels: counts.field_pixels,
-              valid_pixels: counts.valid_pixels,
-              field_weight: counts.field_weight ?? null,
-              valid_weight: counts.valid_weight ?? null,
-              bands: bandNames,
-            },
-          ],
-          options.stats.weighting,
-        )[0]!,
-        t: c.t,
-      });
+      // a capture the field only touches: by its weights under coverage, left out by pixel centres
+      const w = weighed({ id, capture_date: c.capture_date, ...counts, bands: bandNames }, options.stats.weighting);
+      if (w) cands.push({ c: w, t: c.t });
     }
     cands.sort((a, b) => a.t - b.t);
     if (req.interval !== 'capture') return chooseIntervals(cands, intervalBounds(t0, t1, n, step));

@@ -18,7 +18,7 @@ export {
   type StatsOptions,
 } from './stats-options.js';
 export { capturesUnderMask } from './service.js';
-export { hasBands, onlyTouched, underWeighting, type Candidate } from './selection.js';
+export { hasBands, onlyTouched, weighed, type Candidate } from './selection.js';
 export { cachedStatsMany, rememberStatsMany, statsHash, toCached } from './stats-store.js';
 export { hash as contentHash } from './cache.js';
 export type { CachedStats } from './types.js';

@@ -36,19 +36,21 @@ export const hasBands = (c: Pick<Candidate, 'bands'>, needed: readonly string[])
   needed.every((b) => c.bands.includes(b));
 
 /**
- * The candidates as a weighting counts them. A capture with no pixel centre in the field, linked
+ * A candidate as a weighting counts it. A capture with no pixel centre in the field, linked
  * because the field touches its pixels (a sliver, a polygon within one pixel): under the pixel
- * centre rule (the default) it does not cover the field and is left out; under weighting=coverage
- * it counts by the weights of the pixels the field touches. Every other capture by its pixels.
+ * centre rule (the default) it does not cover the field (null); under weighting=coverage it counts
+ * by the weights of the pixels the field touches. Every other capture by its pixels.
  */
+export function weighed<C extends Candidate>(c: C, weighting: 'centre' | 'coverage' | undefined): C | null {
+  if (c.field_pixels > 0) return c;
+  return weighting === 'coverage' && c.field_weight
+    ? { ...c, field_pixels: c.field_weight, valid_pixels: c.valid_weight ?? 0 }
+    : null;
+}
+
+/** The candidates as a weighting counts them (`weighed`), those that do not cover the field left out. */
 export function underWeighting<C extends Candidate>(cands: C[], weighting: 'centre' | 'coverage' | undefined): C[] {
-  if (weighting !== 'coverage')
-    return cands.every((c) => c.field_pixels > 0) ? cands : cands.filter((c) => c.field_pixels > 0);
-  return cands.map((c) =>
-    c.field_pixels === 0 && c.field_weight
-      ? { ...c, field_pixels: c.field_weight, valid_pixels: c.valid_weight ?? 0 }
-      : c,
-  );
+  return cands.every((c) => c.field_pixels > 0) ? cands : cands.flatMap((c) => weighed(c, weighting) ?? []);
 }
 
 /** The answer for a field whose captures only touch it (no pixel centre inside) under the pixel-centre rule. */

@@ -9,14 +9,7 @@
 import { isCalendarDate } from '../platform/dates.js';
 import { AppError } from '../platform/errors.js';
 import { fieldState, type FieldState } from './field-state.js';
-import {
-  betterCapture,
-  fieldCloudShare,
-  hasBands,
-  hasUsablePixels,
-  underWeighting,
-  type Candidate,
-} from './selection.js';
+import { betterCapture, fieldCloudShare, hasBands, hasUsablePixels, weighed, type Candidate } from './selection.js';
 import { resolveProgram, validFraction, type IndexDeps } from './service.js';
 import { statsFor } from './stats-store.js';
 import type { CachedStats } from './types.js';
@@ -258,13 +251,11 @@ async function build(
     );
     captures = captures.map(({ t }, i) => ({ c: masked[i]!, t }));
   }
-  if (options.stats.weighting === 'coverage') {
-    const weighed = underWeighting(
-      captures.map(({ c }) => c),
-      'coverage',
-    );
-    captures = captures.map(({ t }, i) => ({ c: weighed[i]!, t }));
-  }
+  // a capture the field only touches: by its weights under coverage, left out by pixel centres
+  captures = captures.flatMap(({ c, t }) => {
+    const w = weighed(c, options.stats.weighting);
+    return w ? [{ c: w, t }] : [];
+  });
 
   const intervals = chooseIntervals(captures, intervalBounds(t0, t1, n, step));
   const needed = usedCaptureIds(intervals, maxCloud);

@@ -346,6 +346,21 @@ describe.each(queueBackends)('fields smaller or thinner than a pixel on $name', 
           if (want.mean === null) expect(r!.mean).toBeNull();
           else expect(Math.abs(r!.mean - want.mean), `${name} ${d}`).toBeLessThan(1e-6);
         }
+    // by pixel centres (the default) those captures do not cover the fields: every interval a gap
+    for (const rows of [
+      await run({ fields: [ids.triangle, ids.strip], weighting: 'centre', interval: 'weekly' }),
+      await run({
+        features: {
+          type: 'FeatureCollection',
+          features: [{ type: 'Feature', properties: { id: 'triangle' }, geometry: TRIANGLE }],
+        },
+        weighting: 'centre',
+        interval: 'weekly',
+      }),
+    ]) {
+      expect(rows.length).toBeGreaterThan(0);
+      for (const r of rows) expect([r.imagery_id, r.mean]).toEqual([null, null]);
+    }
   });
 
   it('reports under coverage use the captures; by pixel centres they fail saying why', async () => {
