@@ -189,6 +189,11 @@ describe('statistics options: bad input, on a synthetic scene', () => {
       ['histogram=2.5', 'invalid_histogram'],
       ['histogram=0.5,0.5', 'invalid_histogram'],
       ['histogram=0.5,0.2,0.9', 'invalid_histogram'],
+      // a list given as the parameter repeated, not comma-separated: named as such
+      ['percentiles=5&percentiles=95', 'repeated'],
+      ['histogram=10&histogram=20', 'repeated'],
+      ['scl_exclude=3&scl_exclude=9', 'repeated'],
+      ['weighting=coverage&weighting=coverage', 'repeated'],
     ];
     for (const [q, code] of cases) {
       const res = await t.app.inject({

@@ -32,7 +32,13 @@ const CONTEXT_PATH: Record<string, string> = {
   headers: '/headers',
 };
 
-export function validationIssues(context: string, issues: AjvIssue[]): FieldIssue[] {
+/**
+ * `data`: what was validated, when known. A query parameter given more than once arrives as an
+ * array (`?percentiles=5&percentiles=95`), and ajv's "must be string" would not say why: such an
+ * issue names the repetition instead (code `repeated`), since every list in a query is one
+ * comma-separated value.
+ */
+export function validationIssues(context: string, issues: AjvIssue[], data?: unknown): FieldIssue[] {
   const base = CONTEXT_PATH[context] ?? `/${context}`;
   const out: FieldIssue[] = [];
   const seen = new Set<string>();
@@ -51,7 +57,12 @@ export function validationIssues(context: string, issues: AjvIssue[]): FieldIssu
   for (const v of issues) {
     let p = base + (v.instancePath ?? '');
     let message = v.message ?? 'is invalid';
-    if (v.keyword === 'required' && v.params?.missingProperty) {
+    let code = v.keyword ?? 'invalid';
+    const given = repeatedQueryValue(context, v, data);
+    if (given) {
+      message = `is given ${given} times: give it once (a list is one comma-separated value, as in name=a,b)`;
+      code = 'repeated';
+    } else if (v.keyword === 'required' && v.params?.missingProperty) {
       p += `/${String(v.params.missingProperty)}`;
       message = 'is required';
     } else if (v.keyword === 'additionalProperties' && v.params?.additionalProperty) {
@@ -66,9 +77,20 @@ export function validationIssues(context: string, issues: AjvIssue[]): FieldIssu
     // anyOf/oneOf report every branch; one message per member is what a person can act on.
     if (seen.has(p)) continue;
     seen.add(p);
-    out.push({ path: p, code: v.keyword ?? 'invalid', message });
+    out.push({ path: p, code, message });
   }
   return out;
+}
+
+/** How many times a query parameter with an issue was given, when more than once (any keyword: a union of literals fails `const`). */
+function repeatedQueryValue(context: string, v: AjvIssue, data: unknown): number | undefined {
+  if (context !== 'querystring' || !data || typeof data !== 'object') return undefined;
+  const name = /^\/([^/]+)$/
+    .exec(v.instancePath ?? '')?.[1]
+    ?.replace(/~1/g, '/')
+    .replace(/~0/g, '~');
+  const value = name === undefined ? undefined : (data as Record<string, unknown>)[name];
+  return Array.isArray(value) && value.length > 1 ? value.length : undefined;
 }
 
 export function describeIssues(issues: FieldIssue[]): string {
@@ -76,11 +98,16 @@ export function describeIssues(issues: FieldIssue[]): string {
   return first.join('; ') + (issues.length > 3 ? ` (and ${issues.length - 3} more)` : '');
 }
 
-function mapFastifyError(err: FastifyError, domain: DomainProblemTable): AppError {
+function mapFastifyError(err: FastifyError, domain: DomainProblemTable, query?: unknown): AppError {
   const problem = problemOf(err, domain);
   if (problem) return problem;
   if (err.validation) {
-    const issues = validationIssues(err.validationContext ?? 'body', err.validation as AjvIssue[]);
+    const context = err.validationContext ?? 'body';
+    const issues = validationIssues(
+      context,
+      err.validation as AjvIssue[],
+      context === 'querystring' ? query : undefined,
+    );
     return new AppError('validation_failed', describeIssues(issues), { errors: issues });
   }
   switch (err.code) {
@@ -129,7 +156,7 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, err: A
 /** `domain`: how the composition turns domain errors into problems (src/problem-map.ts). */
 export function registerProblemHandlers(app: FastifyInstance, domain: DomainProblemTable = []): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const mapped = mapFastifyError(error, domain);
+    const mapped = mapFastifyError(error, domain, request.query);
     if (mapped.status >= 500) {
       request.log.error({ err: error, reqId: request.id }, 'request failed');
     } else {

@@ -77,3 +77,38 @@ describe('validation messages', () => {
     await a.close();
   });
 });
+
+describe('a query parameter given more than once', () => {
+  it('is named as repeated, whatever its schema, not "must be string"', async () => {
+    const a = await app();
+    for (const [url, path, times] of [
+      ['/q?level=low&level=high', '/query/level', 2],
+      ['/q?weighting=centre&weighting=coverage&weighting=centre', '/query/weighting', 3],
+    ] as const) {
+      const res = await a.inject({ method: 'GET', url });
+      expect(res.statusCode).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.json().errors).toEqual([
+        {
+          path,
+          code: 'repeated',
+          message: `is given ${times} times: give it once (a list is one comma-separated value, as in name=a,b)`,
+        },
+      ]);
+    }
+    // given once, the schema's own message as before
+    const once = await a.inject({ method: 'GET', url: '/q?level=mid' });
+    expect(once.json().errors).toEqual([{ path: '/query/level', code: 'enum', message: 'must be one of: low, high' }]);
+  });
+
+  it('a body field that is an array where a string is wanted keeps the schema message', async () => {
+    const a = await app();
+    const res = await a.inject({
+      method: 'POST',
+      url: '/b',
+      payload: { fields: 'all', nested: { interval: ['daily', 'weekly'] } },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0].code).not.toBe('repeated');
+  });
+});
