@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadMigrations, migrate, openDatabase, type Database } from '../../src/platform/database.js';
+import { createHash } from 'node:crypto';
+import { imageBlob, loadMigrations, migrate, openDatabase, type Database } from '../../src/platform/database.js';
 import { dbBackends, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
 
 describe.each(dbBackends)('database contract on $name', (backend) => {
@@ -92,5 +93,35 @@ describe('concurrent migrations on pglite', () => {
     } finally {
       await db.close();
     }
+  });
+});
+
+describe('embedded databases started from one image (as the suites start theirs)', () => {
+  it('each is its own, the settings given hold, and a start leaves the image as it was', async () => {
+    const first = await freshDatabase({ name: 'pglite' });
+    const image = await imageBlob(await first.dumpImage!());
+    await first.close();
+    const digest = async () =>
+      createHash('sha256')
+        .update(new Uint8Array(await image.arrayBuffer()))
+        .digest('hex');
+    const before = await digest();
+    const open = () =>
+      openDatabase({ schema: 't_image', pgliteImage: image, pgliteSettings: { shared_buffers: '16MB' } });
+    const [a, b] = [await open(), await open()];
+    try {
+      await a.query('CREATE TABLE only_in_a (x int)');
+      await a.query('INSERT INTO only_in_a VALUES (1)');
+      expect(await a.query('SELECT count(*)::int AS n FROM only_in_a')).toEqual([{ n: 1 }]);
+      expect(await b.query("SELECT to_regclass('only_in_a') AS t")).toEqual([{ t: null }]);
+      expect(await a.query("SELECT current_setting('shared_buffers') AS s")).toEqual([{ s: '16MB' }]);
+      // migrated, and in the suites' schema
+      expect(await migrate(b)).toEqual([]);
+      expect(await b.query('SELECT current_schema() AS s')).toEqual([{ s: 't_image' }]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    expect(await digest()).toBe(before);
   });
 });
