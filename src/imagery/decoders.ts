@@ -58,6 +58,18 @@ function layoutOf(p: DecoderParameters, compression: number): BlockLayout | null
   return canDecode(layout) ? layout : null;
 }
 
+/**
+ * The bytes in an ArrayBuffer of their own, which is what geotiff.js reads from its start. Not
+ * `bytes.slice().buffer`: a DEFLATE block comes from zlib as a Node Buffer, whose slice() is a
+ * view, and a block under 4 KiB lies in Buffer's shared 8 KiB pool at some offset, so `.buffer`
+ * was the pool and geotiff.js read other bytes (an 80 × 48 uint8 tile: every pixel wrong).
+ */
+function ownBuffer(bytes: Uint8Array): ArrayBuffer {
+  const copy = new Uint8Array(bytes.length);
+  copy.set(bytes);
+  return copy.buffer;
+}
+
 function makeDecoder(compression: number) {
   return class WasmBlockDecoder extends BaseDecoder {
     override decodeBlock(buffer: ArrayBufferLike): ArrayBufferLike {
@@ -69,14 +81,14 @@ function makeDecoder(compression: number) {
         { compression, predictor: 1, width: rowBytesOf(p), rows: p.tileHeight, samples: 1, bytesPerSample: 1 },
         { partial: true },
       );
-      return out.slice().buffer;
+      return ownBuffer(out);
     }
 
     override async decode(buffer: ArrayBufferLike): Promise<ArrayBufferLike> {
       const layout = layoutOf(this.parameters as unknown as DecoderParameters, compression);
       if (!layout) return super.decode(buffer);
       // A copy: geotiff.js may keep the block in its tile cache.
-      return decodeBlock(new Uint8Array(buffer), layout, { partial: true }).slice().buffer;
+      return ownBuffer(decodeBlock(new Uint8Array(buffer), layout, { partial: true }));
     }
   };
 }
