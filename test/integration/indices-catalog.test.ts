@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { metricSum, parseMetrics } from '../helpers/processes.js';
 
 describe('index catalogue and formula check', () => {
   let t: TestApp;
@@ -82,13 +83,20 @@ describe('metrics', () => {
           },
         })
       ).json();
+      // The registry is the process's: other apps of this process (other test files) count too.
+      const gets = async () => {
+        const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toMatch(/text\/plain/);
+        const byRoute = { method: 'GET', route: '/v1/fields/:id', status_code: '200', route_class: 'read' };
+        return { text: res.body, n: metricSum(parseMetrics(res.body), 'http_request_duration_seconds_count', byRoute) };
+      };
+      const before = (await gets()).n;
       await t.app.inject({ method: 'GET', url: `/v1/fields/${f.id}`, headers: t.auth() });
-      const res = await t.app.inject({ method: 'GET', url: '/metrics' });
-      expect(res.statusCode).toBe(200);
-      expect(res.headers['content-type']).toMatch(/text\/plain/);
-      const text = res.body;
+      const { text, n } = await gets();
+      expect(n).toBe(before + 1);
       expect(text).toMatch(
-        /http_request_duration_seconds_count\{method="GET",route="\/v1\/fields\/:id",status_code="200",route_class="read"\} 1/,
+        /http_request_duration_seconds_count\{method="GET",route="\/v1\/fields\/:id",status_code="200",route_class="read"\} \d+/,
       );
       expect(text).not.toContain(f.id);
       expect(text).toContain('compute_task_duration_seconds');
