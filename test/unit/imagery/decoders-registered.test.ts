@@ -13,6 +13,9 @@ import { writeGeoTiff, type TiffCompression } from '../../../src/imagery/tiff-wr
 
 registerFastDecoders();
 
+/** Odd sizes: partial edge tiles on both axes. */
+const GRID = { width: 203, height: 157, epsg: 32632, originX: 500000, originY: 5600000, resolution: 10 };
+
 function samplesOf(n: number, bits: 8 | 16, seed: number): Uint8Array | Uint16Array {
   const out = bits === 8 ? new Uint8Array(n) : new Uint16Array(n);
   let s = seed;
@@ -37,21 +40,8 @@ describe('registered decoders through readRasters', () => {
   it.each(cases)(
     '%s, predictor %s, %i-bit, %ix%i tiles: the pixels written',
     async (compression, predictor, bits, tw, th) => {
-      const [w, h] = [203, 157];
-      const data = samplesOf(w * h, bits, w + tw + bits);
-      const buf = writeGeoTiff({
-        width: w,
-        height: h,
-        data,
-        epsg: 32632,
-        originX: 500000,
-        originY: 5600000,
-        resolution: 10,
-        tileSize: tw,
-        tileHeight: th,
-        predictor,
-        compression,
-      });
+      const data = samplesOf(GRID.width * GRID.height, bits, GRID.width + tw + bits);
+      const buf = writeGeoTiff({ ...GRID, data, tileSize: tw, tileHeight: th, predictor, compression });
       const { image } = await firstImage(await openRaster(memorySource(buf)));
       const [got] = (await image.readRasters({ samples: [0], interleave: false })) as unknown as ArrayLike<number>[];
       let bad = -1;
