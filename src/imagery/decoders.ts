@@ -65,9 +65,7 @@ function layoutOf(p: DecoderParameters, compression: number): BlockLayout | null
  * was the pool and geotiff.js read other bytes (an 80 × 48 uint8 tile: every pixel wrong).
  */
 function ownBuffer(bytes: Uint8Array): ArrayBuffer {
-  const copy = new Uint8Array(bytes.length);
-  copy.set(bytes);
-  return copy.buffer;
+  return new Uint8Array(bytes).buffer; // the constructor copies into a buffer of its own
 }
 
 function makeDecoder(compression: number) {

@@ -28,6 +28,8 @@ export interface TestApp {
   /** Creates another account with its own key (for cross-account checks). */
   otherAccount(name?: string): Promise<{ key: string; accountId: string }>;
   auth(key?: string): Record<string, string>;
+  /** Creates a field of the test account (POST /v1/fields) and gives its id; throws with the answer unless 201. */
+  createField(name: string, boundary: unknown): Promise<string>;
   /** Wakes the outbox dispatcher (events written directly in tests). */
   wake(): void;
   close(): Promise<void>;
@@ -107,6 +109,16 @@ export async function buildTestApp(backend: DbBackend, opts: TestAppOptions = {}
       return { key: (await createApiKey(db, acc.id)).key, accountId: acc.id };
     },
     auth: (k = key) => ({ authorization: `Bearer ${k}` }),
+    async createField(name, boundary) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/fields',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { name, boundary },
+      });
+      if (res.statusCode !== 201) throw new Error(`POST /v1/fields answered ${res.statusCode}: ${res.body}`);
+      return res.json().id as string;
+    },
     wake: () => runtime.dispatcher.wake(),
     async close() {
       await app.close();

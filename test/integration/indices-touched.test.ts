@@ -141,16 +141,6 @@ describe.each(queueBackends)('fields smaller or thinner than a pixel on $name', 
   /** Per capture date, NDVI of each pixel ("col,row") from the control field's per-pixel GeoJSON. */
   const values = new Map<string, Map<string, number | null>>();
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: t.auth() });
-  const create = async (name: string, boundary: object) => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/fields',
-      headers: t.auth(),
-      payload: { name, boundary },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    return res.json().id as string;
-  };
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'touched-'));
@@ -158,9 +148,9 @@ describe.each(queueBackends)('fields smaller or thinner than a pixel on $name', 
     caps.push(...writeSyntheticSeason(dir, SPEC, DATES, '2025-04-01', '2025-09-30'));
     // the first capture before the fields (linked when each is made), the others after (registration)
     imagery.push(await registerCapture(t, caps[0]!));
-    ids.triangle = await create('triangle', TRIANGLE);
-    ids.strip = await create('strip', STRIP);
-    ids.control = await create('control', sceneField(SPEC));
+    ids.triangle = await t.createField('triangle', TRIANGLE);
+    ids.strip = await t.createField('strip', STRIP);
+    ids.control = await t.createField('control', sceneField(SPEC));
     for (const c of caps.slice(1)) imagery.push(await registerCapture(t, c));
     for (const name of ['triangle', 'strip'] as const) {
       const res = await get(`/v1/fields/${ids[name]}`);

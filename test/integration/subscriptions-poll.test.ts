@@ -49,22 +49,8 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
       runtime: { subscriptionTickMs: 0, subscriptionLeaseMs: 5000 },
     });
     const rkh = referenceResults().find((r) => r.scene.startsWith('EH_29RKH'))!;
-    refField = (
-      await t.app.inject({
-        method: 'POST',
-        url: '/v1/fields',
-        headers: t.auth(),
-        payload: { name: 'Sahara reference', boundary: polygonOf(rkh) },
-      })
-    ).json().id;
-    otherField = (
-      await t.app.inject({
-        method: 'POST',
-        url: '/v1/fields',
-        headers: t.auth(),
-        payload: { name: 'Sahara square', boundary: square(-11.5, 24.8, 0.01) },
-      })
-    ).json().id;
+    refField = await t.createField('Sahara reference', polygonOf(rkh));
+    otherField = await t.createField('Sahara square', square(-11.5, 24.8, 0.01));
     const res = await t.app.inject({
       method: 'POST',
       url: '/v1/imagery/subscriptions',
@@ -265,13 +251,7 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
 
   it('a new field is linked to the captures that exist (no event) and backfilled from start_date at the next poll', async () => {
     const before = (await events()).length;
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/fields',
-      headers: t.auth(),
-      payload: { name: 'Sahara late', boundary: square(-11.3, 24.6, 0.01) },
-    });
-    const late = res.json().id;
+    const late = await t.createField('Sahara late', square(-11.3, 24.6, 0.01));
     api.resetLog();
     await requestPoll();
     const [result] = await scheduler().tick();
@@ -413,14 +393,7 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
     expect(chosen.json().imagery_id).toBe(img!.id);
     // a field added later is counted under each capture's own mask
     const rkh = referenceResults().find((r) => r.scene.startsWith('EH_29RKH'))!;
-    const again = (
-      await t.app.inject({
-        method: 'POST',
-        url: '/v1/fields',
-        headers: t.auth(),
-        payload: { name: 'Sahara reference again', boundary: polygonOf(rkh) },
-      })
-    ).json().id as string;
+    const again = await t.createField('Sahara reference again', polygonOf(rkh));
     const later = await coverOf(again);
     expect(later[img!.id]).toBe(expected);
     expect(later[plainImg!.id]).toBe(31.67);
@@ -462,14 +435,7 @@ describe.runIf(hasRealData).each(dbBackends)('subscription polling on $name', (b
         itemsAtOnce: 2,
         onItem: () =>
           (change ??= (async () => {
-            added = (
-              await t.app.inject({
-                method: 'POST',
-                url: '/v1/fields',
-                headers: t.auth(),
-                payload: { name: 'Sahara mid-poll', boundary: square(-11.4, 24.7, 0.01) },
-              })
-            ).json().id;
+            added = await t.createField('Sahara mid-poll', square(-11.4, 24.7, 0.01));
             const del = await t.app.inject({ method: 'DELETE', url: `/v1/fields/${otherField}`, headers: t.auth() });
             expect(del.statusCode).toBe(204);
           })()),
