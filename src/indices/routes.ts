@@ -133,7 +133,7 @@ const StatsBody = {
   histogram: Type.Optional(
     Type.Union([Type.Number(), Type.Array(Type.Number(), { maxItems: 2000 })], {
       description:
-        'A number of equal bins over [min, max] of the values (at most 1000), or at least two increasing edges',
+        'A number of equal bins over [min, max] of the values (at most 1000), or an array of at least two increasing edges ([10] is one edge, refused)',
     }),
   ),
 };

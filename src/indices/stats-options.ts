@@ -38,16 +38,37 @@ export interface StatsOptions {
 
 export const DEFAULT_OPTIONS: StatsOptions = Object.freeze({ stats: {}, mask: {}, key: '', maskKey: '' });
 
-const numbers = (v: string | number | number[]): number[] =>
+/** One item of a list as given: its text (for messages) and its number (NaN when not one). */
+interface Item {
+  text: string;
+  value: number;
+}
+
+const NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+
+/** A query's comma-separated text or a JSON body's number or array, item by item. */
+const items = (v: string | number | number[]): Item[] =>
   Array.isArray(v)
-    ? v
+    ? v.map((value) => ({ text: String(value), value }))
     : typeof v === 'number'
-      ? [v]
-      : v
-          .split(',')
-          .map((x) => x.trim())
-          .filter((x) => x !== '')
-          .map((x) => (/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(x) ? Number(x) : NaN));
+      ? [{ text: String(v), value: v }]
+      : v.split(',').map((x) => {
+          const text = x.trim();
+          return { text, value: NUMBER.test(text) ? Number(text) : Number.NaN };
+        });
+
+/** `item 2 is empty` for `5,,50`: a typo is refused rather than read as a shorter list. */
+const emptyItem = (list: Item[]): string | undefined => {
+  const i = list.findIndex((x) => x.text === '');
+  return i < 0 ? undefined : `item ${i + 1} of ${list.length} is empty: give values separated by single commas`;
+};
+
+/** The items a message names, as given (text quoted), the first five of them. */
+const quoted = (xs: Item[]): string =>
+  xs
+    .slice(0, 5)
+    .map((x) => (NUMBER.test(x.text) ? x.text : JSON.stringify(x.text.slice(0, 40))))
+    .join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
 
 /**
  * Checks and canonicalises the options; every problem is one issue at `at(name)` with a stable
@@ -58,28 +79,46 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
   const stats: StatsRequest = {};
   const mask: MaskRequest = {};
   if (raw.percentiles !== undefined) {
-    const ps = numbers(raw.percentiles);
-    if (!ps.length || ps.length > MAX_PERCENTILES)
+    const list = typeof raw.percentiles === 'string' && raw.percentiles.trim() === '' ? [] : items(raw.percentiles);
+    const empty = emptyItem(list);
+    const bad = list.filter((p) => !(Number.isFinite(p.value) && p.value >= 0 && p.value <= 100));
+    if (!list.length || list.length > MAX_PERCENTILES)
       issues.push({
         path: at('percentiles'),
         code: 'invalid_percentiles',
-        message: `give 1 to ${MAX_PERCENTILES} percentiles, comma-separated`,
+        message: `give 1 to ${MAX_PERCENTILES} percentiles`,
       });
-    else if (!ps.every((p) => Number.isFinite(p) && p >= 0 && p <= 100))
+    else if (empty) issues.push({ path: at('percentiles'), code: 'empty_list_item', message: empty });
+    else if (bad.length)
       issues.push({
         path: at('percentiles'),
         code: 'percentile_out_of_range',
-        message: 'every percentile must be a number in [0, 100]',
+        message: `every percentile must be a number in [0, 100], not ${quoted(bad)}`,
       });
-    else stats.percentiles = ps;
+    else stats.percentiles = list.map((p) => p.value);
   }
   if (raw.histogram !== undefined) {
-    const h = numbers(raw.histogram);
+    // a number (or a query's single value) is a count of bins; a JSON array is always edges
+    const list = typeof raw.histogram === 'string' && raw.histogram.trim() === '' ? [] : items(raw.histogram);
+    const edgesGiven = Array.isArray(raw.histogram) || list.length > 1;
+    const h = list.map((x) => x.value);
+    const empty = emptyItem(list);
     let spec: HistogramSpec | undefined;
-    if (h.length === 1) {
+    if (empty) issues.push({ path: at('histogram'), code: 'empty_list_item', message: empty });
+    else if (!list.length)
+      issues.push({
+        path: at('histogram'),
+        code: 'invalid_histogram',
+        message: 'give a number of bins, or at least two strictly increasing finite edges',
+      });
+    else if (!edgesGiven) {
       const bins = h[0]!;
       if (!Number.isInteger(bins) || bins < 1)
-        issues.push({ path: at('histogram'), code: 'invalid_histogram', message: 'bins must be a positive integer' });
+        issues.push({
+          path: at('histogram'),
+          code: 'invalid_histogram',
+          message: `bins must be a positive integer, not ${quoted(list)} (or give at least two increasing edges)`,
+        });
       else if (bins > MAX_BINS)
         issues.push({ path: at('histogram'), code: 'too_many_bins', message: `at most ${MAX_BINS} bins` });
       else spec = { bins };
@@ -98,16 +137,18 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
   else if (raw.weighting !== undefined && raw.weighting !== 'centre')
     issues.push({ path: at('weighting'), code: 'invalid_weighting', message: 'is centre or coverage' });
   if (raw.scl_exclude !== undefined) {
-    const cs = typeof raw.scl_exclude === 'string' && raw.scl_exclude.trim() === '' ? [] : numbers(raw.scl_exclude);
-    const bad = cs.filter((c) => !Number.isInteger(c) || c < 0 || c >= SCL_CLASSES);
-    if (bad.length)
+    const list = typeof raw.scl_exclude === 'string' && raw.scl_exclude.trim() === '' ? [] : items(raw.scl_exclude);
+    const empty = emptyItem(list);
+    const bad = list.filter((c) => !Number.isInteger(c.value) || c.value < 0 || c.value >= SCL_CLASSES);
+    if (empty) issues.push({ path: at('scl_exclude'), code: 'empty_list_item', message: empty });
+    else if (bad.length)
       issues.push({
         path: at('scl_exclude'),
         code: 'unknown_scl_class',
-        message: `unknown SCL class${bad.length > 1 ? 'es' : ''} ${bad.join(', ')}: classes are integers 0 to ${SCL_CLASSES - 1}`,
+        message: `unknown SCL class${bad.length > 1 ? 'es' : ''} ${quoted(bad)}: classes are integers 0 to ${SCL_CLASSES - 1}`,
       });
     else {
-      const set = [...new Set(cs)].sort((a, b) => a - b);
+      const set = [...new Set(list.map((c) => c.value))].sort((a, b) => a - b);
       if (set.join(',') !== DEFAULT_SCL_EXCLUDE.join(',')) mask.scl_exclude = set;
     }
   }

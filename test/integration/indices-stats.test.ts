@@ -189,6 +189,9 @@ describe('statistics options: bad input, on a synthetic scene', () => {
       ['histogram=2.5', 'invalid_histogram'],
       ['histogram=0.5,0.5', 'invalid_histogram'],
       ['histogram=0.5,0.2,0.9', 'invalid_histogram'],
+      // a typo in a list is refused, not read as a shorter list
+      ['percentiles=5,,50', 'empty_list_item'],
+      ['scl_exclude=3,9,', 'empty_list_item'],
       // a list given as the parameter repeated, not comma-separated: named as such
       ['percentiles=5&percentiles=95', 'repeated'],
       ['histogram=10&histogram=20', 'repeated'],
@@ -448,6 +451,8 @@ describe('a chosen cloud mask: reasons, dilation, cloud cover', () => {
       [{ percentiles: [101] }, 'percentile_out_of_range', '/body/percentiles'],
       [{ histogram: 1001 }, 'too_many_bins', '/body/histogram'],
       [{ histogram: [0.5, 0.2] }, 'invalid_histogram', '/body/histogram'],
+      // an array is edges: one edge is not a count of bins
+      [{ histogram: [10] }, 'invalid_histogram', '/body/histogram'],
       [{ scl_exclude: [3, 12] }, 'unknown_scl_class', '/body/scl_exclude'],
       [{ cloud_dilation_m: -5 }, 'negative_dilation', '/body/cloud_dilation_m'],
       [{ weighting: 'area' }, undefined, undefined],
