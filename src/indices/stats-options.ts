@@ -46,16 +46,18 @@ interface Item {
 
 const NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
 
-/** A query's comma-separated text or a JSON body's number or array, item by item. */
+/** A query's comma-separated text (none when blank) or a JSON body's number or array, item by item. */
 const items = (v: string | number | number[]): Item[] =>
   Array.isArray(v)
     ? v.map((value) => ({ text: String(value), value }))
     : typeof v === 'number'
       ? [{ text: String(v), value: v }]
-      : v.split(',').map((x) => {
-          const text = x.trim();
-          return { text, value: NUMBER.test(text) ? Number(text) : Number.NaN };
-        });
+      : v.trim() === ''
+        ? []
+        : v.split(',').map((x) => {
+            const text = x.trim();
+            return { text, value: NUMBER.test(text) ? Number(text) : Number.NaN };
+          });
 
 /** `item 2 is empty` for `5,,50`: a typo is refused rather than read as a shorter list. */
 const emptyItem = (list: Item[]): string | undefined => {
@@ -79,7 +81,7 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
   const stats: StatsRequest = {};
   const mask: MaskRequest = {};
   if (raw.percentiles !== undefined) {
-    const list = typeof raw.percentiles === 'string' && raw.percentiles.trim() === '' ? [] : items(raw.percentiles);
+    const list = items(raw.percentiles);
     const empty = emptyItem(list);
     const bad = list.filter((p) => !(Number.isFinite(p.value) && p.value >= 0 && p.value <= 100));
     if (!list.length || list.length > MAX_PERCENTILES)
@@ -99,7 +101,7 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
   }
   if (raw.histogram !== undefined) {
     // a number (or a query's single value) is a count of bins; a JSON array is always edges
-    const list = typeof raw.histogram === 'string' && raw.histogram.trim() === '' ? [] : items(raw.histogram);
+    const list = items(raw.histogram);
     const edgesGiven = Array.isArray(raw.histogram) || list.length > 1;
     const h = list.map((x) => x.value);
     const empty = emptyItem(list);
@@ -137,7 +139,7 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
   else if (raw.weighting !== undefined && raw.weighting !== 'centre')
     issues.push({ path: at('weighting'), code: 'invalid_weighting', message: 'is centre or coverage' });
   if (raw.scl_exclude !== undefined) {
-    const list = typeof raw.scl_exclude === 'string' && raw.scl_exclude.trim() === '' ? [] : items(raw.scl_exclude);
+    const list = items(raw.scl_exclude);
     const empty = emptyItem(list);
     const bad = list.filter((c) => !Number.isInteger(c.value) || c.value < 0 || c.value >= SCL_CLASSES);
     if (empty) issues.push({ path: at('scl_exclude'), code: 'empty_list_item', message: empty });
