@@ -101,14 +101,15 @@ const StatsQuery = {
   percentiles: Type.Optional(
     Type.String({
       maxLength: 2000,
-      description: 'Comma-separated percentiles in [0, 100] (at most 100), e.g. 5,50,95; numpy linear interpolation',
+      description:
+        'Comma-separated percentiles in [0, 100] (at most 100), e.g. 5,50,95; numpy linear interpolation; in zonal_stats, so with zonal_stats=true (400 needs_zonal_stats without)',
     }),
   ),
   histogram: Type.Optional(
     Type.String({
       maxLength: 20_000,
       description:
-        'A number of equal bins over [min, max] of the values (at most 1000), or at least two comma-separated increasing edges',
+        'A number of equal bins over [min, max] of the values (at most 1000), or at least two comma-separated increasing edges; in zonal_stats, so with zonal_stats=true (400 needs_zonal_stats without)',
     }),
   ),
 };

@@ -372,6 +372,21 @@ export async function computeFieldIndex(
   q: IndexQuery,
   opts: { gzip?: boolean } = {},
 ): Promise<IndexResponse> {
+  // Percentiles and a histogram are members of zonal_stats: asked without it, they would be
+  // computed and left out of the answer without a word.
+  if (!q.zonal_stats) {
+    const issues = (['percentiles', 'histogram'] as const)
+      .filter((k) => q[k] !== undefined)
+      .map((k) => ({
+        path: `/query/${k}`,
+        code: 'needs_zonal_stats',
+        message: 'is part of zonal_stats: add zonal_stats=true',
+      }));
+    if (issues.length)
+      throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), {
+        errors: issues,
+      });
+  }
   const cache = cacheFor(deps.db);
   if (q.geojson === false) {
     // Statistics answers are kept whole, keyed by the field's state stamp (checked here as on

@@ -211,6 +211,38 @@ describe('statistics options: bad input, on a synthetic scene', () => {
     }
   });
 
+  it('percentiles or a histogram without zonal_stats=true: 400, not computed and left out', async () => {
+    for (const [q, paths] of [
+      ['percentiles=5,50,95&geojson=false', ['/query/percentiles']],
+      ['histogram=10&zonal_stats=false&geojson=false', ['/query/histogram']],
+      ['percentiles=50&histogram=0,0.5,1', ['/query/percentiles', '/query/histogram']],
+    ] as const) {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&${q}`,
+        headers: t.auth(),
+      });
+      expect(res.statusCode, q).toBe(400);
+      expect(res.headers['content-type'], q).toMatch(/^application\/problem\+json/);
+      expect(res.json().code, q).toBe('validation_failed');
+      expect(res.json().detail, q).toBe(
+        paths.map((p) => `${p} is part of zonal_stats: add zonal_stats=true`).join('; '),
+      );
+      expect(
+        res.json().errors.map((e: { path: string; code: string }) => [e.path, e.code]),
+        q,
+      ).toEqual(paths.map((p) => [p, 'needs_zonal_stats']));
+    }
+    // the mask and weighting options also decide the capture and the pixels: allowed without zonal_stats
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/fields/${field}/indices?index=NDVI&date=${date}&scl_exclude=9&weighting=coverage&cloud_dilation_m=10`,
+      headers: t.auth(),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().zonal_stats).toBeUndefined();
+  });
+
   it('an unknown weighting or interval names the values allowed', async () => {
     for (const [url, path, message] of [
       [
