@@ -481,6 +481,15 @@ export class RowParts {
   }
 }
 
+/**
+ * A percentile's column (and NDJSON member): `p` and the number in decimal notation, the shortest
+ * that reads back as it (p5, p99.9, p0.0000001: JavaScript writes numbers under 1e-6 as 1e-7).
+ */
+export function percentileColumn(p: number): string {
+  const m = /^(\d)(?:\.(\d+))?e-(\d+)$/.exec(String(p));
+  return m ? `p0.${'0'.repeat(Number(m[3]) - 1)}${m[1]}${m[2] ?? ''}` : `p${p}`;
+}
+
 /** The extra columns the statistics options add: a p<N> column per percentile, and the histogram. */
 export function extraColumns(o: StatsOptions): { percentiles: number[]; histogram: boolean } {
   return { percentiles: o.stats.percentiles ?? [], histogram: !!o.stats.histogram };
@@ -504,7 +513,7 @@ export const BASE_COLUMNS = [
 
 export function header(format: BatchFormat, extra: ReturnType<typeof extraColumns>): string {
   if (format !== 'csv') return '';
-  const cols: string[] = [...BASE_COLUMNS, ...extra.percentiles.map((p) => `p${p}`)];
+  const cols: string[] = [...BASE_COLUMNS, ...extra.percentiles.map(percentileColumn)];
   if (extra.histogram) cols.push('histogram');
   return `${cols.join(',')}\n`;
 }
@@ -539,7 +548,7 @@ function formatRow(
       valid_fraction: e.valid_fraction,
       cloud_cover: e.cloud_cover,
     };
-    for (const [i, p] of extra.percentiles.entries()) row[`p${p}`] = pct[i];
+    for (const [i, p] of extra.percentiles.entries()) row[percentileColumn(p)] = pct[i];
     if (hist !== undefined) row.histogram = hist;
     return `${JSON.stringify(row)}\n`;
   }
