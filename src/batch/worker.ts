@@ -57,11 +57,21 @@ export async function processBatchJob(deps: BatchDeps, job: BatchQueueJob, ctx?:
       'SELECT seq, feature_id, field_id, boundary, error FROM batch_features WHERE job_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq',
       [job.job_id, chunk.first_seq, chunk.end_seq],
     );
-    let result: Awaited<ReturnType<typeof executeChunk>>;
+    let stored: unknown[];
     try {
-      result = await executeChunk(deps, row.account_id, row.request, features);
+      const result = await executeChunk(deps, row.account_id, row.request, features);
+      await deps.onChunk?.('computed', job.job_id, job.chunk);
+      const units = (chunk.end_seq - chunk.first_seq) * (Number(row.total) / Math.max(1, row.feature_count));
+      stored = await deps.db.query(
+        `UPDATE batch_chunks SET done = true, body = $3::text[], row_count = $4, errors = $5::jsonb, units = $6
+          WHERE job_id = $1 AND chunk = $2 AND NOT done
+            AND EXISTS (SELECT 1 FROM batch_jobs WHERE id = $1 AND status = 'running') RETURNING chunk`,
+        [job.job_id, job.chunk, result.parts, result.rows, JSON.stringify(result.errors), String(units)],
+      );
     } catch (err) {
-      // The queue runs the chunk again; once its runs are used up, the job fails with the reason.
+      // The queue runs the chunk again; once its runs are used up, the job fails with the reason,
+      // whether computing or storing the rows failed (a store that failed on every run left the
+      // job running for ever).
       if (!ctx || ctx.attempt >= deps.maxAttempts)
         await failJob(
           deps,
@@ -70,14 +80,6 @@ export async function processBatchJob(deps: BatchDeps, job: BatchQueueJob, ctx?:
         );
       throw err;
     }
-    await deps.onChunk?.('computed', job.job_id, job.chunk);
-    const units = (chunk.end_seq - chunk.first_seq) * (Number(row.total) / Math.max(1, row.feature_count));
-    const stored = await deps.db.query(
-      `UPDATE batch_chunks SET done = true, body = $3::text[], row_count = $4, errors = $5::jsonb, units = $6
-        WHERE job_id = $1 AND chunk = $2 AND NOT done
-          AND EXISTS (SELECT 1 FROM batch_jobs WHERE id = $1 AND status = 'running') RETURNING chunk`,
-      [job.job_id, job.chunk, result.parts, result.rows, JSON.stringify(result.errors), String(units)],
-    );
     batchChunks.inc({ outcome: stored.length ? 'stored' : 'already_done' });
     if (stored.length) await deps.onChunk?.('stored', job.job_id, job.chunk);
   }
