@@ -558,7 +558,19 @@ function formatRow(
   return `${line}\n`;
 }
 
-/** Features × indices × intervals of a request for `features` features (capture: its capture days). */
+/**
+ * The most UTF-8 bytes one row of the request can take, as an estimate from above: the ids, dates
+ * and seven statistics (300), and 24 a number (a double's shortest form with its sign, exponent
+ * and separator) for each percentile and each edge and count of the histogram.
+ */
+export function rowBytes(req: BatchRequest): number {
+  const ps = Array.isArray(req.options.percentiles) ? req.options.percentiles.length : 0;
+  const h = req.options.histogram;
+  const bins = h === undefined ? 0 : typeof h === 'number' ? h : Array.isArray(h) ? h.length - 1 : 0;
+  return 300 + 24 * ps + (h === undefined ? 0 : 32 + 24 * (2 * bins + 1));
+}
+
+/** Indices × intervals: the rows of one feature (capture: indices × its capture days). */
 export function unitsPer(req: BatchRequest, captureDays: number): number {
   if (req.interval === 'capture') return req.indices.length * captureDays;
   const { n } = compileRequest(req);

@@ -14,10 +14,26 @@ import { newId } from '../platform/ids.js';
 import { checkIdempotencyKey, idempotentCreate } from '../platform/idempotency.js';
 import type { JobQueues } from '../platform/queue/job-queues.js';
 import { assertDownloadLink, expiryFrom, signedDownloadUrl } from '../platform/signed-links.js';
-import { compileRequest, unitsPer, type BatchRequest } from './execute.js';
+import { compileRequest, rowBytes, unitsPer, type BatchRequest } from './execute.js';
 import type { BatchCreate, BatchFormat, BatchJob, BatchListQuery, BatchStatus } from './schemas.js';
 
 export const BATCH_QUEUE = 'batch';
+
+/**
+ * A chunk holds its rows (and the statistics they come from) until it stores them in one
+ * statement, so its features are as many as BATCH_CHUNK_FEATURES allows and their rows' estimated
+ * bytes (execute.ts rowBytes) fit in CHUNK_BYTES; a feature whose rows alone would take more than
+ * FEATURE_MAX_BYTES is refused (400 job_too_large). A histogram of 1,000 bins makes rows of about
+ * 20 KB: 1,000 features × 3 indices × 25 weeks held 1.5 GB in one chunk, whose one statement then
+ * failed on every run (docs/batch.md).
+ */
+export const CHUNK_BYTES = 32 * 2 ** 20;
+export const FEATURE_MAX_BYTES = 64 * 2 ** 20;
+
+/** Features per chunk for features of `featureBytes` rows each: at least one, at most `most`. */
+export function chunkSize(most: number, featureBytes: number): number {
+  return Math.max(1, Math.min(most, Math.floor(CHUNK_BYTES / Math.max(1, featureBytes))));
+}
 
 export interface BatchDeps {
   db: Database;
@@ -134,6 +150,8 @@ function invalid(issues: FieldIssue[]): AppError {
     errors: issues.slice(0, 20),
   });
 }
+
+const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20).toLocaleString('en-US');
 
 /** Interleaved bits of two 16-bit numbers: features close on the ground are close in this order. */
 function morton(x: number, y: number): number {
@@ -416,7 +434,16 @@ export async function createBatch(
     captureDays = c!.n;
   }
   const per = unitsPer(req, captureDays);
-  const size = deps.chunkFeatures;
+  const featureBytes = per * rowBytes(req);
+  if (featureBytes > FEATURE_MAX_BYTES)
+    throw invalid([
+      {
+        path: '/body',
+        code: 'job_too_large',
+        message: `each feature's ${per.toLocaleString('en-US')} rows (indices × intervals) would take up to ${mib(featureBytes)} MiB, more than ${mib(FEATURE_MAX_BYTES)}: ask fewer histogram bins, percentiles, indices or intervals`,
+      },
+    ]);
+  const size = chunkSize(deps.chunkFeatures, featureBytes);
   const chunks = Math.ceil(features.length / size);
   const out = await idempotentCreate<BatchRow>(deps.db, {
     table: 'batch_idempotency',

@@ -12,6 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
+import { rowBytes, type BatchRequest } from '../../src/batch/execute.js';
+import { chunkSize } from '../../src/batch/service.js';
 import { cacheFor } from '../../src/indices/cache.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
 import {
@@ -342,6 +344,33 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
     expect(theirs.json().errors[0].code).toBe('unknown_field');
   });
 
+  it('rows of 1,000-bin histograms: chunks sized by their bytes, every row within its estimate', async () => {
+    // daily over RANGE, three indices, 1,000 bins: 549 rows a feature of up to 48,356 bytes, 25.3
+    // MiB a feature, so one feature a chunk (BATCH_CHUNK_FEATURES is 2 here) and three of them
+    const payload = {
+      fields: ['p1', 'p2', 'p4'].map((k) => fieldIds.get(k)!),
+      indices: INDICES,
+      ...RANGE,
+      interval: 'daily',
+      histogram: 1000,
+      percentiles: [5, 95],
+      max_cloud_cover: 100,
+    };
+    const perRow = rowBytes({ ...payload, format: 'csv', options: payload } as unknown as BatchRequest);
+    expect(perRow).toBe(300 + 24 * 2 + 32 + 24 * 2001);
+    expect(chunkSize(2, 549 * perRow)).toBe(1);
+    const { job, file } = await run(payload);
+    expect(job.progress.chunks).toBe(3);
+    const lines = file.body.trimEnd().split('\n');
+    expect(lines.length - 1).toBe(3 * INDICES.length * 183);
+    let full = 0;
+    for (const line of lines.slice(1)) {
+      expect(Buffer.byteLength(line) + 1).toBeLessThanOrEqual(perRow);
+      if (line.includes('counts')) full++;
+    }
+    expect(full).toBeGreaterThan(3 * INDICES.length * 10);
+  });
+
   it('bad input of every kind is a 4xx problem with its code', async () => {
     const ok = { fields: [fieldIds.get('p4')!], indices: ['NDVI'], ...RANGE };
     const fc = (features: unknown[]) => ({ type: 'FeatureCollection', features });
@@ -419,6 +448,19 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
       ['unknown SCL class', { ...ok, scl_exclude: [12] }, 400, 'validation_failed', 'unknown_scl_class'],
       ['negative dilation', { ...ok, cloud_dilation_m: -1 }, 400, 'validation_failed', 'negative_dilation'],
       ['unknown member', { ...ok, colour: 'red' }, 400, 'validation_failed'],
+      [
+        // 20 indices × 183 days × rows of up to 48,356 bytes (1,000 bins): 169 MiB a feature
+        'rows of one feature over FEATURE_MAX_BYTES',
+        {
+          ...ok,
+          indices: Array.from({ length: 20 }, (_, i) => ({ name: `i${i}`, formula: `B08 - ${i}` })),
+          interval: 'daily',
+          histogram: 1000,
+        },
+        400,
+        'validation_failed',
+        'job_too_large',
+      ],
     ];
     for (const [what, body, status, code, issue] of cases) {
       const res = await post(body);
