@@ -516,7 +516,8 @@ export const ConfigSchema = Type.Object({
       default: 1000,
       minimum: 1,
       maximum: 10_000,
-      description: 'features per chunk of a batch statistics job (one queue job each; memory is bounded by a chunk)',
+      description:
+        'features per chunk of a batch statistics job at most, fewer when their rows would pass 32 MiB (one queue job each; memory is bounded by a chunk)',
     }),
     maxFeatures: Type.Integer({
       env: 'BATCH_MAX_FEATURES',
