@@ -54,8 +54,20 @@ export function validationIssues(context: string, issues: AjvIssue[], data?: unk
     else if (v.keyword !== 'anyOf' && v.keyword !== 'oneOf') mixed.add(at);
   }
   for (const at of mixed) literals.delete(at);
+  // A nullable list or object (Type.Union([X, Type.Null()])) whose item failed also fails the null
+  // branch at the member itself: "must be null" beside "/0 must be integer" only misleads.
+  const failedWithin = (at: string) =>
+    issues.some(
+      (w) => w.keyword !== 'anyOf' && w.keyword !== 'oneOf' && (base + (w.instancePath ?? '')).startsWith(`${at}/`),
+    );
   for (const v of issues) {
     let p = base + (v.instancePath ?? '');
+    // (and the union's own "must match a schema in anyOf" there, which says less than the item)
+    if (
+      ((v.keyword === 'type' && v.params?.type === 'null') || v.keyword === 'anyOf' || v.keyword === 'oneOf') &&
+      failedWithin(p)
+    )
+      continue;
     let message = v.message ?? 'is invalid';
     let code = v.keyword ?? 'invalid';
     const given = repeatedQueryValue(context, v, data);
