@@ -50,7 +50,12 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
   });
 
   /** A job whose chunks are done with these bodies, its file made by the file job, then downloaded. */
-  async function fileOf(id: string, bodies: Array<string[] | null>, rowCounts: number[]): Promise<Buffer> {
+  async function fileOf(
+    id: string,
+    bodies: Array<string[] | null>,
+    rowCounts: number[],
+    beforeFileJob?: () => Promise<void>,
+  ): Promise<Buffer> {
     await db.query(
       `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
        VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', $3, $3, $4)`,
@@ -62,6 +67,7 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
          VALUES ($1, $2, $2, $2 + 1, true, $3, $4::text[])`,
         [id, c, rowCounts[c], body],
       );
+    await beforeFileJob?.();
     await processBatchJob(deps(), { job_id: id, file: true });
     const [job] = await db.query<{ status: string; expires_at: Date; size_bytes: string }>(
       'SELECT status, expires_at, size_bytes FROM batch_jobs WHERE id = $1',
@@ -112,6 +118,114 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
       ]);
       expect(n!.n).toBe(1 + bodies.reduce((a, b) => a + (b?.length ?? 0), 0));
     }
+  });
+
+  it('a file job run again after one that stopped part way adds only the parts missing', async () => {
+    const chunks = [chunkRows(0, 30), chunkRows(1, 20), [], chunkRows(3, 25)];
+    const expected = Buffer.from(HEADER + chunks.map((r) => r.join('')).join(''), 'utf8');
+    const bodies = chunks.map((rows) => {
+      const p = new RowParts(200);
+      for (const r of rows) p.push(r);
+      return rows.length ? p.finish() : null;
+    });
+    const parts = bodies.reduce((a, b) => a + (b?.length ?? 0), 0);
+    // What a run that died after copying the header and the first chunk left: those parts, numbered
+    // as every run numbers them (the file job copies a chunk a statement since the file of 1.15 GB).
+    const id = 'bat_parts_resumed';
+    const first = [HEADER, ...bodies[0]!];
+    const got = await fileOf(
+      id,
+      bodies,
+      chunks.map((r) => r.length),
+      async () => {
+        for (const [k, piece] of first.entries())
+          await db.query('INSERT INTO batch_files (job_id, part, content) VALUES ($1, $2, $3::bytea)', [
+            id,
+            k,
+            Buffer.from(piece),
+          ]);
+      },
+    );
+    expect(got.equals(expected)).toBe(true);
+    const [n] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM batch_files WHERE job_id = $1', [id]);
+    expect(n!.n).toBe(1 + parts);
+  });
+
+  it('the file is copied a chunk a statement, with a turn of the event loop before each', async () => {
+    const id = 'bat_parts_turns';
+    const chunks = [chunkRows(0, 10), chunkRows(1, 12), [], chunkRows(3, 9)];
+    await db.query(
+      `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
+       VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', 4, 4, '4')`,
+      [id, JSON.stringify(REQUEST)],
+    );
+    for (const [c, rows] of chunks.entries())
+      await db.query(
+        `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
+         VALUES ($1, $2, $2, $2 + 1, true, $3, $4::text[])`,
+        [id, c, rows.length, rows.length ? [rows.join('')] : null],
+      );
+    // turns of the event loop, counted by a callback that schedules itself again
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const copies: number[] = [];
+    const watched = new Proxy(db, {
+      get(target, key, receiver) {
+        if (key !== 'query') return Reflect.get(target, key, receiver);
+        return (text: string, params?: unknown[]) => {
+          if (/INSERT INTO batch_files[\s\S]*FROM batch_chunks/.test(text)) copies.push(turns);
+          return target.query(text, params as never);
+        };
+      },
+    });
+    try {
+      await processBatchJob({ ...deps(), db: watched } as BatchDeps, { job_id: id, file: true });
+    } finally {
+      ticking = false;
+    }
+    expect(copies).toHaveLength(3); // the chunks with rows
+    for (let k = 1; k < copies.length; k++) expect(copies[k]!).toBeGreaterThan(copies[k - 1]!);
+    const [job] = await db.query<{ status: string; size_bytes: string }>(
+      'SELECT status, size_bytes FROM batch_jobs WHERE id = $1',
+      [id],
+    );
+    expect(job!.status).toBe('ready');
+    expect(Number(job!.size_bytes)).toBe(Buffer.byteLength(HEADER + chunks.map((r) => r.join('')).join('')));
+  });
+
+  it('a job cancelled while its file was copied keeps no part of it', async () => {
+    const id = 'bat_parts_cancelled';
+    await db.query(
+      `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
+       VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', 1, 1, '1')`,
+      [id, JSON.stringify(REQUEST)],
+    );
+    await db.query(
+      `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
+       VALUES ($1, 0, 0, 1, true, 3, $2::text[])`,
+      [id, [chunkRows(0, 3).join('')]],
+    );
+    // the cancel lands between the copy and the transaction that would mark the job ready
+    const cancelling = new Proxy(db, {
+      get(target, key, receiver) {
+        if (key !== 'transaction') return Reflect.get(target, key, receiver);
+        return async (fn: Parameters<Database['transaction']>[0]) => {
+          await target.query(`UPDATE batch_jobs SET status = 'cancelled' WHERE id = $1`, [id]);
+          return target.transaction(fn);
+        };
+      },
+    });
+    const d = { ...deps(), db: cancelling } as BatchDeps;
+    await processBatchJob(d, { job_id: id, file: true });
+    const [job] = await db.query<{ status: string }>('SELECT status FROM batch_jobs WHERE id = $1', [id]);
+    expect(job!.status).toBe('cancelled');
+    const [n] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM batch_files WHERE job_id = $1', [id]);
+    expect(n!.n).toBe(0);
   });
 
   it('migration 0025 keeps a chunk body stored before it: it becomes a one-part array', async () => {
