@@ -5,8 +5,8 @@
  * rows once. The chunk that finds every chunk done queues the file job (one job id per batch job,
  * so queuing it twice is one job); the file job copies the chunks' rows into the file's parts in
  * the database (a statement a chunk, no row through this process), then marks the job ready and
- * emits `batch.completed` in one transaction. A worker killed mid-chunk loses nothing: the queue runs the
- * chunk again (lease / stalled job), and a chunk whose runs are used up fails the job.
+ * emits `batch.completed` in one transaction. A worker killed mid-chunk loses nothing: the queue
+ * runs the chunk again (lease / stalled job), and a chunk whose runs are used up fails the job.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Counter } from 'prom-client';

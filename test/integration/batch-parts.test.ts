@@ -3,6 +3,9 @@
  * database backend: the downloaded bytes are exactly the header and the chunks' rows in chunk
  * order, whatever the part size; a chunk stored before parts existed (one body, which migration
  * 0025 makes a one-part array) gives the same bytes; multi-byte characters survive the text path.
+ * The file is copied a chunk a statement, resumable and dropped with a job cancelled meanwhile. A
+ * chunk that cannot store its rows (a wrapper around the real database refuses that statement)
+ * fails its job on its last run, as one that cannot be computed: before, the job stayed `running`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RowParts } from '../../src/batch/execute.js';
@@ -14,6 +17,7 @@ import { dbBackends, disposeDatabase, freshDatabase } from '../helpers/backends.
 
 const HEADER =
   'field_id,index,interval_start,interval_end,date,imagery_id,count,min,max,mean,std,valid_fraction,cloud_cover\n';
+const MAX_ATTEMPTS = 3;
 const REQUEST = {
   indices: [{ name: 'NDVI' }],
   start_date: '2025-04-01',
@@ -49,13 +53,11 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
     if (db) await disposeDatabase(db);
   });
 
-  /** A job whose chunks are done with these bodies, its file made by the file job, then downloaded. */
-  async function fileOf(
-    id: string,
-    bodies: Array<string[] | null>,
-    rowCounts: number[],
-    beforeFileJob?: () => Promise<void>,
-  ): Promise<Buffer> {
+  /**
+   * A running job of chunks done with these bodies (null: none) and row counts, or, for `open`
+   * chunks, not done and of no feature (nothing to compute, only rows to store).
+   */
+  async function newJob(id: string, bodies: Array<string[] | null>, rowCounts: number[], open = false) {
     await db.query(
       `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
        VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', $3, $3, $4)`,
@@ -63,10 +65,22 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
     );
     for (const [c, body] of bodies.entries())
       await db.query(
-        `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
-         VALUES ($1, $2, $2, $2 + 1, true, $3, $4::text[])`,
-        [id, c, rowCounts[c], body],
+        open
+          ? 'INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq) VALUES ($1, $2, 0, 0)'
+          : `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
+             VALUES ($1, $2, $2, $2 + 1, true, $3, $4::text[])`,
+        open ? [id, c] : [id, c, rowCounts[c], body],
       );
+  }
+
+  /** A job whose chunks are done with these bodies, its file made by the file job, then downloaded. */
+  async function fileOf(
+    id: string,
+    bodies: Array<string[] | null>,
+    rowCounts: number[],
+    beforeFileJob?: () => Promise<void>,
+  ): Promise<Buffer> {
+    await newJob(id, bodies, rowCounts);
     await beforeFileJob?.();
     await processBatchJob(deps(), { job_id: id, file: true });
     const [job] = await db.query<{ status: string; expires_at: Date; size_bytes: string }>(
@@ -154,17 +168,11 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
   it('the file is copied a chunk a statement, with a turn of the event loop before each', async () => {
     const id = 'bat_parts_turns';
     const chunks = [chunkRows(0, 10), chunkRows(1, 12), [], chunkRows(3, 9)];
-    await db.query(
-      `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
-       VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', 4, 4, '4')`,
-      [id, JSON.stringify(REQUEST)],
+    await newJob(
+      id,
+      chunks.map((rows) => (rows.length ? [rows.join('')] : null)),
+      chunks.map((rows) => rows.length),
     );
-    for (const [c, rows] of chunks.entries())
-      await db.query(
-        `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
-         VALUES ($1, $2, $2, $2 + 1, true, $3, $4::text[])`,
-        [id, c, rows.length, rows.length ? [rows.join('')] : null],
-      );
     // turns of the event loop, counted by a callback that schedules itself again
     let turns = 0;
     let ticking = true;
@@ -200,16 +208,7 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
 
   it('a job cancelled while its file was copied keeps no part of it', async () => {
     const id = 'bat_parts_cancelled';
-    await db.query(
-      `INSERT INTO batch_jobs (id, account_id, status, request, format, feature_count, chunk_count, total)
-       VALUES ($1, 'acc_parts', 'running', $2::jsonb, 'csv', 1, 1, '1')`,
-      [id, JSON.stringify(REQUEST)],
-    );
-    await db.query(
-      `INSERT INTO batch_chunks (job_id, chunk, first_seq, end_seq, done, row_count, body)
-       VALUES ($1, 0, 0, 1, true, 3, $2::text[])`,
-      [id, [chunkRows(0, 3).join('')]],
-    );
+    await newJob(id, [[chunkRows(0, 3).join('')]], [3]);
     // the cancel lands between the copy and the transaction that would mark the job ready
     const cancelling = new Proxy(db, {
       get(target, key, receiver) {
@@ -226,6 +225,69 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
     expect(job!.status).toBe('cancelled');
     const [n] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM batch_files WHERE job_id = $1', [id]);
     expect(n!.n).toBe(0);
+  });
+
+  /** The database, but the statement storing a chunk's rows throws what a too-large body threw. */
+  const refusingStore = (): Database =>
+    new Proxy(db, {
+      get(target, key, receiver) {
+        if (key !== 'query') return Reflect.get(target, key, receiver);
+        return (text: string, params?: unknown[]) =>
+          /^\s*UPDATE batch_chunks SET done = true/.test(text)
+            ? Promise.reject(new RangeError('Invalid string length'))
+            : target.query(text, params as never);
+      },
+    });
+  const storing = (d: Database) => ({ ...deps(), db: d, maxAttempts: MAX_ATTEMPTS }) as BatchDeps;
+
+  it('fails the job with the reason on its last run, not before; the chunk stays undone', async () => {
+    const id = 'bat_store_fails';
+    await newJob(id, [null], [0], true);
+    const status = async () =>
+      (
+        await db.query<{ status: string; error: string | null }>('SELECT status, error FROM batch_jobs WHERE id = $1', [
+          id,
+        ])
+      )[0]!;
+    for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+      await expect(
+        processBatchJob(storing(refusingStore()), { job_id: id, chunk: 0 }, { id: 'q', queue: 'batch', attempt }),
+      ).rejects.toThrow('Invalid string length');
+      expect(await status()).toEqual({ status: 'running', error: null });
+    }
+    await expect(
+      processBatchJob(
+        storing(refusingStore()),
+        { job_id: id, chunk: 0 },
+        { id: 'q', queue: 'batch', attempt: MAX_ATTEMPTS },
+      ),
+    ).rejects.toThrow('Invalid string length');
+    expect(await status()).toEqual({
+      status: 'failed',
+      error: `chunk 0 failed after ${MAX_ATTEMPTS} attempts: Invalid string length`,
+    });
+    const [chunk] = await db.query<{ done: boolean }>('SELECT done FROM batch_chunks WHERE job_id = $1', [id]);
+    expect(chunk!.done).toBe(false);
+  });
+
+  it('a store that succeeds on a later run completes the chunk (the database as it is)', async () => {
+    const id = 'bat_store_later';
+    await newJob(id, [null, null], [0, 0], true);
+    await expect(
+      processBatchJob(storing(refusingStore()), { job_id: id, chunk: 0 }, { id: 'q', queue: 'batch', attempt: 1 }),
+    ).rejects.toThrow();
+    // chunk 1 is still open, so no file job is queued and the queues are not needed
+    await processBatchJob(storing(db), { job_id: id, chunk: 0 }, { id: 'q', queue: 'batch', attempt: 2 });
+    const rows = await db.query<{ chunk: number; done: boolean }>(
+      'SELECT chunk, done FROM batch_chunks WHERE job_id = $1 ORDER BY chunk',
+      [id],
+    );
+    expect(rows).toEqual([
+      { chunk: 0, done: true },
+      { chunk: 1, done: false },
+    ]);
+    const [job] = await db.query<{ status: string }>('SELECT status FROM batch_jobs WHERE id = $1', [id]);
+    expect(job!.status).toBe('running');
   });
 
   it('migration 0025 keeps a chunk body stored before it: it becomes a one-part array', async () => {
