@@ -36,6 +36,7 @@ import {
   type StatsOptions,
 } from '../indices/index.js';
 import type { Database } from '../platform/database.js';
+import { limit } from '../platform/limit.js';
 import type { BatchFormat, BatchInterval } from './schemas.js';
 
 /** The request as kept with the job (checked when it was made). */
@@ -319,7 +320,11 @@ export async function executeChunk(
     return Array.from({ length: k }, (_, j) => involved.slice(j * size, (j + 1) * size)).filter((g) => g.length);
   };
 
-  // Per capture, the groups of nearby subjects; each group one task (every task on the pool at once).
+  // Per capture, the groups of nearby subjects; each group one task, at most twice as many on the
+  // pool at once as it has threads (enough to keep them busy): all at once, a chunk's tasks (captures
+  // × groups, 66 on the demo's season with 2 threads) pushed the pool's queue past SHED_POOL_QUEUE,
+  // and the API shed requests with 503 while a batch job ran (11 of 111 during a 10,000-feature job).
+  const onPool = limit(Math.max(2, 2 * deps.compute.size));
   const fresh: Array<Array<{ s: Subject; imageryId: string; stats: CachedStats }>> = programs.map(() => []);
   await Promise.all(
     [...work.entries()].map(async ([id, w]) => {
@@ -328,7 +333,7 @@ export async function executeChunk(
       if (!involved.length) return;
       let groups: number[][];
       try {
-        const grid = await gridOf(deps.compute, deps.roots, id, c.source);
+        const grid = await onPool(() => gridOf(deps.compute, deps.roots, id, c.source));
         groups =
           compactGroups(involved, grid) ??
           coverageGroups(
@@ -353,7 +358,7 @@ export async function executeChunk(
             roots: deps.roots,
             ...(options.key ? { stats: options.stats, mask: options.mask } : {}),
           };
-          const r = await deps.compute.fieldStatsBatch(task).catch((err: Error) => {
+          const r = await onPool(() => deps.compute.fieldStatsBatch(task)).catch((err: Error) => {
             const e = { error: err.message };
             return { coverage: group.map(() => e), stats: programs.map(() => group.map(() => e)) };
           });

@@ -238,7 +238,8 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
             : target.query(text, params as never);
       },
     });
-  const storing = (d: Database) => ({ ...deps(), db: d, maxAttempts: MAX_ATTEMPTS }) as BatchDeps;
+  // chunks of no feature: the compute pool is never asked for a task (only its size is read)
+  const storing = (d: Database) => ({ ...deps(), db: d, maxAttempts: MAX_ATTEMPTS, compute: { size: 1 } }) as BatchDeps;
 
   it('fails the job with the reason on its last run, not before; the chunk stays undone', async () => {
     const id = 'bat_store_fails';

@@ -371,6 +371,36 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
     expect(full).toBeGreaterThan(3 * INDICES.length * 10);
   });
 
+  it("a job's compute tasks wait their turn: at most twice the threads a chunk on the pool", async () => {
+    // All at once, a chunk's tasks (captures × groups) pushed the pool's queue past
+    // SHED_POOL_QUEUE, and the API shed requests with 503 while a batch job ran.
+    const pool = t.runtime.compute;
+    const original = pool.fieldStatsBatch;
+    let inFlight = 0;
+    let most = 0;
+    let calls = 0;
+    pool.fieldStatsBatch = async (task) => {
+      calls++;
+      most = Math.max(most, ++inFlight);
+      try {
+        return await original.call(pool, task);
+      } finally {
+        inFlight--;
+      }
+    };
+    try {
+      await forgetStats();
+      const { job } = await run({ fields: 'all', indices: ['NDVI'], ...RANGE, interval: 'weekly' });
+      expect(job.progress.chunks).toBe(3);
+    } finally {
+      pool.fieldStatsBatch = original;
+    }
+    const chunksAtOnce = t.config.batch.concurrency;
+    expect(calls).toBeGreaterThan(4 * chunksAtOnce * Math.max(2, 2 * pool.size));
+    expect(most).toBeLessThanOrEqual(chunksAtOnce * Math.max(2, 2 * pool.size));
+    expect(most).toBeGreaterThan(1);
+  });
+
   it('bad input of every kind is a 4xx problem with its code', async () => {
     const ok = { fields: [fieldIds.get('p4')!], indices: ['NDVI'], ...RANGE };
     const fc = (features: unknown[]) => ({ type: 'FeatureCollection', features });
