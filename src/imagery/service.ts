@@ -12,7 +12,7 @@ import { emitMany } from '../events/index.js';
 import type { Boundary } from '../fields/index.js';
 import type { Database } from '../platform/database.js';
 import type { FileStore } from '../platform/file-store.js';
-import { AppError, notFound, RefusedInput, type FieldIssue } from '../platform/errors.js';
+import { AppError, notFound, RefusedInput, validationFailed, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { crsLabel, fromWgs84, toWgs84, type CrsRef } from './crs.js';
 import { type Imagery, type ImageryCreate, RADIOMETRY } from './schemas.js';
@@ -122,8 +122,7 @@ export function normalise(input: ImageryCreate): {
     bands[name as CaptureBand] = r;
   }
   radiometryIssues(merged, '/body', issues);
-  if (issues.length)
-    throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  if (issues.length) throw validationFailed(issues);
   return {
     capture: {
       bands,

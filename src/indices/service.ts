@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { CaptureSource } from '../imagery/index.js';
 import type { Database } from '../platform/database.js';
-import { AppError, notFound, RefusedInput } from '../platform/errors.js';
+import { AppError, notFound, RefusedInput, validationFailed } from '../platform/errors.js';
 import { hasBands, onlyTouched, selectBestCapture, underWeighting, type Candidate } from './selection.js';
 import { cacheFor, type CachedBody } from './cache.js';
 import { fieldState } from './field-state.js';
@@ -382,10 +382,7 @@ export async function computeFieldIndex(
         code: 'needs_zonal_stats',
         message: 'is part of zonal_stats: add zonal_stats=true',
       }));
-    if (issues.length)
-      throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), {
-        errors: issues,
-      });
+    if (issues.length) throw validationFailed(issues);
   }
   const cache = cacheFor(deps.db);
   if (q.geojson === false) {

@@ -9,7 +9,7 @@
 import type { MaskRequest, StatsRequest } from '../compute/tasks.js';
 import type { HistogramSpec } from '../compute/zonal.js';
 import { SCL_MASKED } from '../imagery/index.js';
-import { AppError, type FieldIssue } from '../platform/errors.js';
+import { validationFailed, type FieldIssue } from '../platform/errors.js';
 
 export const MAX_PERCENTILES = 100;
 export const MAX_BINS = 1000;
@@ -163,8 +163,7 @@ export function parseStatsOptions(raw: RawStatsOptions, at: (name: string) => st
       issues.push({ path: at('cloud_dilation_m'), code: 'dilation_too_large', message: `at most ${MAX_DILATION_M} m` });
     else if (d > 0) mask.cloud_dilation_m = d;
   }
-  if (issues.length)
-    throw new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
+  if (issues.length) throw validationFailed(issues);
   const maskKey = Object.keys(mask).length ? JSON.stringify(mask) : '';
   const key = Object.keys(stats).length || maskKey ? JSON.stringify({ ...stats, ...mask }) : '';
   return { stats, mask, key, maskKey };
