@@ -569,10 +569,9 @@ function formatRow(
  * and separator) for each percentile and each edge and count of the histogram.
  */
 export function rowBytes(req: BatchRequest): number {
-  const ps = Array.isArray(req.options.percentiles) ? req.options.percentiles.length : 0;
-  const h = req.options.histogram;
-  const bins = h === undefined ? 0 : typeof h === 'number' ? h : Array.isArray(h) ? h.length - 1 : 0;
-  return 300 + 24 * ps + (h === undefined ? 0 : 32 + 24 * (2 * bins + 1));
+  const { percentiles = [], histogram: h } = compileRequest(req).options.stats;
+  const bins = h === undefined ? 0 : 'bins' in h ? h.bins : h.edges.length - 1;
+  return 300 + 24 * percentiles.length + (h === undefined ? 0 : 32 + 24 * (2 * bins + 1));
 }
 
 /** Indices × intervals: the rows of one feature (capture: indices × its capture days). */

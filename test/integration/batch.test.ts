@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
-import { rowBytes, type BatchRequest } from '../../src/batch/execute.js';
+import { rowBytes } from '../../src/batch/execute.js';
 import { chunkSize } from '../../src/batch/service.js';
 import { cacheFor } from '../../src/indices/cache.js';
 import { buildServiceApp, queueBackends, type TestApp } from '../helpers/app.js';
@@ -356,7 +356,14 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
       percentiles: [5, 95],
       max_cloud_cover: 100,
     };
-    const perRow = rowBytes({ ...payload, format: 'csv', options: payload } as unknown as BatchRequest);
+    const perRow = rowBytes({
+      indices: INDICES.map((ix) => (typeof ix === 'string' ? { name: ix } : ix)),
+      ...RANGE,
+      interval: 'daily',
+      format: 'csv',
+      max_cloud_cover: 100,
+      options: { histogram: payload.histogram, percentiles: payload.percentiles },
+    });
     expect(perRow).toBe(300 + 24 * 2 + 32 + 24 * 2001);
     expect(chunkSize(2, 549 * perRow)).toBe(1);
     const { job, file } = await run(payload);
