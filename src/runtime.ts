@@ -243,6 +243,7 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       urlTtlMs: config.reports.urlTtlMs,
       chunkFeatures: config.batch.chunkFeatures,
       maxFeatures: config.batch.maxFeatures,
+      maxJobBytes: config.batch.maxJobBytes,
       maxAttempts: config.batch.maxAttempts,
       partBytes: config.batch.partBytes,
       maxBodyBytes: config.batch.maxBodyBytes,

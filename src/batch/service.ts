@@ -25,7 +25,10 @@ export const BATCH_QUEUE = 'batch';
  * bytes (execute.ts rowBytes) fit in CHUNK_BYTES; a feature whose rows alone would take more than
  * FEATURE_MAX_BYTES is refused (400 job_too_large). A histogram of 1,000 bins makes rows of about
  * 20 KB: 1,000 features × 3 indices × 25 weeks held 1.5 GB in one chunk, whose one statement then
- * failed on every run (docs/batch.md).
+ * failed on every run (docs/batch.md). A job whose rows would take more than BATCH_MAX_JOB_BYTES
+ * (default 16 GiB) by the same estimate is refused as well: each feature within 64 MiB, 100,000 of
+ * them would otherwise be stored (6 TiB; 2 TB without any statistics option: 20 indices × 3,660
+ * days).
  */
 export const CHUNK_BYTES = 32 * 2 ** 20;
 export const FEATURE_MAX_BYTES = 64 * 2 ** 20;
@@ -46,6 +49,8 @@ export interface BatchDeps {
   /** Features per chunk (one queue job each). */
   chunkFeatures: number;
   maxFeatures: number;
+  /** Most bytes the job's rows may take by the estimate that sizes its chunks (BATCH_MAX_JOB_BYTES). */
+  maxJobBytes: number;
   /** Runs of a chunk's queue job before the job fails (a worker that dies counts). */
   maxAttempts: number;
   /** UTF-8 bytes of rows per stored part of a chunk and of the file (BATCH_PART_BYTES). */
@@ -441,6 +446,15 @@ export async function createBatch(
         path: '/body',
         code: 'job_too_large',
         message: `each feature's ${per.toLocaleString('en-US')} rows (indices × intervals) would take up to ${mib(featureBytes)} MiB, more than ${mib(FEATURE_MAX_BYTES)}: ask fewer histogram bins, percentiles, indices or intervals`,
+      },
+    ]);
+  const jobBytes = featureBytes * features.length;
+  if (jobBytes > deps.maxJobBytes)
+    throw invalid([
+      {
+        path: '/body',
+        code: 'job_too_large',
+        message: `the job's ${(per * features.length).toLocaleString('en-US')} rows (features × indices × intervals) would take up to ${mib(jobBytes)} MiB, more than ${mib(deps.maxJobBytes)} (BATCH_MAX_JOB_BYTES): ask fewer features, histogram bins, percentiles, indices or intervals, or split the job`,
       },
     ]);
   const size = chunkSize(deps.chunkFeatures, featureBytes);

@@ -526,6 +526,14 @@ export const ConfigSchema = Type.Object({
       maximum: 1_000_000,
       description: 'most fields or polygons in one batch statistics job',
     }),
+    maxJobBytes: Type.Integer({
+      env: 'BATCH_MAX_JOB_BYTES',
+      default: 16 * 1024 * MB,
+      minimum: MB,
+      maximum: 1024 * 1024 * MB,
+      description:
+        "most bytes a batch statistics job's rows may take by the estimate that sizes its chunks (features × indices × intervals): past it the job is refused",
+    }),
     maxBodyBytes: Type.Integer({
       env: 'BATCH_MAX_BODY_BYTES',
       default: 64 * MB,

@@ -526,7 +526,9 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
 describe('batch statistics limits', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await buildServiceApp(queueBackends[0]!, { env: { BATCH_MAX_FEATURES: '3', BATCH_MAX_BODY_BYTES: '4096' } });
+    t = await buildServiceApp(queueBackends[0]!, {
+      env: { BATCH_MAX_FEATURES: '3', BATCH_MAX_BODY_BYTES: '4096', BATCH_MAX_JOB_BYTES: String(2 ** 20) },
+    });
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -556,5 +558,42 @@ describe('batch statistics limits', () => {
     });
     expect(big.statusCode).toBe(413);
     expect(big.json().code).toBe('payload_too_large');
+  });
+
+  it('a job whose rows would pass BATCH_MAX_JOB_BYTES is a 400 job_too_large; one just within it is made', async () => {
+    // 100 daily rows a feature, each 5,156 bytes by the estimate with 100 bins (300 + 32 + 24 × 201):
+    // 515,600 a feature, so two features (1,031,200) fit in 1 MiB and three (1,546,800) do not.
+    const post = (n: number) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/batch/statistics',
+        headers: t.auth(),
+        payload: {
+          features: {
+            type: 'FeatureCollection',
+            features: Array.from({ length: n }, (_, i) => ({
+              type: 'Feature',
+              id: i,
+              geometry: parcel(SCENE, 10 * i, 10, 50, 50),
+            })),
+          },
+          indices: ['NDVI'],
+          start_date: '2025-04-01',
+          end_date: '2025-07-09',
+          interval: 'daily',
+          histogram: 100,
+        },
+      });
+    const refused = await post(3);
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.headers['content-type']).toContain('application/problem+json');
+    const [issue] = refused.json().errors;
+    expect(issue).toMatchObject({ path: '/body', code: 'job_too_large' });
+    expect(issue.message).toContain("the job's 300 rows");
+    expect(issue.message).toContain('BATCH_MAX_JOB_BYTES');
+    expect(await t.db.query('SELECT id FROM batch_jobs')).toEqual([]); // nothing made
+    const made = await post(2);
+    expect(made.statusCode, made.body).toBe(202);
+    expect(made.json()).toMatchObject({ feature_count: 2 });
   });
 });
