@@ -188,6 +188,8 @@ export async function openRuntime(config: Config, o: RuntimeOverrides = {}): Pro
       prefix: o.queuePrefix ?? config.queuePrefix,
       pollMs: o.pollMs,
       leaseMs: config.queueLeaseMs,
+      onFailure: (f) =>
+        log(f.outcome === 'retried' ? 'queue job failed; it runs again' : 'queue job failed; no attempt left', f),
     });
     closers.push(() => queues.close(graceLeft()));
     step('queues', config.redisUrl ? 'BullMQ on Redis' : 'in the database');

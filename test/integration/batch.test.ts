@@ -597,3 +597,65 @@ describe('batch statistics limits', () => {
     expect(made.json()).toMatchObject({ feature_count: 2 });
   });
 });
+
+describe('a batch chunk that fails every run', () => {
+  let t: TestApp;
+  const logged: Array<[string, unknown]> = [];
+  beforeAll(async () => {
+    t = await buildServiceApp(queueBackends[0]!, {
+      env: { BATCH_MAX_ATTEMPTS: '2' },
+      runtime: {
+        log: (msg, fields) => void logged.push([msg, fields]),
+        batchChunk: (stage) => {
+          if (stage === 'computed') throw new Error('the rows could not be stored');
+        },
+      },
+    });
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  it('fails the job, and the log tells of each failed run: retried, then no attempt left', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/batch/statistics',
+      headers: t.auth(),
+      payload: {
+        features: {
+          type: 'FeatureCollection',
+          features: [{ type: 'Feature', id: 'a', geometry: parcel(SCENE, 10, 10, 50, 50) }],
+        },
+        indices: ['NDVI'],
+        ...RANGE,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(202);
+    const id = res.json().id as string;
+    const job = await waitBatch(t, id, 20_000);
+    expect(job.status).toBe('failed');
+    expect(job.error).toBe('chunk 0 failed after 2 attempts: the rows could not be stored');
+    const runs = logged.filter(([msg]) => msg.startsWith('queue job failed'));
+    expect(runs).toEqual([
+      [
+        'queue job failed; it runs again',
+        expect.objectContaining({
+          queue: 'batch',
+          outcome: 'retried',
+          attempt: 1,
+          attempts: 2,
+          retry_in_ms: 1000,
+          error: 'the rows could not be stored',
+        }),
+      ],
+      [
+        'queue job failed; no attempt left',
+        expect.objectContaining({
+          queue: 'batch',
+          outcome: 'failed',
+          attempt: 2,
+          attempts: 2,
+          error: 'the rows could not be stored',
+        }),
+      ],
+    ]);
+  }, 30_000);
+});

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase, type Database } from '../../src/platform/database.js';
 import { createJobQueues, type JobQueues } from '../../src/platform/queue/job-queues.js';
+import type { JobFailure } from '../../src/platform/queue/types.js';
 import { packageRoot } from '../../src/platform/paths.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, disposeDatabase, freshDatabase, uniqueName } from '../helpers/backends.js';
 
@@ -39,8 +40,8 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
 describe.each(backends)('job queue contract: $name', (backend) => {
   let db: Database;
   const open: JobQueues[] = [];
-  const make = async (prefix = uniqueName('q'), leaseMs = 1000) => {
-    const q = await createJobQueues({ db, redisUrl: backend.redisUrl, prefix, leaseMs, pollMs: 50 });
+  const make = async (prefix = uniqueName('q'), leaseMs = 1000, onFailure?: (f: JobFailure) => void) => {
+    const q = await createJobQueues({ db, redisUrl: backend.redisUrl, prefix, leaseMs, pollMs: 50, onFailure });
     open.push(q);
     return q;
   };
@@ -134,6 +135,29 @@ describe.each(backends)('job queue contract: $name', (backend) => {
     expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(390);
     await sleep(600);
     expect(at).toHaveLength(3);
+  });
+
+  it('tells onFailure of every failed run: retried with its delay, then failed; a completed job of none', async () => {
+    const failures: JobFailure[] = [];
+    const q = await make(undefined, undefined, (f) => {
+      failures.push(f);
+      throw new Error('a listener that throws changes nothing');
+    });
+    let ok = 0;
+    q.process<{ fail: boolean }>('f', async (data, ctx) => {
+      if (data.fail) throw new Error(`attempt ${ctx.attempt} failed`);
+      ok++;
+    });
+    const id = await q.enqueue('f', { fail: true }, { attempts: 3, backoffMs: [100, 200] });
+    await q.enqueue('f', { fail: false }, { attempts: 3 });
+    await until('failed count', async () => (await q.counts('f')).failed === 1, 8000);
+    await until('completed count', async () => (await q.counts('f')).completed === 1, 3000);
+    expect(ok).toBe(1);
+    expect(failures).toEqual([
+      { queue: 'f', id, outcome: 'retried', attempt: 1, attempts: 3, retry_in_ms: 100, error: 'attempt 1 failed' },
+      { queue: 'f', id, outcome: 'retried', attempt: 2, attempts: 3, retry_in_ms: 200, error: 'attempt 2 failed' },
+      { queue: 'f', id, outcome: 'failed', attempt: 3, attempts: 3, error: 'attempt 3 failed' },
+    ]);
   });
 
   it('succeeds on a retry after failures', async () => {

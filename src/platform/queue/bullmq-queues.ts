@@ -7,8 +7,8 @@
 import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { newId } from '../ids.js';
-import { backoffFor, jobDuration, observeQueues } from './shared.js';
-import type { JobHandler, JobOptions, JobQueues, JobQueuesOptions, QueueCounts } from './types.js';
+import { backoffFor, jobDuration, observeQueues, reportFailure } from './shared.js';
+import type { JobFailure, JobHandler, JobOptions, JobQueues, JobQueuesOptions, QueueCounts } from './types.js';
 
 interface Envelope {
   payload: unknown;
@@ -22,6 +22,7 @@ export class BullmqQueues implements JobQueues {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly retainSec: number;
+  private readonly onFailure?: (f: JobFailure) => void;
   private readonly queues = new Map<string, Queue>();
   private readonly workers: Worker[] = [];
   private readonly unobserve: Array<() => void> = [];
@@ -55,6 +56,7 @@ export class BullmqQueues implements JobQueues {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.pollMs = opts.pollMs ?? 5_000;
     this.retainSec = Math.ceil((opts.retainMs ?? 3_600_000) / 1000);
+    this.onFailure = opts.onFailure;
   }
 
   private queue(name: string): Queue {
@@ -108,7 +110,26 @@ export class BullmqQueues implements JobQueues {
         try {
           await handler(job.data.payload as T, { id: job.id!, queue, attempt: job.attemptsMade + 1 });
         } catch (err) {
-          outcome = job.attemptsMade + 1 < (job.opts.attempts ?? 1) ? 'retried' : 'failed';
+          const attempt = job.attemptsMade + 1;
+          const attempts = job.opts.attempts ?? 1;
+          const failure = {
+            queue,
+            id: job.id!,
+            attempt,
+            attempts,
+            error: err instanceof Error ? err.message : String(err),
+          };
+          if (attempt < attempts) {
+            outcome = 'retried';
+            reportFailure(this.onFailure, {
+              ...failure,
+              outcome: 'retried',
+              retry_in_ms: backoffFor(job.data.backoffMs, attempt),
+            });
+          } else {
+            outcome = 'failed';
+            reportFailure(this.onFailure, { ...failure, outcome: 'failed' });
+          }
           throw err;
         } finally {
           this.running.delete(key);

@@ -11,8 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../database.js';
 import { newId } from '../ids.js';
-import { backoffFor, jobDuration, observeQueues } from './shared.js';
-import type { JobHandler, JobOptions, JobQueues, JobQueuesOptions, QueueCounts } from './types.js';
+import { backoffFor, jobDuration, observeQueues, reportFailure } from './shared.js';
+import type { JobFailure, JobHandler, JobOptions, JobQueues, JobQueuesOptions, QueueCounts } from './types.js';
 
 const MAX_STALLS = 5;
 
@@ -52,6 +52,7 @@ export class DatabaseQueues implements JobQueues {
   private readonly pollMs: number;
   private readonly idlePollMaxMs: number;
   private readonly retainMs: number;
+  private readonly onFailure?: (f: JobFailure) => void;
   private readonly worker = `${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly consumers = new Map<string, Consumer>();
   private heartbeat: NodeJS.Timeout | null = null;
@@ -69,6 +70,7 @@ export class DatabaseQueues implements JobQueues {
       opts.idlePollMaxMs ?? (this.db.kind === 'pglite' ? Math.min(10 * this.pollMs, 5000) : this.pollMs),
     );
     this.retainMs = opts.retainMs ?? 3_600_000;
+    this.onFailure = opts.onFailure;
   }
 
   private q(queue: string): string {
@@ -226,12 +228,16 @@ export class DatabaseQueues implements JobQueues {
     const runnable: ClaimedRow[] = [];
     for (const r of rows) {
       if (r.stalls > MAX_STALLS) {
-        await this.finish(
+        const error = `the job stalled ${r.stalls} times (its worker died or hung while handling it)`;
+        await this.finish(queue, r.id, 'failed', error);
+        reportFailure(this.onFailure, {
           queue,
-          r.id,
-          'failed',
-          `the job stalled ${r.stalls} times (its worker died or hung while handling it)`,
-        );
+          id: r.id,
+          outcome: 'failed',
+          attempt: r.attempts_made + 1,
+          attempts: r.max_attempts,
+          error,
+        });
       } else runnable.push(r);
     }
     return runnable;
@@ -247,19 +253,23 @@ export class DatabaseQueues implements JobQueues {
         await this.finish(c.queue, row.id, 'completed', null);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
+        const failure = { queue: c.queue, id: row.id, attempt, attempts: row.max_attempts, error: message };
         if (attempt < row.max_attempts) {
           outcome = 'retried';
+          const delay = backoffFor(row.backoff_ms, attempt);
+          reportFailure(this.onFailure, { ...failure, outcome: 'retried', retry_in_ms: delay });
           await this.db
             .query(
               `UPDATE jobs SET state = 'waiting', attempts_made = $3, last_error = $4, locked_by = NULL, locked_until = NULL,
                       run_at = now() + ($5 || ' milliseconds')::interval
                 WHERE queue = $1 AND id = $2 AND locked_by = $6`,
-              [this.q(c.queue), row.id, attempt, message, String(backoffFor(row.backoff_ms, attempt)), this.worker],
+              [this.q(c.queue), row.id, attempt, message, String(delay), this.worker],
             )
             .catch(() => {});
-          this.schedule(c, backoffFor(row.backoff_ms, attempt));
+          this.schedule(c, delay);
         } else {
           outcome = 'failed';
+          reportFailure(this.onFailure, { ...failure, outcome: 'failed' });
           await this.finish(c.queue, row.id, 'failed', message, attempt);
         }
       } finally {

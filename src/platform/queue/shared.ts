@@ -1,7 +1,7 @@
 /** What both queue backends share: their metrics and the retry delay of an attempt. */
 import { Gauge, Histogram } from 'prom-client';
 import { registry } from '../metrics.js';
-import type { JobQueues } from './types.js';
+import type { JobFailure, JobQueues } from './types.js';
 
 /**
  * A queue figure within 1 s, else none: a backend that does not answer (BullMQ waits for Redis to
@@ -75,4 +75,13 @@ export function observeQueues(q: JobQueues, name: string): () => void {
 export function backoffFor(backoffMs: number[] | undefined, attempt: number): number {
   const list = backoffMs?.length ? backoffMs : [1000];
   return list[Math.min(attempt - 1, list.length - 1)]!;
+}
+
+/** Hands a failure to the owner's `onFailure`; a throwing listener never fails the queue. */
+export function reportFailure(listener: ((f: JobFailure) => void) | undefined, failure: JobFailure): void {
+  try {
+    listener?.(failure);
+  } catch {
+    /* a logger's fault is not the job's */
+  }
 }

@@ -62,4 +62,22 @@ export interface JobQueuesOptions {
   idlePollMaxMs?: number;
   /** How long finished jobs are kept (for counts and jobId de-duplication). */
   retainMs?: number;
+  /**
+   * Told of every run that failed: `retried` (a later attempt follows) or `failed` (none does; the
+   * database queue also fails a job that stalled too often). The runtime logs them: without it a
+   * failed job left only a metric and a row.
+   */
+  onFailure?: (failure: JobFailure) => void;
+}
+
+export interface JobFailure {
+  queue: string;
+  id: string;
+  outcome: 'retried' | 'failed';
+  /** The run that failed (1 for the first), and the runs allowed. */
+  attempt: number;
+  attempts: number;
+  /** When retried: the delay before the next run. */
+  retry_in_ms?: number;
+  error: string;
 }
