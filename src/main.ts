@@ -8,24 +8,13 @@ import v8 from 'node:v8';
 import { buildApp } from './app.js';
 import { bootstrapDevelopmentAccount } from './accounts/bootstrap.js';
 import { createDemo } from './imagery/demo.js';
+import { pino } from 'pino';
 import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import type { Api } from './platform/http/context.js';
 import { buildOpsApp } from './platform/http/ops-app.js';
+import { backgroundLog, loggerOptions } from './platform/logging.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { subscribeToDemo } from './subscriptions/index.js';
-
-function loggerOptions(config: Config) {
-  // pino-pretty only for a person at a terminal; JSON lines for everything else.
-  const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production';
-  return {
-    level: config.logLevel,
-    redact: ['req.headers.authorization'],
-    base: { pid: process.pid, role: config.role },
-    ...(pretty
-      ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } }
-      : {}),
-  };
-}
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -202,8 +191,11 @@ async function main(): Promise<void> {
   // data (see docs/batch.md for the figures). Read by V8 at every full GC; applies to every thread.
   if (config.heapGrowingPercent > 0) v8.setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
   progress('Node and modules loaded', process.uptime() * 1000);
-  const runtime = await openRuntime(config, { onStep: (step, ms, detail) => progress(STEP_LABELS[step], ms, detail) });
   const logger = loggerOptions(config);
+  const runtime = await openRuntime(config, {
+    onStep: (step, ms, detail) => progress(STEP_LABELS[step], ms, detail),
+    log: backgroundLog(pino(logger)),
+  });
   const t0 = performance.now();
   const api = config.role !== 'worker' ? await buildApp(runtime, { logger }) : null;
   const ops = config.metricsPort !== undefined ? await buildOpsApp(runtime, { logger }) : null;

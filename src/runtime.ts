@@ -70,6 +70,7 @@ export interface RuntimeOverrides {
   webhookCa?: string[];
   /** Shorter polling for tests. */
   pollMs?: number;
+  /** Background work's log (main.ts: platform/logging.ts backgroundLog on pino); default stderr. */
   log?: (msg: string, err?: unknown) => void;
   /** Called at each report generation stage (tests stop a worker there). */
   reportStage?: ReportDeps['onStage'];
