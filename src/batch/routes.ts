@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses, problemResponses, publicProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
+import { requestedSpan, spanHeaders } from '../platform/http/ranges.js';
 import { BatchCreate, BatchJob, BatchList, BatchListQuery, BatchParams, DownloadQuery } from './schemas.js';
 import { cancelBatch, createBatch, getBatch, listBatches, openBatchDownload, type BatchDeps } from './service.js';
 
@@ -18,6 +19,17 @@ declare module 'fastify' {
 
 const ResultFile = {
   description: 'The result file: CSV with a header row, or NDJSON (one JSON object a line)',
+  content: Object.fromEntries(
+    ['text/csv', 'application/x-ndjson'].map((t) => [
+      t,
+      { schema: Type.Unsafe<Buffer | NodeJS.ReadableStream>({ type: 'string', format: 'binary' }) },
+    ]),
+  ),
+};
+
+const ResultFilePart = {
+  description:
+    'One byte range of the file (a Range header of one range, an If-Range matching the ETag if any): Content-Range says which',
   content: Object.fromEntries(
     ['text/csv', 'application/x-ndjson'].map((t) => [
       t,
@@ -116,22 +128,29 @@ export const batchDownloadRoutes = routePlugin(
         schema: {
           tags: ['batch'],
           summary: 'Download a batch result file (pre-signed link, no API key)',
-          description: 'An expired or altered link is 403; GET /v1/batch/statistics/{id} gives a fresh one.',
+          description:
+            'An expired or altered link is 403; GET /v1/batch/statistics/{id} gives a fresh one. One byte range (`Range: bytes=…`, `If-Range` with the ETag) answers 206: a broken download resumes where it stopped.',
           params: BatchParams,
           querystring: DownloadQuery,
           security: [],
-          response: { 200: ResultFile, ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired') },
+          response: {
+            200: ResultFile,
+            206: ResultFilePart,
+            ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired', 'range_not_satisfiable'),
+          },
         },
       },
       async (req, reply) => {
         const file = await openBatchDownload(deps, req.params.id, req.query.expires, req.query.signature);
+        const span = requestedSpan(req.headers, file.size, file.etag);
         return reply
+          .code(span ? 206 : 200)
           .header('Content-Type', file.contentType)
           .header('Content-Disposition', `attachment; filename="${file.filename}"`)
-          .header('Content-Length', String(file.size))
+          .headers(spanHeaders(file.size, file.etag, span))
           .header('Cache-Control', 'private, no-store')
           .header('X-Content-Type-Options', 'nosniff')
-          .send(file.stream);
+          .send(file.stream(span));
       },
     );
   },

@@ -565,11 +565,20 @@ export async function cancelBatch(deps: BatchDeps, accountId: string, id: string
   return null;
 }
 
+/** Bytes `start` to `end` of a file, both included (platform/http/ranges.ts chooses them). */
+export interface ByteSpan {
+  start: number;
+  end: number;
+}
+
 export interface BatchDownload {
   filename: string;
   contentType: string;
   size: number;
-  stream: Readable;
+  /** Strong: a ready job's file never changes (the job's id and the file's size). */
+  etag: string;
+  /** The file, or bytes `start`–`end` of it (both included). */
+  stream(span?: ByteSpan | null): Readable;
 }
 
 export async function openBatchDownload(
@@ -585,12 +594,29 @@ export async function openBatchDownload(
   );
   if (!row) throw notFound('Batch job', id);
   const db = deps.db;
+  const size = Number(row.size_bytes);
   // The file's parts one at a time, as text (UTF-8 in the database: the rows' own bytes), not as
   // bytea, which both drivers decode through a hex string twice the part's size: memory bounded by
-  // a part (BATCH_PART_BYTES of rows), not by the file.
-  async function* parts(): AsyncGenerator<Buffer> {
+  // a part (BATCH_PART_BYTES of rows), not by the file. A range starts at the part holding its first
+  // byte, found by the parts' lengths (octet_length reads a stored value's header, not the value).
+  async function* parts(span: ByteSpan | null): AsyncGenerator<Buffer> {
     let after = -1;
-    for (;;) {
+    let skip = 0;
+    let left = span ? span.end - span.start + 1 : Number.POSITIVE_INFINITY;
+    if (span) {
+      const [first] = await db.query<{ part: number; offset: string }>(
+        `SELECT part, "offset" FROM (
+           SELECT part, octet_length(content) AS n,
+                  sum(octet_length(content)) OVER (ORDER BY part) - octet_length(content) AS "offset"
+             FROM batch_files WHERE job_id = $1) p
+          WHERE "offset" + n > $2 ORDER BY part LIMIT 1`,
+        [id, span.start],
+      );
+      if (!first) return;
+      after = first.part - 1;
+      skip = span.start - Number(first.offset);
+    }
+    while (left > 0) {
       const rows = await db.query<{ part: number; content: string }>(
         // The part chosen first, converted after: in the target list of the same SELECT, the
         // conversion (cheap by its declared cost) ran on every remaining part below the sort.
@@ -598,15 +624,22 @@ export async function openBatchDownload(
            FROM (SELECT part, content FROM batch_files WHERE job_id = $1 AND part > $2 ORDER BY part LIMIT 1) p`,
         [id, after],
       );
-      if (!rows.length) return;
-      for (const r of rows) yield Buffer.from(r.content, 'utf8');
-      after = rows[rows.length - 1]!.part;
+      const r = rows[0];
+      if (!r) return;
+      let bytes = Buffer.from(r.content, 'utf8');
+      if (skip) bytes = bytes.subarray(skip);
+      skip = 0;
+      if (bytes.length > left) bytes = bytes.subarray(0, left);
+      left -= bytes.length;
+      yield bytes;
+      after = r.part;
     }
   }
   return {
     filename: row.filename,
     contentType: row.content_type,
-    size: Number(row.size_bytes),
-    stream: Readable.from(parts()),
+    size,
+    etag: `"${id}.${size}"`,
+    stream: (span = null) => Readable.from(parts(span)),
   };
 }

@@ -32,6 +32,7 @@ export const problemCatalog = {
   payload_too_large: { status: 413, title: 'The request body is too large' },
   uri_too_long: { status: 414, title: 'The URL is too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  range_not_satisfiable: { status: 416, title: 'The requested range is not satisfiable' },
   unprocessable: { status: 422, title: 'The request cannot be processed' },
   // Features' own codes (indices, webhooks, reports).
   no_imagery: { status: 404, title: 'No imagery for the field' },

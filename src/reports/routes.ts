@@ -6,6 +6,7 @@ import { Type, type TSchema } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses, problemResponses, publicProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
+import { requestedSpan, spanHeaders } from '../platform/http/ranges.js';
 import { CONTENT_SCHEMAS } from './content/schema.js';
 import {
   DownloadQuery,
@@ -34,6 +35,17 @@ const JsonSchema = Type.Unsafe<TSchema>(
 /** The file itself; documentation only, since Fastify sends a Buffer without serializing it. */
 const ReportFile = {
   description: 'The report file, as its format says',
+  content: Object.fromEntries(
+    ['application/pdf', 'application/json', 'text/csv', 'application/zip'].map((t) => [
+      t,
+      { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) },
+    ]),
+  ),
+};
+
+const ReportFilePart = {
+  description:
+    'One byte range of the file (a Range header of one range, an If-Range matching the ETag if any): Content-Range says which',
   content: Object.fromEntries(
     ['application/pdf', 'application/json', 'text/csv', 'application/zip'].map((t) => [
       t,
@@ -153,22 +165,31 @@ export const reportDownloadRoutes = routePlugin(
         schema: {
           tags: ['reports'],
           summary: 'Download a report file (pre-signed link, no API key)',
-          description: 'An expired or altered link is 403; GET /v1/reports/{id} gives a fresh one.',
+          description:
+            'An expired or altered link is 403; GET /v1/reports/{id} gives a fresh one. One byte range (`Range: bytes=…`, `If-Range` with the ETag) answers 206: a broken download resumes where it stopped.',
           params: ReportParams,
           querystring: DownloadQuery,
           security: [],
-          response: { 200: ReportFile, ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired') },
+          response: {
+            200: ReportFile,
+            206: ReportFilePart,
+            ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired', 'range_not_satisfiable'),
+          },
         },
       },
       async (req, reply) => {
         const file = await openDownload(deps, req.params.id, req.query.expires, req.query.signature);
+        // A ready report's file never changes: its id and size make a strong ETag.
+        const etag = `"${req.params.id}.${file.content.length}"`;
+        const span = requestedSpan(req.headers, file.content.length, etag);
         return reply
+          .code(span ? 206 : 200)
           .header('Content-Type', file.contentType)
           .header('Content-Disposition', `attachment; filename="${file.filename}"`)
-          .header('Content-Length', String(file.content.length))
+          .headers(spanHeaders(file.content.length, etag, span))
           .header('Cache-Control', 'private, no-store')
           .header('X-Content-Type-Options', 'nosniff')
-          .send(file.content);
+          .send(span ? file.content.subarray(span.start, span.end + 1) : file.content);
       },
     );
   },

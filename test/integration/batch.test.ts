@@ -7,9 +7,11 @@
  * kind of bad input is a 4xx problem. Files are stored in parts of 700 bytes (BATCH_PART_BYTES), so
  * every file here is many parts.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/events/outbox.js';
 import { rowBytes } from '../../src/batch/execute.js';
@@ -25,8 +27,10 @@ import {
   waitBatch,
   type Scene,
 } from '../helpers/batch.js';
+import { checkRanges, hasCurl, wholeFile } from '../helpers/ranges.js';
 import { seedSeason } from '../helpers/reports.js';
 
+const run$ = promisify(execFile);
 const SCENE: Scene = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100 };
 const RANGE = { start_date: '2025-04-01', end_date: '2025-09-30' };
 const INDICES = ['NDVI', 'NDRE', { name: 'ratio', formula: 'B08/B03-1' }] as const;
@@ -342,6 +346,48 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
     });
     expect(theirs.statusCode).toBe(400);
     expect(theirs.json().errors[0].code).toBe('unknown_field');
+  });
+
+  it('the download in byte ranges across its parts; curl resumes a broken download', async () => {
+    const { job } = await run({ fields: ['p1', 'p2', 'p4'].map((k) => fieldIds.get(k)!), indices: ['NDVI'], ...RANGE });
+    const { url, full } = await wholeFile(t, job.download_url);
+    const parts = await t.db.query<{ n: number }>(
+      'SELECT octet_length(content) AS n FROM batch_files WHERE job_id = $1 ORDER BY part',
+      [job.id],
+    );
+    expect(parts.length).toBeGreaterThan(3); // BATCH_PART_BYTES is 700 here
+    // Each part's first and last byte and their neighbours, and every 97th byte; 731 bytes spans a part.
+    const starts = new Set<number>([0, 1]);
+    let at = 0;
+    for (const { n } of parts) {
+      for (const s of [at - 1, at, at + 1, at + n - 1]) if (s >= 0) starts.add(s);
+      at += Number(n);
+    }
+    expect(at).toBe(full.length);
+    for (let s = 0; s < full.length; s += 97) starts.add(s);
+    await checkRanges(t, job.download_url, [...starts], 731);
+    if (!hasCurl()) return;
+    // A download broken after 1,000 bytes, resumed by curl (-C -: a Range from the file's size).
+    const file = path.join(dir, 'resumed.csv');
+    writeFileSync(file, full.subarray(0, 1000));
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    // Asynchronously: the server answering curl runs in this process.
+    const { stdout: headers } = await run$('curl', [
+      '-sS',
+      '-f',
+      '-m',
+      '20',
+      '-C',
+      '-',
+      '-o',
+      file,
+      '-D',
+      '-',
+      `${address}${url}`,
+    ]);
+    expect(headers).toMatch(/^HTTP\/1\.1 206/);
+    expect(headers).toContain(`content-range: bytes 1000-${full.length - 1}/${full.length}`);
+    expect(readFileSync(file).equals(full)).toBe(true);
   });
 
   it('rows of 1,000-bin histograms: chunks sized by their bytes, every row within its estimate', async () => {

@@ -15,6 +15,7 @@ import { signDownload } from '../../src/reports/signing.js';
 import { buildServiceApp, queueBackends, square, type TestApp } from '../helpers/app.js';
 import { parseCsv, pdfText, schemaErrors } from '../helpers/report-files.js';
 import { seedSeason, waitReport, type SeededField } from '../helpers/reports.js';
+import { checkRanges } from '../helpers/ranges.js';
 
 const TYPES = ['scouting', 'seasonal', 'health_summary', 'prescription'] as const;
 const FORMATS = ['pdf', 'json', 'csv'] as const;
@@ -480,6 +481,15 @@ describe.each(queueBackends)('reports on $name', (backend) => {
     expect(later.statusCode).toBe(202);
     expect(later.json().id).not.toBe(first.json().id);
     expect((await post(seeded.fieldId, body, { 'idempotency-key': 'é' })).statusCode).toBe(400);
+  });
+
+  it('a report file in byte ranges (a PDF: starts across it, a range of 1,000 bytes)', async () => {
+    const r = await ready({ type: 'scouting', format: 'pdf' });
+    const size = (await download(r.download_url)).rawPayload.length;
+    expect(size).toBeGreaterThan(2000);
+    const starts = [0, 1, 2, 999, 1000, 1001, size - 1001, size - 2, size - 1];
+    for (let s = 0; s < size; s += Math.ceil(size / 40)) starts.push(s);
+    await checkRanges(t, r.download_url, starts, 1000);
   });
 
   it('signed links: no key needed; tampered → 403; expired → 403; the list and GET re-sign for another 7 days and keep it', async () => {
