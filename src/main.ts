@@ -5,10 +5,10 @@
  */
 import net from 'node:net';
 import v8 from 'node:v8';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { bootstrapDevelopmentAccount } from './accounts/bootstrap.js';
 import { createDemo } from './imagery/demo.js';
-import { pino } from 'pino';
 import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import type { Api } from './platform/http/context.js';
 import { buildOpsApp } from './platform/http/ops-app.js';

@@ -9,6 +9,7 @@ import type { ComputePool } from '../compute/pool.js';
 import { findIndex } from '../compute/catalog.js';
 import { BoundaryError, validateBoundary, type Boundary } from '../fields/index.js';
 import type { Database, Sql } from '../platform/database.js';
+import type { ByteSpan } from '../platform/http/ranges.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { checkIdempotencyKey, idempotentCreate } from '../platform/idempotency.js';
@@ -563,12 +564,6 @@ export async function cancelBatch(deps: BatchDeps, accountId: string, id: string
   ]);
   if (!gone.length) throw notFound('Batch job', id);
   return null;
-}
-
-/** Bytes `start` to `end` of a file, both included (platform/http/ranges.ts chooses them). */
-export interface ByteSpan {
-  start: number;
-  end: number;
 }
 
 export interface BatchDownload {

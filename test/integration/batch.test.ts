@@ -30,9 +30,20 @@ import {
 import { checkRanges, hasCurl, wholeFile } from '../helpers/ranges.js';
 import { seedSeason } from '../helpers/reports.js';
 
-const run$ = promisify(execFile);
 const SCENE: Scene = { epsg: 32631, originX: 630_000, originY: 5_602_000, size: 100 };
 const RANGE = { start_date: '2025-04-01', end_date: '2025-09-30' };
+const run$ = promisify(execFile);
+/** n ad-hoc 50 m squares in a row, ids 0 to n − 1. */
+const squares = (n: number) => ({
+  type: 'FeatureCollection',
+  features: Array.from({ length: n }, (_, i) => ({
+    type: 'Feature',
+    id: i,
+    geometry: parcel(SCENE, 10 * i, 10, 50, 50),
+  })),
+});
+const postJob = (t: TestApp, payload: object) =>
+  t.app.inject({ method: 'POST', url: '/v1/batch/statistics', headers: t.auth(), payload });
 const INDICES = ['NDVI', 'NDRE', { name: 'ratio', formula: 'B08/B03-1' }] as const;
 // metres from the scene's corner: inside, across the scene's right edge, small, large
 const PARCELS: Array<[string, number, number, number, number]> = [
@@ -579,29 +590,10 @@ describe('batch statistics limits', () => {
   afterAll(async () => t?.close());
 
   it('too many features is a 400; a body past BATCH_MAX_BODY_BYTES a 413', async () => {
-    const feature = (i: number) => ({ type: 'Feature', id: i, geometry: parcel(SCENE, 10 * i, 10, 50, 50) });
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/batch/statistics',
-      headers: t.auth(),
-      payload: {
-        features: { type: 'FeatureCollection', features: [0, 1, 2, 3].map(feature) },
-        indices: ['NDVI'],
-        ...RANGE,
-      },
-    });
+    const res = await postJob(t, { features: squares(4), indices: ['NDVI'], ...RANGE });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().errors[0].code).toBe('too_many_features');
-    const big = await t.app.inject({
-      method: 'POST',
-      url: '/v1/batch/statistics',
-      headers: t.auth(),
-      payload: {
-        features: { type: 'FeatureCollection', features: Array.from({ length: 40 }, (_, i) => feature(i)) },
-        indices: ['NDVI'],
-        ...RANGE,
-      },
-    });
+    const big = await postJob(t, { features: squares(40), indices: ['NDVI'], ...RANGE });
     expect(big.statusCode).toBe(413);
     expect(big.json().code).toBe('payload_too_large');
   });
@@ -610,25 +602,13 @@ describe('batch statistics limits', () => {
     // 100 daily rows a feature, each 5,156 bytes by the estimate with 100 bins (300 + 32 + 24 × 201):
     // 515,600 a feature, so two features (1,031,200) fit in 1 MiB and three (1,546,800) do not.
     const post = (n: number) =>
-      t.app.inject({
-        method: 'POST',
-        url: '/v1/batch/statistics',
-        headers: t.auth(),
-        payload: {
-          features: {
-            type: 'FeatureCollection',
-            features: Array.from({ length: n }, (_, i) => ({
-              type: 'Feature',
-              id: i,
-              geometry: parcel(SCENE, 10 * i, 10, 50, 50),
-            })),
-          },
-          indices: ['NDVI'],
-          start_date: '2025-04-01',
-          end_date: '2025-07-09',
-          interval: 'daily',
-          histogram: 100,
-        },
+      postJob(t, {
+        features: squares(n),
+        indices: ['NDVI'],
+        start_date: '2025-04-01',
+        end_date: '2025-07-09',
+        interval: 'daily',
+        histogram: 100,
       });
     const refused = await post(3);
     expect(refused.statusCode, refused.body).toBe(400);
@@ -661,19 +641,7 @@ describe('a batch chunk that fails every run', () => {
   afterAll(async () => t?.close());
 
   it('fails the job, and the log tells of each failed run: retried, then no attempt left', async () => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/batch/statistics',
-      headers: t.auth(),
-      payload: {
-        features: {
-          type: 'FeatureCollection',
-          features: [{ type: 'Feature', id: 'a', geometry: parcel(SCENE, 10, 10, 50, 50) }],
-        },
-        indices: ['NDVI'],
-        ...RANGE,
-      },
-    });
+    const res = await postJob(t, { features: squares(1), indices: ['NDVI'], ...RANGE });
     expect(res.statusCode, res.body).toBe(202);
     const id = res.json().id as string;
     const job = await waitBatch(t, id, 20_000);

@@ -18,6 +18,15 @@ function capture() {
   return { lines, stream };
 }
 
+const FAILURE = {
+  queue: 'batch',
+  id: 'job-1',
+  outcome: 'failed',
+  attempt: 5,
+  attempts: 5,
+  error: 'the rows could not be stored',
+};
+
 describe('backgroundLog', () => {
   it('one JSON line each: a message at info, an object at warn with its members, an Error at error with its stack', async () => {
     const { lines, stream } = capture();
@@ -25,14 +34,7 @@ describe('backgroundLog', () => {
     const { transport: _none, ...jsonOnly } = options as typeof options & { transport?: unknown };
     const log = backgroundLog(pino(jsonOnly, stream));
     log('webhook secrets: 2 re-sealed under SECRETS_KEY');
-    log('queue job failed; no attempt left', {
-      queue: 'batch',
-      id: 'job-1',
-      outcome: 'failed',
-      attempt: 5,
-      attempts: 5,
-      error: 'the rows could not be stored',
-    });
+    log('queue job failed; no attempt left', FAILURE);
     log('season scheduler failed', new Error('connection refused'));
     log('odd', 42);
     await new Promise((r) => setImmediate(r));
@@ -44,16 +46,7 @@ describe('backgroundLog', () => {
       role: 'worker',
       pid: process.pid,
     });
-    expect(warn).toMatchObject({
-      level: 40,
-      msg: 'queue job failed; no attempt left',
-      queue: 'batch',
-      id: 'job-1',
-      outcome: 'failed',
-      attempt: 5,
-      attempts: 5,
-      error: 'the rows could not be stored',
-    });
+    expect(warn).toMatchObject({ level: 40, msg: 'queue job failed; no attempt left', ...FAILURE });
     expect(error).toMatchObject({ level: 50, msg: 'season scheduler failed', err: { message: 'connection refused' } });
     expect(error.err.stack).toContain('Error: connection refused');
     expect(odd).toMatchObject({ level: 40, msg: 'odd', detail: 42 });
