@@ -2,6 +2,7 @@
  * Batch statistics endpoints. Everything needs the API key except the download, which is
  * authorised by its pre-signed link, as a report's.
  */
+import { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses, problemResponses, publicProblemResponses } from '../platform/http/openapi.js';
@@ -143,14 +144,18 @@ export const batchDownloadRoutes = routePlugin(
       async (req, reply) => {
         const file = await openBatchDownload(deps, req.params.id, req.query.expires, req.query.signature);
         const span = requestedSpan(req.headers, file.size, file.etag);
-        return reply
-          .code(span ? 206 : 200)
-          .header('Content-Type', file.contentType)
-          .header('Content-Disposition', `attachment; filename="${file.filename}"`)
-          .headers(spanHeaders(file.size, file.etag, span))
-          .header('Cache-Control', 'private, no-store')
-          .header('X-Content-Type-Options', 'nosniff')
-          .send(file.stream(span));
+        return (
+          reply
+            .code(span ? 206 : 200)
+            .header('Content-Type', file.contentType)
+            .header('Content-Disposition', `attachment; filename="${file.filename}"`)
+            .headers(spanHeaders(file.size, file.etag, span))
+            .header('Cache-Control', 'private, no-store')
+            .header('X-Content-Type-Options', 'nosniff')
+            // HEAD (a download manager's first question: size, ranges): no stream, whose whole file
+            // Fastify's HEAD handler would read from the database and drop.
+            .send(req.method === 'HEAD' ? Readable.from([]) : file.stream(span))
+        );
       },
     );
   },

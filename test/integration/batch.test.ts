@@ -377,6 +377,27 @@ describe.each(queueBackends)('batch statistics on $name', (backend) => {
     expect(at).toBe(full.length);
     for (let s = 0; s < full.length; s += 97) starts.add(s);
     await checkRanges(t, job.download_url, [...starts], 731);
+    // HEAD answers the size, the ETag and the ranges without reading the file's parts.
+    const query = t.db.query;
+    let reads = 0;
+    t.db.query = ((sql: string, ...rest: unknown[]) => {
+      if (sql.includes('convert_from')) reads++;
+      return (query as (...a: unknown[]) => unknown).call(t.db, sql, ...rest);
+    }) as typeof query;
+    try {
+      for (const range of [undefined, 'bytes=100-']) {
+        const head = await t.app.inject({ method: 'HEAD', url, headers: range ? { range } : {} });
+        expect(head.statusCode).toBe(range ? 206 : 200);
+        expect(head.headers['content-length']).toBe(String(range ? full.length - 100 : full.length));
+        expect(head.headers['accept-ranges']).toBe('bytes');
+        expect(head.rawPayload.length).toBe(0);
+      }
+      expect(reads).toBe(0);
+      await t.app.inject({ method: 'GET', url });
+      expect(reads).toBeGreaterThan(3); // the count sees a GET's reads
+    } finally {
+      t.db.query = query;
+    }
     if (!hasCurl()) return;
     // A download broken after 1,000 bytes, resumed by curl (-C -: a Range from the file's size).
     const file = path.join(dir, 'resumed.csv');
