@@ -102,15 +102,15 @@ export class UncataloguedStatusError extends AppError {
   }
 }
 
-/**
- * A domain error refused the part of the request at `path` (a JSON Pointer such as
- * `/query/formula`): the feature knows where the input came from, the domain code does not.
- */
 /** `400 validation_failed` with these issues, each in the detail as `path message`. */
 export function validationFailed(issues: FieldIssue[]): AppError {
   return new AppError('validation_failed', issues.map((i) => `${i.path} ${i.message}`).join('; '), { errors: issues });
 }
 
+/**
+ * A domain error refused the part of the request at `path` (a JSON Pointer such as
+ * `/query/formula`): the feature knows where the input came from, the domain code does not.
+ */
 export class RefusedInput extends Error {
   constructor(
     readonly error: Error,
