@@ -2,12 +2,11 @@
  * Batch statistics endpoints. Everything needs the API key except the download, which is
  * authorised by its pre-signed link, as a report's.
  */
-import { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses, problemResponses, publicProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
-import { requestedSpan, spanHeaders } from '../platform/http/ranges.js';
+import { fileResponses, sendFile } from '../platform/http/downloads.js';
 import { BatchCreate, BatchJob, BatchList, BatchListQuery, BatchParams, DownloadQuery } from './schemas.js';
 import { cancelBatch, createBatch, getBatch, listBatches, openBatchDownload, type BatchDeps } from './service.js';
 
@@ -18,26 +17,10 @@ declare module 'fastify' {
   }
 }
 
-const ResultFile = {
-  description: 'The result file: CSV with a header row, or NDJSON (one JSON object a line)',
-  content: Object.fromEntries(
-    ['text/csv', 'application/x-ndjson'].map((t) => [
-      t,
-      { schema: Type.Unsafe<Buffer | NodeJS.ReadableStream>({ type: 'string', format: 'binary' }) },
-    ]),
-  ),
-};
-
-const ResultFilePart = {
-  description:
-    'One byte range of the file (a Range header of one range, an If-Range matching the ETag if any): Content-Range says which',
-  content: Object.fromEntries(
-    ['text/csv', 'application/x-ndjson'].map((t) => [
-      t,
-      { schema: Type.Unsafe<Buffer | NodeJS.ReadableStream>({ type: 'string', format: 'binary' }) },
-    ]),
-  ),
-};
+const ResultFile = fileResponses('The result file: CSV with a header row, or NDJSON (one JSON object a line)', [
+  'text/csv',
+  'application/x-ndjson',
+]);
 
 export const batchRoutes = routePlugin('batch-routes', async (app) => {
   const deps = app.batch;
@@ -135,27 +118,14 @@ export const batchDownloadRoutes = routePlugin(
           querystring: DownloadQuery,
           security: [],
           response: {
-            200: ResultFile,
-            206: ResultFilePart,
+            ...ResultFile,
             ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired', 'range_not_satisfiable'),
           },
         },
       },
       async (req, reply) => {
         const file = await openBatchDownload(deps, req.params.id, req.query.expires, req.query.signature);
-        const span = requestedSpan(req.headers, file.size, file.etag);
-        return (
-          reply
-            .code(span ? 206 : 200)
-            .header('Content-Type', file.contentType)
-            .header('Content-Disposition', `attachment; filename="${file.filename}"`)
-            .headers(spanHeaders(file.size, file.etag, span))
-            .header('Cache-Control', 'private, no-store')
-            .header('X-Content-Type-Options', 'nosniff')
-            // HEAD (a download manager's first question: size, ranges): no stream, whose whole file
-            // Fastify's HEAD handler would read from the database and drop.
-            .send(req.method === 'HEAD' ? Readable.from([]) : file.stream(span))
-        );
+        return sendFile(req, reply, { id: req.params.id, ...file });
       },
     );
   },

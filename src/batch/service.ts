@@ -570,10 +570,8 @@ export interface BatchDownload {
   filename: string;
   contentType: string;
   size: number;
-  /** Strong: a ready job's file never changes (the job's id and the file's size). */
-  etag: string;
   /** The file, or bytes `start`–`end` of it (both included). */
-  stream(span?: ByteSpan | null): Readable;
+  body(span: ByteSpan | null): Readable;
 }
 
 export async function openBatchDownload(
@@ -589,7 +587,6 @@ export async function openBatchDownload(
   );
   if (!row) throw notFound('Batch job', id);
   const db = deps.db;
-  const size = Number(row.size_bytes);
   // The file's parts one at a time, as text (UTF-8 in the database: the rows' own bytes), not as
   // bytea, which both drivers decode through a hex string twice the part's size: memory bounded by
   // a part (BATCH_PART_BYTES of rows), not by the file. A range starts at the part holding its first
@@ -633,8 +630,7 @@ export async function openBatchDownload(
   return {
     filename: row.filename,
     contentType: row.content_type,
-    size,
-    etag: `"${id}.${size}"`,
-    stream: (span = null) => Readable.from(parts(span)),
+    size: Number(row.size_bytes),
+    body: (span) => Readable.from(parts(span)),
   };
 }

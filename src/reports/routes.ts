@@ -6,7 +6,7 @@ import { Type, type TSchema } from 'typebox';
 import { routePlugin } from '../platform/http/context.js';
 import { ProblemResponses, problemResponses, publicProblemResponses } from '../platform/http/openapi.js';
 import { page, setLinkHeader } from '../platform/http/pagination.js';
-import { requestedSpan, spanHeaders } from '../platform/http/ranges.js';
+import { fileResponses, sendFile } from '../platform/http/downloads.js';
 import { CONTENT_SCHEMAS } from './content/schema.js';
 import {
   DownloadQuery,
@@ -32,27 +32,12 @@ const JsonSchema = Type.Unsafe<TSchema>(
   Type.Object({}, { additionalProperties: true, description: 'A JSON Schema (draft 2020-12)' }),
 );
 
-/** The file itself; documentation only, since Fastify sends a Buffer without serializing it. */
-const ReportFile = {
-  description: 'The report file, as its format says',
-  content: Object.fromEntries(
-    ['application/pdf', 'application/json', 'text/csv', 'application/zip'].map((t) => [
-      t,
-      { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) },
-    ]),
-  ),
-};
-
-const ReportFilePart = {
-  description:
-    'One byte range of the file (a Range header of one range, an If-Range matching the ETag if any): Content-Range says which',
-  content: Object.fromEntries(
-    ['application/pdf', 'application/json', 'text/csv', 'application/zip'].map((t) => [
-      t,
-      { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) },
-    ]),
-  ),
-};
+const ReportFile = fileResponses('The report file, as its format says', [
+  'application/pdf',
+  'application/json',
+  'text/csv',
+  'application/zip',
+]);
 
 export const reportRoutes = routePlugin('reports-routes', async (app) => {
   const deps = app.reports;
@@ -171,25 +156,21 @@ export const reportDownloadRoutes = routePlugin(
           querystring: DownloadQuery,
           security: [],
           response: {
-            200: ReportFile,
-            206: ReportFilePart,
+            ...ReportFile,
             ...publicProblemResponses('not_found', 'invalid_signature', 'link_expired', 'range_not_satisfiable'),
           },
         },
       },
       async (req, reply) => {
         const file = await openDownload(deps, req.params.id, req.query.expires, req.query.signature);
-        // A ready report's file never changes: its id and size make a strong ETag.
-        const etag = `"${req.params.id}.${file.content.length}"`;
-        const span = requestedSpan(req.headers, file.content.length, etag);
-        return reply
-          .code(span ? 206 : 200)
-          .header('Content-Type', file.contentType)
-          .header('Content-Disposition', `attachment; filename="${file.filename}"`)
-          .headers(spanHeaders(file.content.length, etag, span))
-          .header('Cache-Control', 'private, no-store')
-          .header('X-Content-Type-Options', 'nosniff')
-          .send(span ? file.content.subarray(span.start, span.end + 1) : file.content);
+        const { content } = file;
+        return sendFile(req, reply, {
+          id: req.params.id,
+          filename: file.filename,
+          contentType: file.contentType,
+          size: content.length,
+          body: (span) => (span ? content.subarray(span.start, span.end + 1) : content),
+        });
       },
     );
   },

@@ -96,7 +96,7 @@ describe.each(dbBackends)('batch file parts on $name', (backend) => {
       url.searchParams.get('signature') ?? undefined,
     );
     const got: Buffer[] = [];
-    for await (const b of dl.stream()) got.push(b as Buffer);
+    for await (const b of dl.body(null)) got.push(b as Buffer);
     const bytes = Buffer.concat(got);
     expect(dl.size).toBe(bytes.length);
     expect(Number(job!.size_bytes)).toBe(bytes.length);

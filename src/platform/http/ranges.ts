@@ -80,14 +80,3 @@ export function requestedSpan(headers: IncomingHttpHeaders, size: number, etag: 
     });
   return spans.length === 1 ? spans[0]! : null;
 }
-
-/** The headers of a download's answer: 206's Content-Range and length, or 200's length; both ETag and Accept-Ranges. */
-export function spanHeaders(size: number, etag: string, span: ByteSpan | null): Record<string, string> {
-  const common = { ETag: etag, 'Accept-Ranges': 'bytes' };
-  if (!span) return { ...common, 'Content-Length': String(size) };
-  return {
-    ...common,
-    'Content-Range': `bytes ${span.start}-${span.end}/${size}`,
-    'Content-Length': String(span.end - span.start + 1),
-  };
-}
