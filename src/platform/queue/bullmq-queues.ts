@@ -112,24 +112,17 @@ export class BullmqQueues implements JobQueues {
         } catch (err) {
           const attempt = job.attemptsMade + 1;
           const attempts = job.opts.attempts ?? 1;
-          const failure = {
+          const retried = attempt < attempts;
+          outcome = retried ? 'retried' : 'failed';
+          reportFailure(this.onFailure, {
             queue,
             id: job.id!,
+            outcome: retried ? 'retried' : 'failed',
             attempt,
             attempts,
+            ...(retried ? { retry_in_ms: backoffFor(job.data.backoffMs, attempt) } : {}),
             error: err instanceof Error ? err.message : String(err),
-          };
-          if (attempt < attempts) {
-            outcome = 'retried';
-            reportFailure(this.onFailure, {
-              ...failure,
-              outcome: 'retried',
-              retry_in_ms: backoffFor(job.data.backoffMs, attempt),
-            });
-          } else {
-            outcome = 'failed';
-            reportFailure(this.onFailure, { ...failure, outcome: 'failed' });
-          }
+          });
           throw err;
         } finally {
           this.running.delete(key);
