@@ -1578,3 +1578,81 @@ export function bracketSizes(src: usize, u: i32, br: usize, k: i32): void {
   store<i32>(br, <i32>((o6 - dst - <usize>load<i32>(br, 156)) >> 2), 124);
   store<i32>(br, <i32>((o7 - dst - <usize>load<i32>(br, 160)) >> 2), 128);
 }
+
+// ---------- sorting: LSD radix on the values' order keys ----------
+
+/** sortF32's four count tables (256 u32 each), one per byte of the key. */
+const RADIX_COUNTS = memory.data(4 * 256 * 4, 16);
+
+/** The u32 whose unsigned order is x's numeric order (−0 before +0), NaN last as TypedArray.sort puts it. */
+// @ts-ignore: decorator
+@inline function orderKey(x: f32): u32 {
+  if (x != x) return 0xffffffff;
+  const b = reinterpret<u32>(x);
+  return b & 0x80000000 ? ~b : b | 0x80000000;
+}
+
+// @ts-ignore: decorator
+@inline function fromKey(k: u32): f32 {
+  return k == 0xffffffff ? NaN : reinterpret<f32>(k & 0x80000000 ? k ^ 0x80000000 : ~k);
+}
+
+/**
+ * Sorts the n f32 at p ascending in place, in the order Float32Array.prototype.sort gives (−0
+ * before +0, NaN last): each value replaced by its order key, the keys sorted by a stable LSD radix
+ * of 8 bits a pass (one count pass for all four bytes; a pass whose byte every key shares is
+ * skipped), then turned back. Under 48 values an insertion sort of the keys. tmp: room for n
+ * values. V8's own sort of a typed array takes 30–80 ns a value (Node 20); this, a few.
+ */
+export function sortF32(p: usize, n: i32, tmp: usize): void {
+  for (let i = 0; i < n; i++) store<u32>(p + (<usize>i << 2), orderKey(load<f32>(p + (<usize>i << 2))));
+  if (n < 48) {
+    for (let i = 1; i < n; i++) {
+      const k = load<u32>(p + (<usize>i << 2));
+      let j = i - 1;
+      for (; j >= 0 && load<u32>(p + (<usize>j << 2)) > k; j--) store<u32>(p + (<usize>(j + 1) << 2), load<u32>(p + (<usize>j << 2)));
+      store<u32>(p + (<usize>(j + 1) << 2), k);
+    }
+  } else {
+    memory.fill(RADIX_COUNTS, 0, 4 * 256 * 4);
+    for (let i = 0; i < n; i++) {
+      const k = load<u32>(p + (<usize>i << 2));
+      const c0 = RADIX_COUNTS + (<usize>(k & 0xff) << 2);
+      const c1 = RADIX_COUNTS + 1024 + (<usize>((k >>> 8) & 0xff) << 2);
+      const c2 = RADIX_COUNTS + 2048 + (<usize>((k >>> 16) & 0xff) << 2);
+      const c3 = RADIX_COUNTS + 3072 + (<usize>(k >>> 24) << 2);
+      store<u32>(c0, load<u32>(c0) + 1);
+      store<u32>(c1, load<u32>(c1) + 1);
+      store<u32>(c2, load<u32>(c2) + 1);
+      store<u32>(c3, load<u32>(c3) + 1);
+    }
+    let src = p;
+    let dst = tmp;
+    const first = load<u32>(p);
+    for (let d = 0; d < 4; d++) {
+      const shift = <u32>(d << 3);
+      const counts = RADIX_COUNTS + (<usize>d << 10);
+      // every key with the first key's byte: nothing to move
+      if (load<u32>(counts + (<usize>((first >>> shift) & 0xff) << 2)) == <u32>n) continue;
+      // counts into starts
+      let sum: u32 = 0;
+      for (let b = 0; b < 256; b++) {
+        const c = load<u32>(counts + (<usize>b << 2));
+        store<u32>(counts + (<usize>b << 2), sum);
+        sum += c;
+      }
+      for (let i = 0; i < n; i++) {
+        const k = load<u32>(src + (<usize>i << 2));
+        const at = counts + (<usize>((k >>> shift) & 0xff) << 2);
+        const o = load<u32>(at);
+        store<u32>(at, o + 1);
+        store<u32>(dst + (<usize>o << 2), k);
+      }
+      const t = src;
+      src = dst;
+      dst = t;
+    }
+    if (src != p) memory.copy(p, src, <usize>n << 2);
+  }
+  for (let i = 0; i < n; i++) store<f32>(p + (<usize>i << 2), fromKey(load<u32>(p + (<usize>i << 2))));
+}

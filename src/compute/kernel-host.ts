@@ -99,6 +99,7 @@ interface Exports {
   sampleLevels(p: number, s: number, most: number, out: number): number;
   levelCounts(src: number, n: number, lv: number, k: number, dst: number): void;
   histogramNp(src: number, n: number, edges: number, nb: number, uniform: number, dst: number): void;
+  sortF32(p: number, n: number, tmp: number): void;
 }
 
 /** Whether the per-formula JIT runs by default (KERNEL_JIT=0 turns it off). */
@@ -1037,7 +1038,8 @@ export class Kernel {
     ranges: ReadonlyArray<readonly [number, number]>,
     range: { min: number; max: number; count: number },
   ): Array<{ first: number; values: Float32Array }> {
-    const t = this.bucketCounts(range.min, range.max);
+    // (room after the tables for sortF32's second buffer: a range's values are at most the window's)
+    const t = this.bucketCounts(range.min, range.max, this.n * 4 + 16);
     const { nb, hist, slot, off, m } = t;
     if (m !== range.count) throw new Error(`rankWindows: ${range.count} values expected, ${m} counted`);
     // before[b]: the values in the buckets under b; each range's first and last bucket
@@ -1069,35 +1071,40 @@ export class Kernel {
     this.bucketGather(t); // (no memory grows from here on: hist stays valid)
     const F = this.views().f32;
     const from = this.scratchPtr >> 2;
+    const x = this.x;
+    // sorted in the kernel's memory (sortF32), then copied out: a typed array's own sort took
+    // 30–80 ns a value
     return ends.map(([b0, b1], i) => {
       const start = from + startOf[b0]!;
-      const values = F.slice(start, start + before[b1 + 1]! - before[b0]!);
+      const len = before[b1 + 1]! - before[b0]!;
       const [r0, r1] = ranges[i]!;
-      if (values.length <= 2 * (r1 - r0 + 1) + 4096) values.sort();
+      if (len <= 2 * (r1 - r0 + 1) + 4096) x.sortF32(start * 4, len, t.freePtr);
       else
-        for (let b = b0, at = 0; b <= b1; at += hist[b++]!) {
-          const part = values.subarray(at, at + hist[b]!);
+        for (let b = b0, at = start; b <= b1; at += hist[b++]!) {
+          const size = hist[b]!;
           let same = true;
-          for (let q = 1; q < part.length && same; q++) same = part[q] === part[0];
-          if (!same) part.sort();
+          for (let q = 1; q < size && same; q++) same = F[at + q] === F[at];
+          if (!same) x.sortF32(at * 4, size, t.freePtr);
         }
-      return { first: before[b0]!, values };
+      return { first: before[b0]!, values: F.slice(start, start + len) };
     });
   }
 
   /**
    * Counts the last run's values per bucket of [lo, hi] (bucketCount: ⌊(x − lo) × scale⌋ in f32,
    * monotone, so the buckets are in value order; about 32 values a bucket, at most 65,536), with
-   * the slot and offset tables bucketGather reads (no slot yet) and m, the values counted.
+   * the slot and offset tables bucketGather reads (no slot yet) and m, the values counted;
+   * `room` bytes are free for the caller from freePtr.
    */
-  private bucketCounts(lo: number, hi: number) {
+  private bucketCounts(lo: number, hi: number, room = 0) {
     const n = this.n;
     let nb = 16;
     while (nb < 65536 && nb * 32 < n) nb *= 2;
     const histPtr = align(this.accPtr + 64);
     const slotPtr = align(histPtr + 4 * (nb + 1) * 4); // four count tables (bucketCount)
     const offPtr = align(slotPtr + (nb + 1) * 4); // slot[nb]: NaN's, never gathered
-    this.ensure(offPtr + nb * 4 + 64);
+    const freePtr = align(offPtr + nb * 4 + 64); // `room` bytes from here for the caller
+    this.ensure(freePtr + room);
     const fLo = Math.fround(lo);
     const scale = hi > lo ? Math.fround(nb / (hi - lo)) : 0;
     this.x.bucketCount(this.outPtr, n, fLo, scale, nb, histPtr);
@@ -1105,7 +1112,7 @@ export class Kernel {
     const hist = new Uint32Array(buf, histPtr, nb + 1);
     const slot = new Int32Array(buf, slotPtr, nb + 1).fill(-1);
     const off = new Int32Array(buf, offPtr, nb);
-    return { nb, fLo, scale, slotPtr, offPtr, hist, slot, off, m: n - hist[nb]! };
+    return { nb, fLo, scale, slotPtr, offPtr, freePtr, hist, slot, off, m: n - hist[nb]! };
   }
 
   /** Gathers the values of the buckets given a slot (bucketCounts' tables) to the scratch. */

@@ -10,6 +10,7 @@ import { compile, parseFormula } from '../../../src/compute/formula.js';
 import { Kernel, type BandSpec } from '../../../src/compute/kernel-host.js';
 import { referencePercentile, referenceStats, referenceValues } from '../../../src/compute/reference.js';
 import { close, formulaTree, printFormula } from '../../helpers/formulas.js';
+import { rng } from '../../helpers/random.js';
 
 // The SIMD build with the per-formula JIT (what the service runs), the interpreter alone, and
 // the scalar build.
@@ -431,3 +432,58 @@ describe('statistics on 10 million values', () => {
     expect(flat.std).toBe(0);
   });
 });
+
+describe.each(kernels.filter((k) => k.jit || !k.simd).map((k) => [label(k), k] as const))(
+  'sortF32 (%s build): the order of Float32Array.prototype.sort',
+  (_name, kernel) => {
+    type X = { sortF32(p: number, n: number, tmp: number): void; memory: WebAssembly.Memory; dataBase(): number };
+    const x = (kernel as unknown as { x: X }).x;
+    // values with every kind of key: −0 and 0, NaN of both signs and payloads, ±Infinity,
+    // subnormals, ties, values of one byte of the key apart
+    const special = [-0, 0, Number.NaN, Infinity, -Infinity, 1e-45, -1e-45, 3.4e38, -3.4e38, 1, 1, -1, 0.5];
+    const bits = new Uint32Array(1);
+    const asF32 = new Float32Array(bits.buffer);
+    const mixed = (n: number, seed: number): Float32Array => {
+      const r = rng(seed);
+      const a = new Float32Array(n);
+      for (let i = 0; i < n; i++) {
+        const c = r();
+        if (c < 0.1) a[i] = special[Math.floor(r() * special.length)]!;
+        else if (c < 0.15) {
+          bits[0] = r() < 0.5 ? 0xffc00001 : 0x7f800123; // NaNs that are not the canonical one
+          a[i] = asF32[0]!;
+        } else if (c < 0.4)
+          a[i] = Math.floor(r() * 8) / 8; // ties
+        else if (c < 0.6)
+          a[i] = 1 + Math.floor(r() * 256) * 2 ** -23; // the key's low byte only
+        else a[i] = (r() - 0.5) * 10 ** Math.floor(r() * 12 - 6);
+      }
+      return a;
+    };
+    it('equals the typed array sort on 0–100,000 values: −0 before 0, NaN last, ties, subnormals', () => {
+      const p = x.dataBase();
+      for (const [t, n] of [0, 1, 2, 47, 48, 49, 255, 256, 1000, 4097, 100_000].entries()) {
+        const a = mixed(n, 11 + t);
+        const room = p + 8 * n + 64;
+        if (x.memory.buffer.byteLength < room) x.memory.grow(Math.ceil((room - x.memory.buffer.byteLength) / 65536));
+        new Float32Array(x.memory.buffer, p, n).set(a);
+        x.sortF32(p, n, p + 4 * n + 16);
+        const got = new Float32Array(x.memory.buffer, p, n);
+        const want = a.slice().sort();
+        for (let i = 0; i < n; i++)
+          expect(Object.is(got[i], want[i]), `${n} values, place ${i}: ${got[i]} for ${want[i]}`).toBe(true);
+      }
+    });
+    it('leaves values that share every byte but one, or all of them, in order', () => {
+      const p = x.dataBase();
+      for (const a of [
+        new Float32Array(500).fill(0.25),
+        Float32Array.from({ length: 500 }, (_, i) => 2 + (499 - i) * 2 ** -22),
+      ]) {
+        new Float32Array(x.memory.buffer, p, a.length).set(a);
+        x.sortF32(p, a.length, p + 4 * a.length + 16);
+        expect(Array.from(new Float32Array(x.memory.buffer, p, a.length))).toEqual(Array.from(a.slice().sort()));
+      }
+    });
+  },
+);
