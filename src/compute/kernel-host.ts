@@ -1080,12 +1080,8 @@ export class Kernel {
       const [r0, r1] = ranges[i]!;
       if (len <= 2 * (r1 - r0 + 1) + 4096) x.sortF32(start * 4, len, t.freePtr);
       else
-        for (let b = b0, at = start; b <= b1; at += hist[b++]!) {
-          const size = hist[b]!;
-          let same = true;
-          for (let q = 1; q < size && same; q++) same = F[at + q] === F[at];
-          if (!same) x.sortF32(at * 4, size, t.freePtr);
-        }
+        for (let b = b0, at = start * 4; b <= b1; at += hist[b++]! * 4)
+          if (!x.oneValue(at, 0, hist[b]! - 1)) x.sortF32(at, hist[b]!, t.freePtr);
       return { first: before[b0]!, values: F.slice(start, start + len) };
     });
   }

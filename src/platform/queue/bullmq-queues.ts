@@ -113,11 +113,12 @@ export class BullmqQueues implements JobQueues {
           const attempt = job.attemptsMade + 1;
           const attempts = job.opts.attempts ?? 1;
           const retried = attempt < attempts;
-          outcome = retried ? 'retried' : 'failed';
+          const ended = retried ? 'retried' : 'failed';
+          outcome = ended;
           reportFailure(this.onFailure, {
             queue,
             id: job.id!,
-            outcome: retried ? 'retried' : 'failed',
+            outcome: ended,
             attempt,
             attempts,
             ...(retried ? { retry_in_ms: backoffFor(job.data.backoffMs, attempt) } : {}),
