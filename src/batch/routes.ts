@@ -124,8 +124,11 @@ export const batchDownloadRoutes = routePlugin(
         },
       },
       async (req, reply) => {
-        const file = await openBatchDownload(deps, req.params.id, req.query.expires, req.query.signature);
-        return sendFile(req, reply, { id: req.params.id, ...file });
+        return sendFile(
+          req,
+          reply,
+          await openBatchDownload(deps, req.params.id, req.query.expires, req.query.signature),
+        );
       },
     );
   },

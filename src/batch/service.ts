@@ -9,6 +9,7 @@ import type { ComputePool } from '../compute/pool.js';
 import { findIndex } from '../compute/catalog.js';
 import { BoundaryError, validateBoundary, type Boundary } from '../fields/index.js';
 import type { Database, Sql } from '../platform/database.js';
+import type { DownloadFile } from '../platform/http/downloads.js';
 import type { ByteSpan } from '../platform/http/ranges.js';
 import { AppError, notFound, type FieldIssue } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -566,20 +567,12 @@ export async function cancelBatch(deps: BatchDeps, accountId: string, id: string
   return null;
 }
 
-export interface BatchDownload {
-  filename: string;
-  contentType: string;
-  size: number;
-  /** The file, or bytes `start`–`end` of it (both included). */
-  body(span: ByteSpan | null): Readable;
-}
-
 export async function openBatchDownload(
   deps: BatchDeps,
   id: string,
   expires: string | undefined,
   signature: string | undefined,
-): Promise<BatchDownload> {
+): Promise<DownloadFile> {
   assertDownloadLink(deps.signingKey, id, expires, signature, 'GET /v1/batch/statistics/{id}');
   const [row] = await deps.db.query<{ filename: string; content_type: string; size_bytes: string }>(
     `SELECT filename, content_type, size_bytes FROM batch_jobs WHERE id = $1 AND status = 'ready'`,
@@ -628,6 +621,7 @@ export async function openBatchDownload(
     }
   }
   return {
+    id,
     filename: row.filename,
     contentType: row.content_type,
     size: Number(row.size_bytes),
